@@ -1,0 +1,46 @@
+#!/bin/sh
+# Installs the Debian packages a task needs.  As root it runs apt-get; as
+# anyone else it prints the exact command and fails.
+#   scripts/deps.sh test    build + unit tests (cmocka, pkg-config)
+#   scripts/deps.sh ci      everything .ci/run uses
+#   scripts/deps.sh bench   the benchmark suite and its peers
+set -eu
+
+pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev"
+pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy"
+pkgs_bench="$pkgs_test libbenchmark-dev libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev \
+libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox"
+
+want=""
+for profile in "${@:-test}"; do
+    case "$profile" in
+        test) want="$want $pkgs_test" ;;
+        ci) want="$want $pkgs_ci" ;;
+        bench) want="$want $pkgs_bench" ;;
+        *) echo "deps.sh: unknown profile '$profile' (test, ci, bench)" >&2; exit 2 ;;
+    esac
+done
+
+missing=""
+for p in $want; do
+    case " $missing " in *" $p "*) continue ;; esac
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "deps.sh: missing packages:$missing (no apt-get here: install them by hand)" >&2
+    exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps.sh: missing packages. Run:" >&2
+    echo "    sudo apt-get update && sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+echo "deps.sh: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,67 @@
+/*
+ * Internal helpers shared by the library's sources.  Never installed.
+ */
+#ifndef ARENA_INTERNAL_H
+#define ARENA_INTERNAL_H
+
+#include <stdint.h>
+
+#include "arena/arena.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define ARENA__HIDDEN   __attribute__((visibility("hidden")))
+#  define ARENA__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#  define ARENA__HIDDEN
+#  define ARENA__PRINTF(f, a)
+#endif
+
+/* ---- Sanitizer and Valgrind annotations ----------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#  define ARENA__ASAN 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define ARENA__ASAN 1
+#  endif
+#endif
+#ifndef ARENA__ASAN
+#  define ARENA__ASAN 0
+#endif
+
+#if ARENA__ASAN
+#  include <sanitizer/asan_interface.h>
+#  define arena__poison(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
+#  define arena__unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#  define arena__poison(p, n)   ((void)(p), (void)(n))
+#  define arena__unpoison(p, n) ((void)(p), (void)(n))
+#endif
+
+/* True when every allocation must go through the library (so that it can
+ * poison, guard and tag it): the inline window stays closed. */
+static inline bool arena__instrumented(void)
+{
+    return ARENA__ASAN || ARENA_CHECKED;
+}
+
+/* ---- Arithmetic --------------------------------------------------------------- */
+
+static inline bool arena__is_pow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+static inline uintptr_t arena__align_up(uintptr_t p, size_t align)
+{
+    return (p + (align - 1)) & ~(uintptr_t)(align - 1);
+}
+
+static inline uintptr_t arena__align_down(uintptr_t p, size_t align)
+{
+    return p & ~(uintptr_t)(align - 1);
+}
+
+/* ---- Errors --------------------------------------------------------------------- */
+
+/* Formats a message and hands it to the current error handler. */
+ARENA__HIDDEN void arena__report(arena_error code, const char *fmt, ...) ARENA__PRINTF(2, 3);
+
+#endif /* ARENA_INTERNAL_H */

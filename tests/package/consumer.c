@@ -1,0 +1,16 @@
+/* A program built against the installed package. */
+#include <arena/arena.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+    arena a = {0};
+    char *s = arena_strdup(&a, "consumer");
+    arena_ref r = arena_ref_strndup(&a, "ok", 2);
+    int good = s && strcmp(arena_ref_str(&a, r), "ok") == 0 &&
+               strcmp(arena_version(), ARENA_VERSION_STRING) == 0;
+    printf("%s %s (libarena %s)\n", s, good ? arena_ref_str(&a, r) : "BROKEN", arena_version());
+    arena_release(&a);
+    return good ? 0 : 1;
+}

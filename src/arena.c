@@ -40,8 +40,77 @@
 static char zero_size_value[1];
 
 enum {
-    FIXED = 1u /* caller's buffer without backing: never allocate */
+    FIXED = 1u,   /* caller's buffer without backing: never allocate */
+    BUF_OPEN = 2u /* instrumented: the caller's buffer is open (after a release)
+                     until the arena next stores into it */
 };
+
+/* ---- Instrumented layout ----------------------------------------------------------
+ *
+ * When the library must see every allocation (ASan, Valgrind, the checked
+ * build: see arena__instrumented()), each value is laid out as
+ *
+ *     [pad][header: checked build only][value][guard]
+ *
+ * The value starts GRANULE-aligned (ASan's shadow granularity: a poisoned byte
+ * just past a value needs the value to own the start of its granule), and the
+ * guard runs from its end to the next granule boundary plus one whole granule,
+ * so the position stays GRANULE-aligned.  Guards, pads, headers and the unused
+ * part of a chunk are closed (poisoned / no-access); the checked build also
+ * fills them with ARENA__CLOBBER and verifies them at reset and rewind.
+ *
+ * The header (checked build) holds the value's size and a tag drawn from a
+ * per-arena serial; a ref carries the same tag in bits its fields cannot use,
+ * so resolving a ref whose value has expired (and maybe been overwritten) is
+ * detected in O(1).
+ *
+ * Every chunk the arena allocates has EXTRA bytes on top of its capacity, so
+ * that a value that fits the budget still fits a fresh chunk with its
+ * overhead, and arena_retained() reports capacities exactly as documented.
+ * None of this exists in a plain build: instrumented() is a constant 0 there
+ * (Valgrind aside, which is decided once at load).
+ */
+#define GRANULE ((size_t)8)
+#define HDR_MAGIC 0x5A6C0000u /* top bits of a header's first word */
+#define TAG_BITS 13u          /* 1 spare bit of len + CHUNK_TAG_BITS of chunk */
+#define CHUNK_TAG_BITS 12u
+#define CHUNK_LIMIT ((uint32_t)1 << (32u - CHUNK_TAG_BITS)) /* chunks a checked ref can name */
+
+struct header {
+    uint32_t word;  /* HDR_MAGIC | tag */
+    uint32_t check; /* ~word ^ folded size */
+    uint64_t size;
+};
+
+/* Bytes of header before each value (checked build); a multiple of ARENA_ALIGN. */
+static size_t header_bytes(void)
+{
+    return ARENA_CHECKED ? (ARENA_ALIGN > 16 ? ARENA_ALIGN : 16) : 0;
+}
+#define HDR header_bytes()
+#define EXTRA (HDR + 2 * GRANULE)
+
+static bool instrumented(void) { return arena__instrumented(); }
+
+/* Bytes a value of `n` bytes occupies from its start to the end of its guard.
+ * Callers check n <= SIZE_MAX - EXTRA first. */
+static size_t footprint(size_t n)
+{
+    return instrumented() ? ((n + GRANULE - 1) & ~(GRANULE - 1)) + GRANULE : n;
+}
+
+/* Overhead a chunk allocated by this arena carries beyond its capacity. */
+static size_t extra(void) { return instrumented() ? EXTRA : 0; }
+
+#if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
+int arena__valgrind;
+
+/* Decided once, before main: the library never asks again. */
+__attribute__((constructor)) static void detect_valgrind(void)
+{
+    arena__valgrind = RUNNING_ON_VALGRIND != 0;
+}
+#endif
 
 /* ---- Backing allocator --------------------------------------------------------- */
 
@@ -54,7 +123,7 @@ static void *back_alloc(arena *a, size_t n)
 
 static void back_free(arena *a, void *p, size_t n)
 {
-    arena__unpoison(p, n);
+    arena__open(p, n);
     if (a->backing.alloc)
         a->backing.free(a->backing.ctx, p, n);
     else
@@ -63,9 +132,156 @@ static void back_free(arena *a, void *p, size_t n)
 
 static size_t budget(const arena *a) { return a->budget ? a->budget : ARENA_DEFAULT_CHUNK; }
 
+/* A chunk's capacity as arena_retained() counts it. */
+static size_t usable(const arena *a, const struct arena__chunk *c)
+{
+    return c->base == a->buf ? c->cap : c->cap - extra();
+}
+
 static bool is_oversized(const arena *a, const struct arena__chunk *c)
 {
-    return c->base != a->buf && c->cap > budget(a);
+    return c->base != a->buf && usable(a, c) > budget(a);
+}
+
+/* ---- Checked build: headers, tags, clobbering, sentinels ------------------------------ */
+
+/* The serial lives in the top bits of flags; it starts at a value drawn from
+ * the arena's address, so that two arenas rarely share tags. */
+static uint32_t next_tag(arena *a)
+{
+    uint32_t serial = a->flags >> 8;
+    if (serial == 0)
+        serial = (uint32_t)(((uintptr_t)a >> 4) * 2654435761u) >> 8;
+    serial = (serial + 1) & 0xFFFFFFu;
+    if (serial == 0)
+        serial = 1;
+    a->flags = (a->flags & 0xFFu) | (serial << 8);
+    return serial & ((1u << TAG_BITS) - 1);
+}
+
+static uint32_t header_check(uint32_t word, uint64_t size)
+{
+    return ~word ^ (uint32_t)size ^ (uint32_t)(size >> 32);
+}
+
+ARENA__NO_ASAN static void header_store(char *p, uint32_t tag, size_t size)
+{
+    struct header *h = (struct header *)(void *)(p - HDR);
+    if (ARENA__VALGRIND)
+        VALGRIND_MAKE_MEM_UNDEFINED(h, sizeof *h);
+    h->word = HDR_MAGIC | tag;
+    h->size = size;
+    h->check = header_check(h->word, h->size);
+}
+
+/* True when `h` is a header (of any tag); stores its tag and size. */
+ARENA__NO_ASAN static bool header_load(const char *h, uint32_t *tag, uint64_t *size)
+{
+    const struct header *hd = (const struct header *)(const void *)h;
+    uint32_t word = hd->word;
+    uint64_t n = hd->size;
+    if ((word & ~((1u << TAG_BITS) - 1)) != HDR_MAGIC || hd->check != header_check(word, n))
+        return false;
+    *tag = word & ((1u << TAG_BITS) - 1);
+    *size = n;
+    return true;
+}
+
+ARENA__NO_ASAN static bool all_clobbered(const char *p, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if ((unsigned char)p[i] != ARENA__CLOBBER)
+            return false;
+    return true;
+}
+
+/* Checked build, outside Valgrind (whose no-access guards catch writes as they
+ * happen): walks [from, to) of chunk `i`, which holds headers, values and
+ * clobbered bytes, and reports the first guard, pad or header that the
+ * program overwrote.  `from` and `to` are GRANULE-aligned. */
+static bool verify_span(const arena *a, uint32_t i, const char *from, const char *to)
+{
+    const char *q = from;
+    uint32_t tag;
+    uint64_t n;
+
+    if (!ARENA_CHECKED || ARENA__VALGRIND)
+        return true;
+    while (q < to) {
+        size_t left = (size_t)(to - q);
+        if (left < GRANULE || all_clobbered(q, GRANULE)) {
+            if (!all_clobbered(q, left < GRANULE ? left : GRANULE))
+                break;
+            q += left < GRANULE ? left : GRANULE;
+            continue;
+        }
+        if (left < HDR || !header_load(q, &tag, &n) || n > left - HDR ||
+            footprint((size_t)n) > left - HDR)
+            break;
+        q += HDR;
+        if (!all_clobbered(q + n, footprint((size_t)n) - (size_t)n))
+            return arena__report(ARENA_ERR_CORRUPT,
+                                 "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote "
+                                 "past its end",
+                                 (const void *)a, (unsigned long long)n, (const void *)q,
+                                 (unsigned)i),
+                   false;
+        q += footprint((size_t)n);
+    }
+    if (q < to)
+        return arena__report(ARENA_ERR_CORRUPT,
+                             "arena: arena %p: chunk %u is corrupt at %p (a write before the "
+                             "start of a value, or outside any value)",
+                             (const void *)a, (unsigned)i, (const void *)q),
+               false;
+    return true;
+}
+
+/* A new chunk: closed, and clobbered in the checked build. */
+static void fresh_chunk(char *base, size_t cap)
+{
+    if (ARENA__VALGRIND)
+        VALGRIND_CREATE_MEMPOOL(base, 0, 0);
+    if (ARENA_CHECKED)
+        memset(base, ARENA__CLOBBER, cap);
+    arena__close(base, cap);
+}
+
+/* Expires [from, end of chunk i): sentinels verified (checked build), the
+ * bytes clobbered (checked build) and closed, and the chunk's Valgrind pool
+ * forgets the values there. */
+static void expire(arena *a, uint32_t i, char *from)
+{
+    char *base = a->chunks[i].base;
+    char *end = base + a->chunks[i].cap;
+
+    if (!instrumented())
+        return;
+    verify_span(a, i, from, end);
+    if (ARENA_CHECKED) {
+        arena__open(from, (size_t)(end - from));
+        memset(from, ARENA__CLOBBER, (size_t)(end - from));
+    }
+    arena__close(from, (size_t)(end - from));
+    if (ARENA__VALGRIND) {
+        if (from == base) {
+            VALGRIND_DESTROY_MEMPOOL(base);
+            VALGRIND_CREATE_MEMPOOL(base, 0, 0);
+        } else {
+            VALGRIND_MEMPOOL_TRIM(base, base, (size_t)(from - base));
+        }
+    }
+}
+
+/* The caller's buffer after a release is open (the caller may reuse it);
+ * it is closed again when the arena next uses it. */
+static void close_buffer(arena *a)
+{
+    if (a->flags & BUF_OPEN) {
+        a->flags &= ~(uint32_t)BUF_OPEN;
+        fresh_chunk(a->buf, a->chunks[0].cap);
+    }
 }
 
 /* ---- The position ------------------------------------------------------------------ */
@@ -140,22 +356,33 @@ static bool index_reserve(arena *a)
 static uint32_t add_chunk(arena *a, size_t cap)
 {
     uint32_t at = a->nused;
+    uint32_t limit = ARENA_CHECKED ? CHUNK_LIMIT - 1 : UINT32_MAX;
     char *base;
 
-    if ((a->flags & FIXED) || a->nchunks == UINT32_MAX || !index_reserve(a))
+    if ((a->flags & FIXED) || a->nchunks >= limit || cap > SIZE_MAX - extra() ||
+        !index_reserve(a))
         return UINT32_MAX;
-    base = (char *)back_alloc(a, cap);
+    base = (char *)back_alloc(a, cap + extra());
     if (!base)
         return UINT32_MAX;
-    arena__poison(base, cap);
+    if (instrumented())
+        fresh_chunk(base, cap + extra());
     if (at < a->nchunks)
         a->chunks[a->nchunks] = a->chunks[at];
     a->chunks[at].base = base;
-    a->chunks[at].cap = cap;
+    a->chunks[at].cap = cap + extra();
     a->nchunks++;
     a->nused++;
     a->retained += cap;
     return at;
+}
+
+/* Hands a chunk the arena allocated back to the backing allocator. */
+static void free_chunk(arena *a, struct arena__chunk c)
+{
+    if (ARENA__VALGRIND)
+        VALGRIND_DESTROY_MEMPOOL(c.base);
+    back_free(a, c.base, c.cap);
 }
 
 /* Forgets the chunks at [from, nused): oversized ones are freed, uniform ones
@@ -166,12 +393,13 @@ static void drop_chunks_from(arena *a, uint32_t from)
 
     for (i = from; i < a->nchunks; i++) {
         struct arena__chunk c = a->chunks[i];
+        if (i < a->nused)
+            expire(a, i, c.base);
         if (i < a->nused && is_oversized(a, &c)) {
-            a->retained -= c.cap;
-            back_free(a, c.base, c.cap);
+            a->retained -= usable(a, &c);
+            free_chunk(a, c);
             continue;
         }
-        arena__poison(c.base, c.cap);
         a->chunks[keep++] = c;
     }
     a->nchunks = keep;
@@ -184,51 +412,66 @@ static void drop_chunks_from(arena *a, uint32_t from)
  * index in *chunk.  NULL (arena unchanged) on failure. */
 static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
 {
-    char *pos = cursor(a);
-    size_t worst, need;
+    char *pos;
+    size_t worst, need, foot;
     uint32_t i;
     char *p;
 
+    /* Every size computation below stays clear of SIZE_MAX. */
+    if (size > SIZE_MAX - EXTRA - align)
+        return NULL;
+    if (instrumented()) {
+        close_buffer(a);
+        if (align < GRANULE)
+            align = GRANULE;
+    }
+    foot = footprint(size);
+    pos = cursor(a);
     if (a->lim) {
-        size_t pad = (size_t)(-(uintptr_t)pos & (uintptr_t)(align - 1));
+        size_t pad = (size_t)(-((uintptr_t)pos + HDR) & (uintptr_t)(align - 1)) + HDR;
         size_t room = (size_t)(a->lim - pos);
-        if (pad <= room && size <= room - pad) {
+        if (pad <= room && foot <= room - pad) {
             p = pos + pad;
-            set_cursor(a, p + size);
-            goto placed_current;
+            set_cursor(a, p + foot);
+            *chunk = a->cur;
+            goto placed;
         }
     }
 
-    /* The padding a fresh ARENA_ALIGN-aligned chunk may need for `align`. */
+    /* The padding a fresh ARENA_ALIGN-aligned chunk may need for `align`
+     * (the header and guard come out of the chunk's EXTRA). */
     worst = align > ARENA_ALIGN ? align - ARENA_ALIGN : 0;
-    if (size > SIZE_MAX - worst)
-        return NULL;
     need = size + worst;
 
     if (need > budget(a)) {
         i = add_chunk(a, need);
         if (i == UINT32_MAX)
             return NULL;
-        p = (char *)arena__align_up((uintptr_t)a->chunks[i].base, align);
+        p = (char *)arena__align_up((uintptr_t)a->chunks[i].base + HDR, align);
         *chunk = i;
         goto placed;
     }
 
-    if (a->nused < a->nchunks && a->chunks[a->nused].cap >= need) {
+    if (a->nused < a->nchunks && usable(a, &a->chunks[a->nused]) >= need) {
         i = a->nused++;
     } else {
         i = add_chunk(a, budget(a));
         if (i == UINT32_MAX)
             return NULL;
     }
-    p = (char *)arena__align_up((uintptr_t)a->chunks[i].base, align);
-    enter_chunk(a, i, p + size);
+    p = (char *)arena__align_up((uintptr_t)a->chunks[i].base + HDR, align);
+    enter_chunk(a, i, p + foot);
+    *chunk = i;
 
-placed_current:
-    *chunk = a->cur;
 placed:
     a->size += size;
-    arena__unpoison(p, size);
+    if (instrumented()) {
+        if (ARENA_CHECKED)
+            header_store(p, next_tag(a), size);
+        if (ARENA__VALGRIND)
+            VALGRIND_MEMPOOL_ALLOC(a->chunks[*chunk].base, p, size);
+        arena__unpoison(p, size);
+    }
     return p;
 }
 
@@ -274,6 +517,38 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
     return p;
 }
 
+/* Resizes the most recent value `p` of the current chunk in place. */
+static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
+{
+    char *old_end = p + footprint(old_size);
+    char *new_end = p + footprint(new_size);
+
+    set_cursor(a, new_end);
+    a->size = a->size - old_size + new_size;
+    if (!instrumented())
+        return;
+    if (ARENA_CHECKED) {
+        uint32_t tag = 0;
+        uint64_t n;
+        header_load(p - HDR, &tag, &n);
+        header_store(p, tag, new_size);
+        if (new_size < old_size) {
+            arena__open(p + new_size, (size_t)(old_end - p) - new_size);
+            memset(p + new_size, ARENA__CLOBBER, (size_t)(old_end - p) - new_size);
+        }
+    }
+    if (ARENA__VALGRIND)
+        VALGRIND_MEMPOOL_CHANGE(a->chunks[a->cur].base, p, p, new_size);
+    if (new_size < old_size) {
+        arena__close(p + new_size, (size_t)(old_end - p) - new_size);
+    } else {
+        (void)new_end;
+        arena__unpoison(p, new_size);
+        if (ARENA__VALGRIND)
+            VALGRIND_MAKE_MEM_UNDEFINED(p + old_size, new_size - old_size);
+    }
+}
+
 void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
 {
     char *p = (char *)ptr;
@@ -284,21 +559,18 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
 
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
-    /* The most recent value ends at the position of the current chunk. */
-    last = a->lim && p >= a->chunks[a->cur].base && p <= pos &&
-           (size_t)(pos - p) == old_size;
+    /* The most recent value ends (with its guard) at the position of the
+     * current chunk. */
+    last = a->lim && p >= a->chunks[a->cur].base && p <= pos && old_size <= SIZE_MAX - EXTRA &&
+           (size_t)(pos - p) == footprint(old_size);
     if (new_size <= old_size) {
-        if (last) {
-            set_cursor(a, p + new_size);
-            a->size -= old_size - new_size;
-            arena__poison(p + new_size, old_size - new_size);
-        }
+        if (last)
+            resize_last(a, p, old_size, new_size);
         return p;
     }
-    if (last && new_size - old_size <= (size_t)(a->lim - pos)) {
-        set_cursor(a, p + new_size);
-        a->size += new_size - old_size;
-        arena__unpoison(pos, new_size - old_size);
+    if (last && new_size <= SIZE_MAX - EXTRA &&
+        footprint(new_size) - footprint(old_size) <= (size_t)(a->lim - pos)) {
+        resize_last(a, p, old_size, new_size);
         return p;
     }
     q = place(a, new_size, ARENA_ALIGN, &chunk);
@@ -309,12 +581,19 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
 
 /* ---- Refs ------------------------------------------------------------------------------- */
 
+/* The checked build carries the value's tag in the spare top bit of len and
+ * the top CHUNK_TAG_BITS of chunk (see CHUNK_LIMIT). */
 static arena_ref make_ref(const arena *a, const char *p, uint32_t chunk, size_t len)
 {
     arena_ref r;
     r.chunk = chunk;
     r.off = (uint32_t)(p - a->chunks[chunk].base);
     r.len = (uint32_t)len;
+    if (ARENA_CHECKED) {
+        uint32_t tag = (a->flags >> 8) & ((1u << TAG_BITS) - 1);
+        r.len |= (tag & 1u) << 31;
+        r.chunk |= (tag >> 1) << (32u - CHUNK_TAG_BITS);
+    }
     return r;
 }
 
@@ -364,19 +643,49 @@ arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
     return make_ref(a, p, chunk, len);
 }
 
+/* True when the ref's value (of its chunk, offset and length) is inside
+ * the part of the arena that holds live values, and (checked build) the
+ * header before it carries the ref's tag and a size that matches. */
+static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len, uint32_t tag)
+{
+    const struct arena__chunk *c;
+    uint32_t htag;
+    uint64_t n;
+
+    if (chunk >= a->nused)
+        return false;
+    c = &a->chunks[chunk];
+    if (off > c->cap || len > c->cap - off)
+        return false;
+    if (a->lim && chunk == a->cur && off + (size_t)len > (size_t)(cursor(a) - c->base))
+        return false;
+    if (!ARENA_CHECKED)
+        return true;
+    /* A string's header counts its NUL. */
+    return off >= HDR && header_load(c->base + off - HDR, &htag, &n) && htag == tag &&
+           n >= len && n - len <= 1;
+}
+
 void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 {
-    if (r.len == 0)
+    uint32_t len = r.len & (uint32_t)INT32_MAX;
+    uint32_t chunk = r.chunk, tag = 0;
+
+    if (len == 0)
         return NULL;
-    if (r.chunk >= a->nused || r.off > a->chunks[r.chunk].cap ||
-        r.len > a->chunks[r.chunk].cap - r.off) {
+    if (ARENA_CHECKED) {
+        chunk &= CHUNK_LIMIT - 1;
+        tag = (r.len >> 31) | ((r.chunk >> (32u - CHUNK_TAG_BITS)) << 1);
+    }
+    if (!ref_live(a, chunk, r.off, len, tag)) {
         arena__report(ARENA_ERR_STALE_REF,
                       "arena_ref_ptr: ref {chunk %u, off %u, len %u} does not describe a live "
-                      "value of arena %p",
-                      (unsigned)r.chunk, (unsigned)r.off, (unsigned)r.len, (const void *)a);
+                      "value of arena %p (expired by a reset, release or rewind, or from "
+                      "another arena)",
+                      (unsigned)chunk, (unsigned)r.off, (unsigned)len, (const void *)a);
         return NULL;
     }
-    return a->chunks[r.chunk].base + r.off;
+    return a->chunks[chunk].base + r.off;
 }
 
 /* ---- Lifetime ------------------------------------------------------------------------------ */
@@ -402,7 +711,6 @@ static void attach_buffer(arena *a, size_t cap)
     a->first.cap = cap;
     a->nchunks = a->nused = 1;
     a->retained = cap;
-    arena__poison(a->buf, cap);
     enter_chunk(a, 0, a->buf);
 }
 
@@ -420,6 +728,8 @@ void arena_init_buffer(arena *a, void *buf, size_t len, const arena_allocator *b
     if (cap) {
         a->buf = (char *)buf + pad;
         attach_buffer(a, cap);
+        if (instrumented())
+            fresh_chunk(a->buf, cap);
     }
 }
 
@@ -428,9 +738,13 @@ void arena_release(arena *a)
     size_t bufcap = a->buf ? a->chunks[0].cap : 0;
     uint32_t i;
 
+    if (a->buf)
+        close_buffer(a);
     for (i = 0; i < a->nchunks; i++) {
+        if (i < a->nused)
+            expire(a, i, a->chunks[i].base);
         if (a->chunks[i].base != a->buf)
-            back_free(a, a->chunks[i].base, a->chunks[i].cap);
+            free_chunk(a, a->chunks[i]);
     }
     if (a->chunks && a->chunks != &a->first)
         back_free(a, a->chunks, a->ncap * sizeof *a->chunks);
@@ -441,13 +755,21 @@ void arena_release(arena *a)
     a->epoch++;
     leave_chunks(a);
     if (a->buf) {
-        arena__unpoison(a->buf, bufcap);
+        /* The caller may take its buffer back now: it is left open (and
+         * closed again when the arena next stores into it). */
+        if (instrumented()) {
+            if (ARENA__VALGRIND)
+                VALGRIND_DESTROY_MEMPOOL(a->buf);
+            arena__open(a->buf, bufcap);
+            a->flags |= BUF_OPEN;
+        }
         attach_buffer(a, bufcap);
     }
 }
 
 void arena_reset(arena *a)
 {
+    close_buffer(a);
     drop_chunks_from(a, 0);
     a->size = 0;
     a->epoch++;
@@ -457,6 +779,8 @@ void arena_reset(arena *a)
     } else {
         leave_chunks(a);
     }
+    if (ARENA_CHECKED)
+        arena_check(a);
 }
 
 /* True when `m` can be a mark of this arena's current epoch that has not
@@ -485,16 +809,19 @@ void arena_rewind(arena *a, arena_mark m)
                       (void *)a);
         return;
     }
+    close_buffer(a);
     drop_chunks_from(a, m.nused);
     a->size = m.size;
     if (m.pos) {
         /* Chunks between m.cur and m.nused hold only oversized values stored
          * before the mark, so the mark's chunk tail is all that expires here. */
         enter_chunk(a, m.cur, m.pos);
-        arena__poison(m.pos, (size_t)(a->lim - m.pos));
+        expire(a, m.cur, m.pos);
     } else {
         leave_chunks(a);
     }
+    if (ARENA_CHECKED)
+        arena_check(a);
 }
 
 size_t arena_retained(const arena *a) { return a->retained; }
@@ -505,7 +832,7 @@ size_t arena_retained(const arena *a) { return a->retained; }
 
 bool arena_check(const arena *a)
 {
-    size_t held = 0;
+    size_t held = 0, used = 0;
     uint32_t i;
     char *pos = cursor(a);
 
@@ -526,11 +853,25 @@ bool arena_check(const arena *a)
         if (c->base == a->buf && i != 0)
             return CORRUPT("arena_check: arena %p: the caller's buffer is chunk %u, not 0",
                            (const void *)a, (unsigned)i);
-        held += c->cap;
+        if (c->base != a->buf && c->cap < extra())
+            return CORRUPT("arena_check: arena %p: chunk %u is smaller than its overhead",
+                           (const void *)a, (unsigned)i);
+        held += usable(a, c);
+        if (i < a->nused)
+            used += usable(a, c);
+        if (!(c->base == a->buf && (a->flags & BUF_OPEN)) &&
+            !verify_span(a, i, c->base, c->base + c->cap))
+            return false;
     }
     if (held != a->retained)
         return CORRUPT("arena_check: arena %p: retained %zu but chunks hold %zu",
                        (const void *)a, a->retained, held);
+    if (a->size > used)
+        return CORRUPT("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
+                       (const void *)a, a->size, used);
+    if (instrumented() && ((uintptr_t)pos & (GRANULE - 1)))
+        return CORRUPT("arena_check: arena %p: position %p is not on a granule",
+                       (const void *)a, (void *)pos);
     if (a->lim) {
         const struct arena__chunk *c = &a->chunks[a->cur];
         if (a->cur >= a->nused || a->lim != c->base + c->cap || pos < c->base || pos > a->lim)

@@ -462,11 +462,15 @@ ARENA_API arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_
  *  ref (whose string is "").  len >= ARENA_REF_MAX: ARENA_ERR_REF_TOO_LARGE. */
 ARENA_API arena_ref arena_ref_strndup(arena *a, const char *s, size_t len);
 
+/* A checked build keeps a tag in the top bit of len (and in the top bits of
+ * chunk): a length never reaches it, since it is <= ARENA_REF_MAX. */
+#define ARENA__REF_LEN_MASK 0x7FFFFFFFu
+
 /** True for the empty ref. */
-static inline bool arena_ref_empty(arena_ref r) { return r.len == 0; }
+static inline bool arena_ref_empty(arena_ref r) { return (r.len & ARENA__REF_LEN_MASK) == 0; }
 
 /** The value's length in bytes (without the NUL of a string). */
-static inline size_t arena_ref_len(arena_ref r) { return r.len; }
+static inline size_t arena_ref_len(arena_ref r) { return r.len & ARENA__REF_LEN_MASK; }
 
 /** The value's address, NULL for the empty ref.  O(1).  The ref must come from
  *  this arena and not have expired; a checked build reports a ref from before

@@ -1,0 +1,155 @@
+/*
+ * Deliberate misuse of dead arena memory, one kind per argument, for the
+ * tests that prove ASan and memcheck see it (tests/CMakeLists.txt expects
+ * their report in the output).  Each case touches memory the program must
+ * not touch; in a build without a tool watching, it prints "not reported"
+ * and exits 1, so a case that a tool misses fails its test.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <arena/arena.h>
+
+static volatile char sink;
+
+static void touch(const char *p) { sink = *(const volatile char *)p; }
+
+static int after_reset(void)
+{
+    arena a = {0};
+    char *p = (char *)arena_alloc(&a, 32);
+    memset(p, 1, 32);
+    arena_reset(&a);
+    touch(p);
+    arena_release(&a);
+    return 1;
+}
+
+static int after_rewind(void)
+{
+    arena a = {0};
+    char *keep = (char *)arena_alloc(&a, 16);
+    arena_mark m = arena_save(&a);
+    char *p = (char *)arena_alloc(&a, 32);
+    memset(keep, 1, 16);
+    memset(p, 1, 32);
+    arena_rewind(&a, m);
+    touch(p);
+    arena_release(&a);
+    return 1;
+}
+
+static int after_release_oversized(void)
+{
+    arena a;
+    char *p;
+    arena_init(&a, 1024);
+    p = (char *)arena_alloc(&a, 4096);
+    memset(p, 1, 4096);
+    arena_release(&a);
+    touch(p + 100);
+    return 1;
+}
+
+static int after_reset_oversized(void)
+{
+    arena a;
+    char *p;
+    arena_init(&a, 1024);
+    p = (char *)arena_alloc(&a, 4096);
+    memset(p, 1, 4096);
+    arena_reset(&a);
+    touch(p + 100);
+    arena_release(&a);
+    return 1;
+}
+
+static int chunk_tail(void)
+{
+    arena a = {0};
+    char *p = (char *)arena_alloc(&a, 32);
+    memset(p, 1, 32);
+    touch(p + 200);
+    arena_release(&a);
+    return 1;
+}
+
+static int past_end(void)
+{
+    arena a = {0};
+    char *p = (char *)arena_alloc(&a, 13);
+    char *q = (char *)arena_alloc(&a, 16);
+    memset(p, 1, 13);
+    memset(q, 1, 16);
+    *(volatile char *)(p + 13) = 2; /* off by one */
+    arena_release(&a);
+    return 1;
+}
+
+static int string_past_end(void)
+{
+    arena a = {0};
+    char *s = arena_strdup(&a, "abc");
+    char *t = arena_strdup(&a, "def");
+    touch(s + 4);
+    (void)t;
+    arena_release(&a);
+    return 1;
+}
+
+static int buffer_tail(void)
+{
+    _Alignas(16) char buf[512];
+    arena a;
+    char *p;
+    arena_init_buffer(&a, buf, sizeof buf, NULL);
+    p = (char *)arena_alloc(&a, 8);
+    memset(p, 1, 8);
+    touch(buf + 300);
+    arena_release(&a);
+    return 1;
+}
+
+static int uninitialised(void)
+{
+    arena a = {0};
+    char *p = (char *)arena_alloc(&a, 8);
+    int r = p[3] == 42; /* never written */
+    if (r)
+        puts("42");
+    arena_release(&a);
+    return 1;
+}
+
+static const struct {
+    const char *name;
+    int (*run)(void);
+} cases[] = {
+    {"after_reset", after_reset},
+    {"after_rewind", after_rewind},
+    {"after_release_oversized", after_release_oversized},
+    {"after_reset_oversized", after_reset_oversized},
+    {"chunk_tail", chunk_tail},
+    {"past_end", past_end},
+    {"string_past_end", string_past_end},
+    {"buffer_tail", buffer_tail},
+    {"uninitialised", uninitialised},
+};
+
+int main(int argc, char **argv)
+{
+    size_t i;
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s CASE\n", argv[0]);
+        return 2;
+    }
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (strcmp(argv[1], cases[i].name) == 0) {
+            int rc = cases[i].run();
+            printf("misuse %s: not reported\n", argv[1]);
+            return rc;
+        }
+    }
+    fprintf(stderr, "misuse: unknown case %s\n", argv[1]);
+    return 2;
+}

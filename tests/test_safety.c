@@ -1,0 +1,350 @@
+/*
+ * The safety features: counters and reuse stay exact while the library guards
+ * every value (ASan, Valgrind, checked build), arena_check() finds
+ * inconsistency, and, in the build that has them, the poisoning (ASan), the
+ * stale-ref detection, clobbering and sentinels (checked build).
+ */
+#include <stdio.h>
+
+#include "support.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#  define TEST_ASAN 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define TEST_ASAN 1
+#  endif
+#endif
+#ifndef TEST_ASAN
+#  define TEST_ASAN 0
+#endif
+#if TEST_ASAN
+#  include <sanitizer/asan_interface.h>
+#endif
+
+/* Counters are what the contract says, guards or not. */
+static void test_counters_exact(void **state)
+{
+    arena a;
+    char *p, *q;
+    (void)state;
+    arena_init(&a, 1000);
+    p = (char *)arena_alloc(&a, 1000); /* the whole budget: a uniform chunk */
+    assert_non_null(p);
+    memset(p, 7, 1000);
+    assert_int_equal(arena_size(&a), 1000);
+    assert_int_equal(arena_retained(&a), 1000);
+    q = arena_strdup(&a, "abc");
+    assert_string_equal(q, "abc");
+    assert_int_equal(arena_size(&a), 1004);
+    assert_int_equal(arena_retained(&a), 2000);
+    p = (char *)arena_alloc(&a, 5000); /* oversized: exactly its size */
+    assert_non_null(p);
+    memset(p, 1, 5000);
+    assert_int_equal(arena_retained(&a), 7000);
+    assert_true(arena_check(&a));
+    arena_reset(&a);
+    assert_int_equal(arena_size(&a), 0);
+    assert_int_equal(arena_retained(&a), 2000); /* the uniform chunks stay */
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    assert_int_equal(arena_retained(&a), 0);
+}
+
+/* arena_grow() recognises the most recent value behind its guard. */
+static void test_grow_in_place(void **state)
+{
+    arena a = {0};
+    char *p, *q;
+    size_t i;
+    (void)state;
+    p = (char *)arena_alloc(&a, 10);
+    memcpy(p, "0123456789", 10);
+    q = (char *)arena_grow(&a, p, 10, 100);
+    assert_ptr_equal(q, p);
+    assert_memory_equal(q, "0123456789", 10);
+    for (i = 10; i < 100; i++)
+        q[i] = (char)i;
+    assert_int_equal(arena_size(&a), 100);
+    q = (char *)arena_grow(&a, p, 100, 3);
+    assert_ptr_equal(q, p);
+    assert_int_equal(arena_size(&a), 3);
+    q = (char *)arena_grow(&a, p, 3, 20);
+    assert_ptr_equal(q, p);
+    assert_memory_equal(q, "012", 3);
+    memset(q + 3, 'x', 17);
+    /* Not the most recent any more: a copy. */
+    assert_non_null(arena_alloc(&a, 1));
+    q = (char *)arena_grow(&a, p, 20, 40);
+    assert_ptr_not_equal(q, p);
+    assert_memory_equal(q, "012xxxxxxxxxxxxxxxxx", 20);
+    assert_int_equal(arena_size(&a), 20 + 1 + 40);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
+/* Rewind returns the same address for the same shape, guards or not. */
+static void test_rewind_same_address(void **state)
+{
+    arena a = {0};
+    arena_mark m;
+    void *p, *q;
+    (void)state;
+    assert_non_null(arena_strdup(&a, "x"));
+    m = arena_save(&a);
+    p = arena_alloc(&a, 24);
+    memset(p, 1, 24);
+    arena_rewind(&a, m);
+    q = arena_alloc(&a, 24);
+    assert_ptr_equal(p, q);
+    memset(q, 2, 24);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
+/* After a release the caller's buffer is the caller's again: writable,
+ * even while the arena keeps it attached. */
+static void test_buffer_open_after_release(void **state)
+{
+    _Alignas(16) char buf[1024];
+    arena a;
+    char *p;
+    (void)state;
+    arena_init_buffer(&a, buf, sizeof buf, NULL);
+    p = (char *)arena_alloc(&a, 100);
+    assert_ptr_equal(p >= buf && p < buf + sizeof buf, 1);
+    memset(p, 3, 100);
+    arena_release(&a);
+    memset(buf, 9, sizeof buf); /* ASan would report a poisoned buffer */
+    assert_true(arena_check(&a));
+    p = (char *)arena_alloc(&a, 100); /* the arena takes it back */
+    assert_ptr_equal(p >= buf && p < buf + sizeof buf, 1);
+    memset(p, 4, 100);
+    assert_int_equal(arena_retained(&a), sizeof buf);
+    arena_release(&a);
+    memset(buf, 0, sizeof buf);
+}
+
+/* A failing backing allocator leaves an instrumented arena unchanged too. */
+static void test_failure_unchanged(void **state)
+{
+    test_backing tb;
+    arena_allocator al = tb_allocator(&tb);
+    volatile size_t huge = SIZE_MAX; /* hidden from the compiler's size checks */
+    arena a;
+    char *p;
+    (void)state;
+    arena_init_with(&a, 256, &al);
+    p = (char *)arena_alloc(&a, 200);
+    memset(p, 5, 200);
+    tb.fail_from = tb.calls + 1;
+    assert_null(arena_alloc(&a, 200));
+    assert_null(arena_alloc(&a, 100000));
+    assert_null(arena_alloc(&a, huge));
+    assert_null(arena_alloc(&a, huge - 8));
+    assert_null(arena_alloc_aligned(&a, huge / 2, (size_t)1 << 20));
+    assert_int_equal(arena_size(&a), 200);
+    assert_int_equal(arena_retained(&a), 256);
+    assert_true(arena_check(&a));
+    assert_int_equal(p[199], 5);
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+/* arena_check() reports a damaged arena in every build. */
+static void test_check_reports_corruption(void **state)
+{
+    arena a = {0};
+    size_t saved;
+    (void)state;
+    record_errors();
+    assert_non_null(arena_alloc(&a, 10));
+    assert_true(arena_check(&a));
+    assert_int_equal(recorded_errors.count, 0);
+    saved = a.retained;
+    a.retained += 1;
+    assert_false(arena_check(&a));
+    assert_int_equal(recorded_errors.count, 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
+    a.retained = saved;
+    a.nused = a.nchunks + 1;
+    assert_false(arena_check(&a));
+    assert_int_equal(recorded_errors.count, 2);
+    a.nused = a.nchunks;
+    a.size = a.retained + 1;
+    assert_false(arena_check(&a));
+    assert_int_equal(recorded_errors.count, 3);
+    a.size = 10;
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    arena_set_error_handler(NULL, NULL);
+}
+
+/* Refs keep their documented shape whatever tag a checked build adds. */
+static void test_refs_round_trip(void **state)
+{
+    arena a;
+    arena_ref r[200];
+    char text[32];
+    int i;
+    (void)state;
+    arena_init(&a, 512);
+    for (i = 0; i < 200; i++) {
+        int n = snprintf(text, sizeof text, "value %d", i);
+        r[i] = arena_ref_strndup(&a, text, (size_t)n);
+        assert_int_equal(arena_ref_len(r[i]), (size_t)n);
+        assert_false(arena_ref_empty(r[i]));
+    }
+    for (i = 0; i < 200; i++) {
+        snprintf(text, sizeof text, "value %d", i);
+        assert_string_equal(arena_ref_str(&a, r[i]), text);
+    }
+    assert_true(arena_ref_empty(arena_ref_copy(&a, text, 0, 1)));
+    assert_string_equal(arena_ref_str(&a, arena_ref_strndup(&a, "", 0)), "");
+    arena_release(&a);
+}
+
+#if TEST_ASAN
+/* Under ASan: values are open, everything around them is poisoned, and
+ * what a reset, rewind or release expires is poisoned (or freed). */
+static void test_asan_poisoning(void **state)
+{
+    arena a;
+    arena_mark m;
+    char *p, *q, *big;
+    (void)state;
+    arena_init(&a, 4096);
+    p = (char *)arena_alloc(&a, 13);
+    assert_null(__asan_region_is_poisoned(p, 13));
+    assert_true(__asan_address_is_poisoned(p + 13));
+    assert_true(__asan_address_is_poisoned(p + 16));
+    q = arena_strdup(&a, "hello");
+    assert_true(__asan_address_is_poisoned(q + 6));
+    assert_true(__asan_address_is_poisoned(q + 1000)); /* chunk tail */
+    big = (char *)arena_alloc(&a, 10000);
+    assert_null(__asan_region_is_poisoned(big, 10000));
+    assert_true(__asan_address_is_poisoned(big + 10000));
+    m = arena_save(&a);
+    q = (char *)arena_alloc(&a, 32);
+    assert_null(__asan_region_is_poisoned(q, 32));
+    q = (char *)arena_grow(&a, q, 32, 64);
+    assert_null(__asan_region_is_poisoned(q, 64));
+    assert_true(__asan_address_is_poisoned(q + 64));
+    q = (char *)arena_grow(&a, q, 64, 8);
+    assert_true(__asan_address_is_poisoned(q + 8));
+    arena_rewind(&a, m);
+    assert_true(__asan_address_is_poisoned(q));
+    assert_null(__asan_region_is_poisoned(p, 13));
+    arena_reset(&a);
+    assert_true(__asan_address_is_poisoned(p));
+    arena_release(&a);
+}
+#endif
+
+#if ARENA_CHECKED
+/* A ref resolved after the reset, rewind or release that expired it, or
+ * against another arena, is reported, even when new values took its place. */
+static void test_checked_stale_refs(void **state)
+{
+    arena a, b;
+    arena_ref r, s;
+    arena_mark m;
+    (void)state;
+    record_errors();
+    arena_init(&a, 4096);
+    arena_init(&b, 4096);
+
+    r = arena_ref_strndup(&a, "first", 5);
+    assert_string_equal(arena_ref_str(&a, r), "first");
+    arena_reset(&a);
+    s = arena_ref_strndup(&a, "again", 5); /* the same place */
+    assert_int_equal(recorded_errors.count, 0);
+    assert_null(arena_ref_ptr(&a, r));
+    assert_int_equal(recorded_errors.count, 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_STALE_REF);
+    assert_string_equal(arena_ref_str(&a, s), "again");
+
+    m = arena_save(&a);
+    r = arena_ref_strndup(&a, "scoped", 6);
+    arena_rewind(&a, m);
+    assert_null(arena_ref_ptr(&a, r)); /* nothing there now */
+    assert_int_equal(recorded_errors.count, 2);
+    (void)arena_ref_strndup(&a, "scoped", 6); /* the same place and shape */
+    assert_null(arena_ref_ptr(&a, r));
+    assert_int_equal(recorded_errors.count, 3);
+    assert_string_equal(arena_ref_str(&a, s), "again"); /* before the mark: live */
+
+    r = arena_ref_copy(&a, "0123456789abcdef", 16, 16);
+    (void)arena_ref_strndup(&b, "other arena", 11);
+    (void)arena_ref_strndup(&b, "other arena", 11);
+    assert_null(arena_ref_ptr(&b, r));
+    assert_int_equal(recorded_errors.count, 4);
+
+    arena_release(&a);
+    assert_null(arena_ref_ptr(&a, s));
+    assert_int_equal(recorded_errors.count, 5);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_STALE_REF);
+    arena_release(&b);
+    arena_set_error_handler(NULL, NULL);
+}
+#endif
+
+#if ARENA_CHECKED && !TEST_ASAN
+/* Expired memory is clobbered with a recognisable pattern, and a write past
+ * the end of a value is reported at the next reset or rewind. */
+static void test_checked_clobber_and_sentinels(void **state)
+{
+    arena a;
+    arena_mark m;
+    unsigned char *p;
+    char *s;
+    (void)state;
+    record_errors();
+    arena_init(&a, 4096);
+    p = (unsigned char *)arena_alloc(&a, 32);
+    memset(p, 1, 32);
+    arena_reset(&a);
+    assert_int_equal(p[0], 0xDD); /* library-test peek at dead memory */
+    assert_int_equal(p[31], 0xDD);
+    assert_int_equal(recorded_errors.count, 0);
+
+    m = arena_save(&a);
+    s = arena_strdup(&a, "abc");
+    s[4] = 'X'; /* past the end */
+    arena_rewind(&a, m);
+    assert_int_equal(recorded_errors.count, 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
+
+    p = (unsigned char *)arena_alloc(&a, 16);
+    p[-1] = 0x55; /* before the start: the header */
+    assert_false(arena_check(&a));
+    assert_int_equal(recorded_errors.count, 2);
+    arena_reset(&a);
+    assert_true(recorded_errors.count >= 3);
+    arena_release(&a);
+    arena_set_error_handler(NULL, NULL);
+}
+#endif
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counters_exact),
+        cmocka_unit_test(test_grow_in_place),
+        cmocka_unit_test(test_rewind_same_address),
+        cmocka_unit_test(test_buffer_open_after_release),
+        cmocka_unit_test(test_failure_unchanged),
+        cmocka_unit_test(test_check_reports_corruption),
+        cmocka_unit_test(test_refs_round_trip),
+#if TEST_ASAN
+        cmocka_unit_test(test_asan_poisoning),
+#endif
+#if ARENA_CHECKED
+        cmocka_unit_test(test_checked_stale_refs),
+#endif
+#if ARENA_CHECKED && !TEST_ASAN
+        cmocka_unit_test(test_checked_clobber_and_sentinels),
+#endif
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

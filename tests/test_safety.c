@@ -171,10 +171,10 @@ static void test_check_reports_corruption(void **state)
     assert_false(arena_check(&a));
     assert_int_equal(recorded_errors.count, 2);
     a.nused = a.nchunks;
-    a.size = a.retained + 1;
+    a.lim += 1;
     assert_false(arena_check(&a));
     assert_int_equal(recorded_errors.count, 3);
-    a.size = 10;
+    a.lim -= 1;
     assert_true(arena_check(&a));
     arena_release(&a);
     arena_set_error_handler(NULL, NULL);

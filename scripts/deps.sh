@@ -7,7 +7,8 @@
 set -eu
 
 pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev"
-pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy"
+pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy gcc-multilib g++-multilib \
+libcmocka-dev:i386"
 pkgs_bench="$pkgs_test libbenchmark-dev libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev \
 libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox"
 
@@ -41,6 +42,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "deps.sh: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
+case "$missing" in *:i386*) dpkg --add-architecture i386 ;; esac
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing

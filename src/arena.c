@@ -223,6 +223,7 @@ ARENA__NO_ASAN static bool verify_span(const arena *a, uint32_t i, const char *f
             q += left < GRANULE ? left : GRANULE;
             continue;
         }
+        /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
         if (left < HDR || !header_load(q, &tag, &n) || n > left - HDR ||
             footprint((size_t)n) > left - HDR)
             break;
@@ -415,6 +416,12 @@ static void drop_chunks_from(arena *a, uint32_t from)
 
 /* ---- Placing values -------------------------------------------------------------------- */
 
+/* `p` rounded up to `align` (a power of two), by pointer arithmetic. */
+static char *align_ptr(char *p, size_t align)
+{
+    return p + (size_t)(-(uintptr_t)p & (uintptr_t)(align - 1));
+}
+
 /* Places `size` (> 0) bytes at `align` (a power of two).  Stores the chunk
  * index in *chunk.  NULL (arena unchanged) on failure. */
 static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
@@ -454,7 +461,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
         i = add_chunk(a, need);
         if (i == UINT32_MAX)
             return NULL;
-        p = (char *)arena__align_up((uintptr_t)a->chunks[i].base + HDR, align);
+        p = align_ptr(a->chunks[i].base + HDR, align);
         *chunk = i;
         goto placed;
     }
@@ -466,7 +473,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
         if (i == UINT32_MAX)
             return NULL;
     }
-    p = (char *)arena__align_up((uintptr_t)a->chunks[i].base + HDR, align);
+    p = align_ptr(a->chunks[i].base + HDR, align);
     enter_chunk(a, i, p + foot);
     *chunk = i;
 
@@ -668,9 +675,10 @@ static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len,
         return false;
     if (!ARENA_CHECKED)
         return true;
-    /* A string's header counts its NUL. */
+    /* A string's header counts its NUL (and a grown value's, more). */
+    /* cppcheck-suppress unsignedPositive ; HDR is 0 only where this never runs */
     return off >= HDR && header_load(c->base + off - HDR, &htag, &n) && htag == tag &&
-           n >= len && n - len <= 1;
+           n >= len;
 }
 
 void *arena__ref_ptr_checked(const arena *a, arena_ref r)

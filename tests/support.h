@@ -206,6 +206,14 @@ static inline bool all_zero(const void *p, size_t n)
     return true;
 }
 
+/* n, hidden from the optimizer (so that it does not warn about a huge size
+ * passed with a small buffer on purpose). */
+static inline size_t opaque_size(size_t n)
+{
+    volatile size_t v = n;
+    return v;
+}
+
 static inline bool is_aligned(const void *p, size_t align)
 {
     return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;

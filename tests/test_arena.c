@@ -563,11 +563,12 @@ static void test_marks_bad_reported_state_unchanged(void **state)
     assert_int_equal(arena_retained(&a), 0);
     assert_true(arena_check(&a));
 
-    /* Expired by a rewind to an earlier mark. */
+    /* Expired by a rewind to an earlier mark (detectable: the later mark's
+     * chunk is no longer in use). */
     v = (char *)arena_alloc(&a, 40);
     fill_pattern(v, 40, 7);
     m = arena_save(&a);
-    assert_non_null(arena_alloc(&a, 40));
+    assert_non_null(arena_alloc(&a, 990)); /* opens the next chunk */
     m_inner = arena_save(&a);
     assert_non_null(arena_alloc(&a, 40));
     arena_rewind(&a, m);
@@ -615,6 +616,53 @@ static void test_marks_bad_reported_state_unchanged(void **state)
     arena_rewind(&a, m);
     assert_int_equal(recorded_errors.count, 5);
     assert_int_equal(arena_size(&a), size);
+    release_tb(&a);
+}
+
+/* A mark stays valid when a value stored before it is shrunk after it (the
+ * shrink gives the tail back, moving the position below the mark): the
+ * rewind restores the position and the size at the save. */
+static void test_marks_valid_after_shrink_before_them(void **state)
+{
+    arena a;
+    char *buf, *p;
+    arena_mark m, m2;
+    (void)state;
+
+    init_tb(&a, 1000);
+    assert_non_null(arena_strdup(&a, "head"));
+    buf = (char *)arena_alloc(&a, 200);
+    assert_non_null(buf);
+    fill_pattern(buf, 200, 1);
+    m = arena_save(&a);
+    buf = (char *)arena_grow(&a, buf, 200, 20); /* shrink to fit */
+    assert_non_null(buf);
+    assert_int_equal(arena_size(&a), 5 + 20);
+    m2 = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 30));
+    arena_rewind(&a, m);
+    assert_int_equal(recorded_errors.count, 0);
+    assert_int_equal(arena_size(&a), 5 + 200);
+    assert_true(has_pattern(buf, 200, 1));
+    p = (char *)arena_alloc(&a, 50); /* after the restored 200 bytes */
+    assert_true(p >= buf + 200);
+    fill_pattern(p, 50, 2);
+    assert_true(has_pattern(buf, 200, 1));
+    (void)m2;
+
+    /* And the same with the mark taken after the shrink, then rewound to
+     * from before it: both marks are valid. */
+    arena_reset(&a);
+    buf = (char *)arena_alloc(&a, 100);
+    m = arena_save(&a);
+    buf = (char *)arena_grow(&a, buf, 100, 10);
+    m2 = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 8));
+    arena_rewind(&a, m2);
+    arena_rewind(&a, m);
+    assert_int_equal(recorded_errors.count, 0);
+    assert_int_equal(arena_size(&a), 100);
+    assert_true(arena_check(&a));
     release_tb(&a);
 }
 
@@ -1392,6 +1440,7 @@ int main(void)
         T(test_marks_nested_across_chunks),
         T(test_marks_same_address),
         T(test_marks_bad_reported_state_unchanged),
+        T(test_marks_valid_after_shrink_before_them),
         T(test_counters_every_operation),
         T(test_alignment_powers_of_two),
         T(test_alignment_invalid),

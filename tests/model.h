@@ -73,7 +73,9 @@ typedef struct model {
     bool tail_known, tail_clean;
     uint64_t rng, seed, next_id;
     size_t step, failures, stores, checks;
+    size_t refused; /* calls that fail anyway (near SIZE_MAX) and met a backing refusal */
     size_t ops[MODEL_OPS]; /* steps per kind of operation */
+    unsigned big_rarity;   /* oversized values are this many times rarer (0: 1) */
     const char *op;
     unsigned char scratch[3 * 65536 + 64];
 } model;
@@ -112,8 +114,9 @@ static void model_start(model *m, uint64_t seed, size_t budget, size_t base)
     m->tail_known = true;
     m->tail_clean = true;
     m->next_id = 0;
-    m->step = m->failures = m->stores = m->checks = 0;
+    m->step = m->failures = m->stores = m->checks = m->refused = 0;
     memset(m->ops, 0, sizeof m->ops);
+    m->big_rarity = 0;
     m->op = NULL;
     if (!m->vals) {
         m->capvals = 1024;
@@ -216,7 +219,7 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
  * padding used here) or, one time in `big_odds`, plainly oversized. */
 static size_t model_size(model *m, unsigned big_odds)
 {
-    if (big_odds && model_below(m, big_odds) == 0)
+    if (big_odds && model_below(m, (size_t)big_odds * (m->big_rarity ? m->big_rarity : 1)) == 0)
         return 2 * m->budget + 1 + model_below(m, m->budget);
     return 1 + model_below(m, m->budget / 4 - 64);
 }
@@ -408,6 +411,8 @@ static void model_op_degenerate(model *m, model_before *b)
     MCHECK(m, arena_ref_empty(r));
     MCHECK(m, arena_size(&m->a) == b->size);
     MCHECK(m, arena_retained(&m->a) == b->retained);
+    if (m->tb && m->tb->failed > b->failed)
+        m->refused++;
 }
 
 static long model_pick_growable(model *m)
@@ -543,10 +548,14 @@ static void model_op_rewind(model *m)
     m->tail_known = k->tail_known;
     m->tail_clean = k->tail_clean;
     if (m->tail >= 0) {
-        /* The tail's extent is back; bytes it gave back since may hold
-         * other values, and bytes it grew by are forgotten. */
+        /* Bytes the tail grew by in place since the save are forgotten.
+         * Bytes it gave back by shrinking stay given back (they may hold
+         * values stored since), so the position is no longer at its end. */
         mval *v = &m->vals[m->tail];
-        v->stored = k->tail_stored;
+        if (v->stored < k->tail_stored)
+            m->tail_known = false;
+        else
+            v->stored = k->tail_stored;
         v->has_nul = k->tail_has_nul && v->has_nul && v->size >= k->tail_size;
         if (v->size > k->tail_size)
             v->size = k->tail_size;

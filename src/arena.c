@@ -64,9 +64,11 @@ enum {
  * so resolving a ref whose value has expired (and maybe been overwritten) is
  * detected in O(1).
  *
- * Every chunk the arena allocates has EXTRA bytes on top of its capacity, so
- * that a value that fits the budget still fits a fresh chunk with its
- * overhead, and arena_retained() reports capacities exactly as documented.
+ * A guard is cut short at the end of its chunk, so a value still fits a chunk
+ * exactly.  In the checked build every chunk the arena allocates has EXTRA
+ * bytes (a header) on top of its capacity, so that a value that fits the
+ * budget still fits a fresh chunk, and arena_retained() reports capacities
+ * exactly as documented.
  * None of this exists in a plain build: instrumented() is a constant 0 there
  * (Valgrind aside, which is decided once at load).
  */
@@ -88,15 +90,27 @@ static size_t header_bytes(void)
     return ARENA_CHECKED ? (ARENA_ALIGN > 16 ? ARENA_ALIGN : 16) : 0;
 }
 #define HDR header_bytes()
-#define EXTRA (HDR + 2 * GRANULE)
+#define EXTRA HDR
 
 static bool instrumented(void) { return arena__instrumented(); }
 
 /* Bytes a value of `n` bytes occupies from its start to the end of its guard.
- * Callers check n <= SIZE_MAX - EXTRA first. */
+ * n is at most a chunk's capacity, far from SIZE_MAX. */
 static size_t footprint(size_t n)
 {
     return instrumented() ? ((n + GRANULE - 1) & ~(GRANULE - 1)) + GRANULE : n;
+}
+
+/* How far the value of `n` bytes at `p` reaches with its guard, in a chunk that
+ * ends at `lim` (p + n <= lim).  The guard is cut short at the chunk's end:
+ * a value may fill a chunk exactly, as it would without guards (past an
+ * allocated chunk lies the allocator's own redzone; past a caller's buffer,
+ * the caller's memory). */
+static size_t guarded_len(const char *p, size_t n, const char *lim)
+{
+    size_t room = (size_t)(lim - p);
+    size_t foot = footprint(n);
+    return foot < room ? foot : room;
 }
 
 /* Overhead a chunk allocated by this arena carries beyond its capacity. */
@@ -145,13 +159,12 @@ static bool is_oversized(const arena *a, const struct arena__chunk *c)
 
 /* ---- Checked build: headers, tags, clobbering, sentinels ------------------------------ */
 
-/* The serial lives in the top bits of flags; it starts at a value drawn from
- * the arena's address, so that two arenas rarely share tags. */
+/* The serial lives in the top bits of flags.  It is deterministic (refs stay
+ * reproducible from run to run); a ref resolved against another arena is
+ * caught when the two arenas' histories differ at that place. */
 static uint32_t next_tag(arena *a)
 {
     uint32_t serial = a->flags >> 8;
-    if (serial == 0)
-        serial = (uint32_t)(((uintptr_t)a >> 4) * 2654435761u) >> 8;
     serial = (serial + 1) & 0xFFFFFFu;
     if (serial == 0)
         serial = 1;
@@ -202,6 +215,18 @@ ARENA__NO_ASAN static bool all_clobbered(const char *p, size_t n)
     return true;
 }
 
+/* Checked build, outside Valgrind: writes the guard of the value of `n`
+ * bytes at `p` (up to `end`), whatever the bytes held before (a rewind may
+ * have left a grown value's old bytes there).  Poisoned or not. */
+ARENA__NO_ASAN static void write_guard(char *p, size_t n, char *end)
+{
+    char *q;
+    if (!ARENA_CHECKED || ARENA__VALGRIND)
+        return;
+    for (q = p + n; q < end; q++)
+        *q = (char)ARENA__CLOBBER;
+}
+
 /* Checked build, outside Valgrind (whose no-access guards catch writes as they
  * happen): walks [from, to) of chunk `i`, which holds headers, values and
  * clobbered bytes, and reports the first guard, pad or header that the
@@ -209,7 +234,7 @@ ARENA__NO_ASAN static bool all_clobbered(const char *p, size_t n)
 ARENA__NO_ASAN static bool verify_span(const arena *a, uint32_t i, const char *from,
                                        const char *to)
 {
-    const char *q = from;
+    const char *q = from, *end;
     uint32_t tag;
     uint64_t n;
 
@@ -224,18 +249,18 @@ ARENA__NO_ASAN static bool verify_span(const arena *a, uint32_t i, const char *f
             continue;
         }
         /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
-        if (left < HDR || !header_load(q, &tag, &n) || n > left - HDR ||
-            footprint((size_t)n) > left - HDR)
+        if (left < HDR || !header_load(q, &tag, &n) || n > left - HDR)
             break;
         q += HDR;
-        if (!all_clobbered(q + n, footprint((size_t)n) - (size_t)n))
+        end = q + guarded_len(q, (size_t)n, to);
+        if (!all_clobbered(q + n, (size_t)(end - q) - (size_t)n))
             return arena__report(ARENA_ERR_CORRUPT,
                                  "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote "
                                  "past its end",
                                  (const void *)a, (unsigned long long)n, (const void *)q,
                                  (unsigned)i),
                    false;
-        q += footprint((size_t)n);
+        q = end;
     }
     if (q < to)
         return arena__report(ARENA_ERR_CORRUPT,
@@ -244,6 +269,54 @@ ARENA__NO_ASAN static bool verify_span(const arena *a, uint32_t i, const char *f
                              (const void *)a, (unsigned)i, (const void *)q),
                false;
     return true;
+}
+
+/* Checked build: a rewind may cut through a value stored before the mark
+ * that grew in place after it (its bytes past the mark are forgotten).  Its
+ * guard is verified, then its header is cut to end one granule before `pos`
+ * and the rest of it clobbered, so that the walks still find a header, a
+ * value and a guard, then clobbered bytes. */
+ARENA__NO_ASAN static void cut_value_at(arena *a, uint32_t i, char *pos)
+{
+    char *q = a->chunks[i].base;
+    const char *end = q + a->chunks[i].cap;
+    uint32_t tag;
+    uint64_t n;
+    size_t reach;
+
+    while (q < pos) {
+        if (all_clobbered(q, GRANULE)) {
+            q += GRANULE;
+            continue;
+        }
+        if ((size_t)(end - q) < HDR || !header_load(q, &tag, &n) ||
+            n > (size_t)(end - q) - HDR)
+            return; /* corrupt: the walk at the rewind reports it */
+        if (q + HDR >= pos) { /* stored after the mark: the whole value goes */
+            reach = HDR + guarded_len(q + HDR, (size_t)n, end);
+            arena__open(q, reach);
+            memset(q, ARENA__CLOBBER, reach);
+            arena__close(q, reach);
+            return;
+        }
+        q += HDR;
+        reach = guarded_len(q, (size_t)n, end);
+        if (q + reach > pos) {
+            if (!all_clobbered(q + n, reach - (size_t)n))
+                arena__report(ARENA_ERR_CORRUPT,
+                              "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote past "
+                              "its end",
+                              (const void *)a, (unsigned long long)n, (const void *)q,
+                              (unsigned)i);
+            n = (size_t)(pos - q) - GRANULE; /* both on granules, a value's end before */
+            header_store(q, tag, (size_t)n);
+            arena__open(q + n, reach - (size_t)n);
+            memset(q + n, ARENA__CLOBBER, reach - (size_t)n);
+            arena__close(q + n, reach - (size_t)n);
+            return;
+        }
+        q += reach;
+    }
 }
 
 /* A new chunk: closed, and clobbered in the checked build. */
@@ -427,26 +500,25 @@ static char *align_ptr(char *p, size_t align)
 static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
 {
     char *pos;
-    size_t worst, need, foot;
+    size_t worst, need;
     uint32_t i;
     char *p;
 
     /* Every size computation below stays clear of SIZE_MAX. */
-    if (size > SIZE_MAX - EXTRA - align)
+    if (size > SIZE_MAX - HDR - 2 * GRANULE - align)
         return NULL;
     if (instrumented()) {
         close_buffer(a);
         if (align < GRANULE)
             align = GRANULE;
     }
-    foot = footprint(size);
     pos = cursor(a);
     if (a->lim) {
         size_t pad = (size_t)(-((uintptr_t)pos + HDR) & (uintptr_t)(align - 1)) + HDR;
         size_t room = (size_t)(a->lim - pos);
-        if (pad <= room && foot <= room - pad) {
+        if (pad <= room && size <= room - pad) {
             p = pos + pad;
-            set_cursor(a, p + foot);
+            set_cursor(a, p + guarded_len(p, size, a->lim));
             *chunk = a->cur;
             goto placed;
         }
@@ -474,14 +546,18 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
             return NULL;
     }
     p = align_ptr(a->chunks[i].base + HDR, align);
-    enter_chunk(a, i, p + foot);
+    enter_chunk(a, i, p);
+    set_cursor(a, p + guarded_len(p, size, a->lim));
     *chunk = i;
 
 placed:
     a->size += size;
     if (instrumented()) {
-        if (ARENA_CHECKED)
+        if (ARENA_CHECKED) {
             header_store(p, next_tag(a), size);
+            write_guard(p, size, p + guarded_len(p, size, a->chunks[*chunk].base +
+                                                              a->chunks[*chunk].cap));
+        }
         if (ARENA__VALGRIND)
             VALGRIND_MEMPOOL_ALLOC(a->chunks[*chunk].base, p, size);
         arena__unpoison(p, size);
@@ -534,8 +610,8 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
 /* Resizes the most recent value `p` of the current chunk in place. */
 static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
 {
-    char *old_end = p + footprint(old_size);
-    char *new_end = p + footprint(new_size);
+    char *old_end = p + guarded_len(p, old_size, a->lim);
+    char *new_end = p + guarded_len(p, new_size, a->lim);
 
     set_cursor(a, new_end);
     a->size = a->size - old_size + new_size;
@@ -546,6 +622,7 @@ static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
         uint64_t n;
         header_load(p - HDR, &tag, &n);
         header_store(p, tag, new_size);
+        write_guard(p, new_size, new_end);
         if (new_size < old_size) {
             arena__open(p + new_size, (size_t)(old_end - p) - new_size);
             memset(p + new_size, ARENA__CLOBBER, (size_t)(old_end - p) - new_size);
@@ -575,15 +652,14 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
     /* The most recent value ends (with its guard) at the position of the
      * current chunk. */
-    last = a->lim && p >= a->chunks[a->cur].base && p <= pos && old_size <= SIZE_MAX - EXTRA &&
-           (size_t)(pos - p) == footprint(old_size);
+    last = a->lim && p >= a->chunks[a->cur].base && p <= pos &&
+           old_size <= (size_t)(a->lim - p) && pos == p + guarded_len(p, old_size, a->lim);
     if (new_size <= old_size) {
         if (last)
             resize_last(a, p, old_size, new_size);
         return p;
     }
-    if (last && new_size <= SIZE_MAX - EXTRA &&
-        footprint(new_size) - footprint(old_size) <= (size_t)(a->lim - pos)) {
+    if (last && new_size <= (size_t)(a->lim - p)) {
         resize_last(a, p, old_size, new_size);
         return p;
     }
@@ -798,21 +874,26 @@ void arena_reset(arena *a)
         arena_check(a);
 }
 
-/* True when `m` can be a mark of this arena's current epoch that has not
- * been rewound past. */
+/* True when `m` can be a mark of this arena's current epoch: its chunks are
+ * still in use and its position lies in its chunk.
+ *
+ * A mark ahead of the current position in the same chunk is NOT evidence of
+ * expiry: shrinking a value stored before the mark (arena_grow giving the
+ * tail back) moves the position and the size below a mark that is still
+ * valid.  Such a mark is accepted, so a rewind to a mark expired by a rewind
+ * to an earlier one in the same chunk goes unreported; it stays memory-safe
+ * (the position is inside a chunk the arena holds). */
 static bool mark_plausible(const arena *a, arena_mark m)
 {
     const struct arena__chunk *c;
-    if (m.epoch != a->epoch || m.nused > a->nused || m.size > a->size)
+    if (m.epoch != a->epoch || m.nused > a->nused)
         return false;
     if (!m.pos)
         return true;
     if (m.cur >= m.nused)
         return false;
     c = &a->chunks[m.cur];
-    if (m.pos < c->base || (size_t)(m.pos - c->base) > c->cap)
-        return false;
-    return !(a->lim && m.cur == a->cur && m.pos > cursor(a));
+    return m.pos >= c->base && (size_t)(m.pos - c->base) <= c->cap;
 }
 
 void arena_rewind(arena *a, arena_mark m)
@@ -831,6 +912,8 @@ void arena_rewind(arena *a, arena_mark m)
         /* Chunks between m.cur and m.nused hold only oversized values stored
          * before the mark, so the mark's chunk tail is all that expires here. */
         enter_chunk(a, m.cur, m.pos);
+        if (ARENA_CHECKED && !ARENA__VALGRIND)
+            cut_value_at(a, m.cur, m.pos);
         expire(a, m.cur, m.pos);
     } else {
         leave_chunks(a);
@@ -885,7 +968,7 @@ bool arena_check(const arena *a)
     if (!instrumented() && a->size > used)
         return CORRUPT("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
                        (const void *)a, a->size, used);
-    if (instrumented() && ((uintptr_t)pos & (GRANULE - 1)))
+    if (instrumented() && ((uintptr_t)pos & (GRANULE - 1)) && pos != a->lim)
         return CORRUPT("arena_check: arena %p: position %p is not on a granule",
                        (const void *)a, (void *)pos);
     if (a->lim) {

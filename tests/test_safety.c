@@ -8,16 +8,6 @@
 
 #include "support.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#  define TEST_ASAN 1
-#elif defined(__has_feature)
-#  if __has_feature(address_sanitizer)
-#    define TEST_ASAN 1
-#  endif
-#endif
-#ifndef TEST_ASAN
-#  define TEST_ASAN 0
-#endif
 #if TEST_ASAN
 #  include <sanitizer/asan_interface.h>
 #endif

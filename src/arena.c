@@ -329,6 +329,34 @@ static void fresh_chunk(char *base, size_t cap)
     arena__close(base, cap);
 }
 
+/* Valgrind: true when the byte at p is addressable (part of a value). */
+static bool vg_addressable(const char *p)
+{
+    char v;
+    return VALGRIND_GET_VBITS(p, &v, 1) == 1;
+}
+
+/* Valgrind, before trimming chunk `base` to [base, pos): memcheck 3.19 marks
+ * bytes outside the pool no-access when it trims a block that straddles the
+ * cut (its size arithmetic mixes the pool's with the block's), so the one
+ * value that can cross `pos` (stored before a mark and grown in place after
+ * it, or stored after a shrink below it) is cut first, by hand.  Guards keep
+ * values apart, so addressable bytes on both sides of pos mean one value. */
+static void vg_unstraddle(char *base, char *pos, const char *end)
+{
+    char *v = pos - 1;
+    if (pos >= end || !vg_addressable(v) || !vg_addressable(pos))
+        return;
+    while (v > base && vg_addressable(v - 1))
+        v--;
+    if (pos - v > (ptrdiff_t)GRANULE) {
+        VALGRIND_MEMPOOL_CHANGE(base, v, v, (size_t)(pos - v) - GRANULE);
+        VALGRIND_MAKE_MEM_NOACCESS(pos - GRANULE, GRANULE);
+    } else {
+        VALGRIND_MEMPOOL_FREE(base, v);
+    }
+}
+
 /* Expires [from, end of chunk i): sentinels verified (checked build), the
  * bytes clobbered (checked build) and closed, and the chunk's Valgrind pool
  * forgets the values there. */
@@ -344,15 +372,16 @@ static void expire(arena *a, uint32_t i, char *from)
         arena__open(from, (size_t)(end - from));
         memset(from, ARENA__CLOBBER, (size_t)(end - from));
     }
-    arena__close(from, (size_t)(end - from));
     if (ARENA__VALGRIND) {
         if (from == base) {
             VALGRIND_DESTROY_MEMPOOL(base);
             VALGRIND_CREATE_MEMPOOL(base, 0, 0);
         } else {
+            vg_unstraddle(base, from, end);
             VALGRIND_MEMPOOL_TRIM(base, base, (size_t)(from - base));
         }
     }
+    arena__close(from, (size_t)(end - from));
 }
 
 /* The caller's buffer after a release is open (the caller may reuse it);

@@ -57,6 +57,7 @@ ARENA__HIDDEN extern int arena__valgrind;
 #  define VALGRIND_MEMPOOL_FREE(pool, p)       ((void)(pool), (void)(p))
 #  define VALGRIND_MEMPOOL_TRIM(pool, p, n)    ((void)(pool), (void)(p), (void)(n))
 #  define VALGRIND_MEMPOOL_CHANGE(pool, a, b, n) ((void)(pool), (void)(a), (void)(b), (void)(n))
+#  define VALGRIND_GET_VBITS(p, bits, n)       ((void)(p), (void)(bits), (void)(n), 0)
 #endif
 
 /* Memory the program must not touch: poisoned for ASan, no-access for

@@ -92,6 +92,46 @@ static void test_rewind_same_address(void **state)
     arena_release(&a);
 }
 
+/* A value stored before a mark and grown in place after it is cut back by
+ * the rewind; the arena and its neighbours stay intact (under memcheck, a
+ * trim of a block that straddles the cut once marked memory outside the
+ * chunk no-access). */
+static void test_rewind_cuts_value_grown_across_mark(void **state)
+{
+    test_backing tb;
+    arena_allocator al = tb_allocator(&tb);
+    arena a;
+    arena_mark m;
+    char *first, *x, *y, *grown, *neighbour;
+    size_t i;
+    (void)state;
+    arena_init_with(&a, 4096, &al);
+    first = (char *)arena_alloc(&a, 2500);
+    memset(first, 2, 2500);
+    neighbour = (char *)malloc(4096); /* most likely just past the chunk */
+    assert_non_null(neighbour);
+    memset(neighbour, 1, 4096);
+    x = (char *)arena_alloc(&a, 100);
+    memset(x, 3, 100);
+    m = arena_save(&a);
+    grown = (char *)arena_grow(&a, x, 100, 1500);
+    assert_ptr_equal(grown, x);
+    memset(grown, 4, 1500);
+    arena_rewind(&a, m);
+    assert_int_equal(arena_size(&a), 2600);
+    for (i = 0; i < 100; i++)
+        assert_int_equal(x[i], 4);
+    y = (char *)arena_alloc(&a, 64);
+    assert_non_null(y);
+    memset(y, 5, 64);
+    assert_true(arena_check(&a));
+    for (i = 0; i < 4096; i++)
+        assert_int_equal(neighbour[i], 1);
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+    free(neighbour);
+}
+
 /* After a release the caller's buffer is the caller's again: writable,
  * even while the arena keeps it attached. */
 static void test_buffer_open_after_release(void **state)
@@ -322,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_counters_exact),
         cmocka_unit_test(test_grow_in_place),
         cmocka_unit_test(test_rewind_same_address),
+        cmocka_unit_test(test_rewind_cuts_value_grown_across_mark),
         cmocka_unit_test(test_buffer_open_after_release),
         cmocka_unit_test(test_failure_unchanged),
         cmocka_unit_test(test_check_reports_corruption),

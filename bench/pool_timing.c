@@ -8,7 +8,10 @@
  *   ./pool_timing                                  # pool and bare list
  *   LD_PRELOAD=libmimalloc.so.2 ./pool_timing malloc
  *
- * Figures are ns per operation (one alloc or one free), median of 7 runs.
+ * Figures are ns per operation (one alloc or one free), median of 9 runs,
+ * interleaved.  "bare" is the list as a local the compiler keeps in a
+ * register; "bare-mem" is the same list reached through a pointer, whose head
+ * lives in memory like any library allocator's state (and like the pool's).
  */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
@@ -17,6 +20,8 @@
 #include <time.h>
 
 #include <arena/pool.h>
+
+#define REPS 9
 
 typedef struct bare {
     void *head;
@@ -49,7 +54,12 @@ static inline void bare_free(bare *b, void *p)
     b->head = p;
 }
 
-enum kind { POOL, BARE, MALLOC };
+enum kind { POOL, BARE, BARE_SHARED, MALLOC };
+
+/* The bare list where the compiler cannot keep its head in a register (as
+ * for a list reached through a pointer that escapes, like any library's). */
+static bare shared_bare;
+static bare *volatile shared_ptr = &shared_bare;
 
 static void **live;
 static size_t obj_size;
@@ -83,6 +93,7 @@ static double now(void)
 
 #define POOL_FREE(x) arena_pool_free(&pool, (x))
 #define BARE_FREE(x) bare_free(&b, (x))
+#define SHARED_FREE(x) bare_free(sb, (x))
 #define MALLOC_FREE(x) free(x)
 
 /* ns per op for one run. */
@@ -90,7 +101,7 @@ static double run(enum kind k, int rolling, size_t cap)
 {
     size_t half = cap / 2, i, r, rounds = (1u << 24) / cap;
     arena_pool pool;
-    bare b;
+    bare b, *sb = shared_ptr;
     double t0, t;
     size_t ops = rolling ? rounds * half * 2 : rounds * cap * 2;
 
@@ -98,6 +109,8 @@ static double run(enum kind k, int rolling, size_t cap)
         abort();
     if (k == BARE)
         bare_init(&b, obj_size, cap);
+    if (k == BARE_SHARED)
+        bare_init(sb, obj_size, cap);
     t0 = now();
     if (k == POOL) {
         if (rolling) { ROLLING(arena_pool_alloc(&pool), POOL_FREE) }
@@ -105,6 +118,9 @@ static double run(enum kind k, int rolling, size_t cap)
     } else if (k == BARE) {
         if (rolling) { ROLLING(bare_alloc(&b), BARE_FREE) }
         else { BATCH(bare_alloc(&b), BARE_FREE) }
+    } else if (k == BARE_SHARED) {
+        if (rolling) { ROLLING(bare_alloc(sb), SHARED_FREE) }
+        else { BATCH(bare_alloc(sb), SHARED_FREE) }
     } else {
         if (rolling) { ROLLING(malloc(obj_size), MALLOC_FREE) }
         else { BATCH(malloc(obj_size), MALLOC_FREE) }
@@ -117,6 +133,8 @@ static double run(enum kind k, int rolling, size_t cap)
     }
     if (k == BARE)
         free(b.mem);
+    if (k == BARE_SHARED)
+        free(sb->mem);
     return t;
 }
 
@@ -132,33 +150,34 @@ int main(int argc, char **argv)
     static const size_t sizes[] = {16, 256};
     int use_malloc = argc > 1 && strcmp(argv[1], "malloc") == 0;
     size_t s, c;
-    int rolling, rep;
+    int rolling, rep, k;
 
     live = malloc(sizeof *live * 262144);
-    printf("%-8s %5s %7s %10s %10s %7s\n", "pattern", "size", "cap",
-           use_malloc ? "malloc" : "pool", use_malloc ? "" : "bare", use_malloc ? "" : "ratio");
+    if (use_malloc)
+        printf("%-8s %5s %7s %8s\n", "pattern", "size", "cap", "malloc");
+    else
+        printf("%-8s %5s %7s %8s %8s %8s %11s %11s\n", "pattern", "size", "cap", "pool",
+               "bare", "bare-mem", "pool/bare", "pool/b-mem");
     for (rolling = 0; rolling < 2; rolling++) {
         for (s = 0; s < 2; s++) {
             for (c = 0; c < 4; c++) {
-                double tp[7], tb[7];
+                double t[3][REPS], m[3];
                 obj_size = sizes[s];
-                for (rep = 0; rep < 7; rep++) {
-                    if (use_malloc) {
-                        tp[rep] = run(MALLOC, rolling, caps[c]);
-                        tb[rep] = 0;
-                    } else {
-                        tp[rep] = run(POOL, rolling, caps[c]);
-                        tb[rep] = run(BARE, rolling, caps[c]);
-                    }
+                /* Interleaved, so that a noisy neighbour hits every kind alike. */
+                for (rep = 0; rep < REPS; rep++)
+                    for (k = 0; k < (use_malloc ? 1 : 3); k++)
+                        t[k][rep] = run(use_malloc ? MALLOC : (enum kind)k, rolling, caps[c]);
+                for (k = 0; k < 3; k++) {
+                    qsort(t[k], REPS, sizeof t[k][0], cmp);
+                    m[k] = t[k][REPS / 2];
                 }
-                qsort(tp, 7, sizeof *tp, cmp);
-                qsort(tb, 7, sizeof *tb, cmp);
                 if (use_malloc)
-                    printf("%-8s %5zu %7zu %10.2f\n", rolling ? "rolling" : "batch", sizes[s],
-                           caps[c], tp[3]);
+                    printf("%-8s %5zu %7zu %8.2f\n", rolling ? "rolling" : "batch", sizes[s],
+                           caps[c], m[0]);
                 else
-                    printf("%-8s %5zu %7zu %10.2f %10.2f %7.2f\n", rolling ? "rolling" : "batch",
-                           sizes[s], caps[c], tp[3], tb[3], tp[3] / tb[3]);
+                    printf("%-8s %5zu %7zu %8.2f %8.2f %8.2f %11.2f %11.2f\n",
+                           rolling ? "rolling" : "batch", sizes[s], caps[c], m[0], m[1], m[2],
+                           m[0] / m[1], m[0] / m[2]);
             }
         }
     }

@@ -14,10 +14,12 @@
  * next pointer in the freed slot, so a write through a dangling pointer
  * redirects the next allocation anywhere.  Here a freed slot holds nothing the
  * pool reads: a stray write spoils garbage, and the stack and states stay
- * exact.  It costs 6 bytes of metadata per slot and no speed: the stack is a
- * dense array the CPU streams through, while an intrusive list touches every
- * slot (a cache miss per operation once the slots outgrow the cache), and the
- * state is what makes double-free detection exact rather than a heuristic.
+ * exact.  It costs 6 bytes of metadata per slot and a few instructions per
+ * call (docs/fast-path.md), and buys speed where it matters most: the stack
+ * is a dense array the CPU streams through, while an intrusive list reads
+ * every slot it hands out (a cache miss per alloc once the slots outgrow the
+ * cache).  The state is what makes double-free detection exact rather than a
+ * heuristic.
  * A uint16 per slot rather than a bit: a plain store, no read-modify-write,
  * and not a char type, so the compiler need not assume it aliases the
  * counters (see pool.h).
@@ -53,7 +55,7 @@ static bool plan(size_t obj_size, size_t obj_align, size_t capacity, struct layo
     size_t size = obj_size ? obj_size : 1;
     size_t slots;
 
-    if (capacity == 0 || capacity > UINT32_MAX || !arena__is_pow2(obj_align))
+    if (capacity == 0 || (uint64_t)capacity > UINT32_MAX || !arena__is_pow2(obj_align))
         return false;
     if (size > SIZE_MAX - (obj_align - 1))
         return false;

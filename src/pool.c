@@ -2,7 +2,7 @@
  * The fixed-capacity pool: the out-of-line half.
  *
  * Algorithm.  One region holds `cap` slots of `stride` bytes, then a stack of
- * free slot indices (uint32), then one state (uint16) per slot.  alloc pops an
+ * free slot indices (uint32), then one state byte per slot.  alloc pops an
  * index off the stack and marks its slot live; free checks that the pointer
  * is a slot start (arena__pool_index in pool.h: one multiply by the inverse of
  * the stride's odd part and one rotate, a range and stride check in one, exact
@@ -14,15 +14,13 @@
  * next pointer in the freed slot, so a write through a dangling pointer
  * redirects the next allocation anywhere.  Here a freed slot holds nothing the
  * pool reads: a stray write spoils garbage, and the stack and states stay
- * exact.  It costs 6 bytes of metadata per slot and a few instructions per
+ * exact.  It costs 5 bytes of metadata per slot and a few instructions per
  * call (docs/fast-path.md), and buys speed where it matters most: the stack
  * is a dense array the CPU streams through, while an intrusive list reads
  * every slot it hands out (a cache miss per alloc once the slots outgrow the
  * cache).  The state is what makes double-free detection exact rather than a
  * heuristic.
- * A uint16 per slot rather than a bit: a plain store, no read-modify-write,
- * and not a char type, so the compiler need not assume it aliases the
- * counters (see pool.h).
+ * A byte per slot rather than a bit: a plain store, no read-modify-write.
  *
  * Closing the inline paths.  Under AddressSanitizer (or a checked build) the
  * library must see every transition, to poison free slots.  A program built
@@ -65,10 +63,10 @@ static bool plan(size_t obj_size, size_t obj_align, size_t capacity, struct layo
     if (slots > SIZE_MAX - (sizeof(uint32_t) - 1))
         return false;
     l->stack = (size_t)arena__align_up(slots, sizeof(uint32_t));
-    if (capacity > (SIZE_MAX - l->stack) / (sizeof(uint32_t) + sizeof(uint16_t)))
+    if (capacity > (SIZE_MAX - l->stack) / (sizeof(uint32_t) + 1))
         return false;
     l->state = l->stack + capacity * sizeof(uint32_t);
-    l->total = l->state + capacity * sizeof(uint16_t);
+    l->total = l->state + capacity;
     return true;
 }
 
@@ -100,7 +98,7 @@ static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t ob
     }
     p->base = base;
     p->stack = (uint32_t *)(void *)(base + l->stack);
-    p->state = (uint16_t *)(void *)(base + l->state);
+    p->state = (unsigned char *)base + l->state;
     p->inv = inverse(d);
     p->stride = l->stride;
     p->shift = k;
@@ -111,7 +109,7 @@ static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t ob
     p->obj_align = obj_align;
     for (j = 0; j < capacity; j++)
         p->stack[j] = (uint32_t)(capacity - 1 - j);
-    memset(p->state, 0, capacity * sizeof(uint16_t)); /* ARENA__POOL_NEVER */
+    memset(p->state, ARENA__POOL_NEVER, capacity);
     arena__poison(base, capacity * l->stride);
 }
 
@@ -246,7 +244,7 @@ void arena__pool_free_slow(arena_pool *p, void *obj)
 
 /* ---- Consistency ---------------------------------------------------------------- */
 
-#define SEEN 0x8000u /* marks a state while check walks the stack */
+#define SEEN 0x80u /* marks a state byte while check walks the stack */
 
 #define CORRUPT(...) (arena__report(ARENA_ERR_CORRUPT, __VA_ARGS__), false)
 
@@ -281,7 +279,7 @@ static bool check_shape(const arena_pool *p)
 
 bool arena_pool_check(const arena_pool *p)
 {
-    uint16_t *st = p->state;
+    unsigned char *st = p->state;
     size_t i, j, nfree = 0, bad = 0;
     const char *why = NULL;
 
@@ -315,7 +313,7 @@ bool arena_pool_check(const arena_pool *p)
     for (j = 0; j < p->nfree; j++) {
         i = p->stack[j];
         if (i < p->cap)
-            st[i] &= (uint16_t)~SEEN;
+            st[i] &= (unsigned char)~SEEN;
     }
     if (why)
         return CORRUPT("arena_pool_check: pool %p: free stack entry %zu names slot %zu, which "

@@ -179,14 +179,14 @@ static void expect_misuse(arena_pool *p, void *bad, arena_error code)
 {
     size_t used = arena_pool_used(p), avail = arena_pool_available(p);
     arena_pool before = *p;
-    uint16_t *states = (uint16_t *)malloc(p->cap * sizeof *states);
+    unsigned char *states = (unsigned char *)malloc(p->cap);
     uint32_t *stack = (uint32_t *)malloc(p->cap * sizeof *stack);
     char name[64];
     void *next;
 
     assert_non_null(states);
     assert_non_null(stack);
-    memcpy(states, p->state, p->cap * sizeof *states);
+    memcpy(states, p->state, p->cap);
     memcpy(stack, p->stack, p->cap * sizeof *stack);
     snprintf(name, sizeof name, "%p", bad);
     if (!bad)
@@ -195,7 +195,7 @@ static void expect_misuse(arena_pool *p, void *bad, arena_error code)
     arena_pool_free(p, bad);
     /* Exactly as before: the struct, every state, the whole stack. */
     assert_memory_equal(&before, p, sizeof before);
-    assert_memory_equal(states, p->state, p->cap * sizeof *states);
+    assert_memory_equal(states, p->state, p->cap);
     assert_memory_equal(stack, p->stack, p->cap * sizeof *stack);
     free(states);
     free(stack);
@@ -520,10 +520,10 @@ static void test_overflow_and_bad_arguments(void **state)
     assert_int_equal(arena_pool_buffer_size(16, 8, 0), 0);
     assert_int_equal(arena_pool_buffer_size(16, 6, 4), 0);
     assert_int_equal(arena_pool_buffer_size(16, 0, 4), 0);
-    /* Slots, then 4 bytes of stack and 2 of state per slot. */
-    assert_int_equal(arena_pool_buffer_size(16, 8, 10), 160 + 40 + 20);
-    assert_int_equal(arena_pool_buffer_size(3, 1, 3), 12 + 12 + 6);
-    assert_int_equal(arena_pool_buffer_size(0, 1, 1), 4 + 4 + 2);
+    /* Slots, then 4 bytes of stack and 1 of state per slot. */
+    assert_int_equal(arena_pool_buffer_size(16, 8, 10), 160 + 40 + 10);
+    assert_int_equal(arena_pool_buffer_size(3, 1, 3), 12 + 12 + 3);
+    assert_int_equal(arena_pool_buffer_size(0, 1, 1), 4 + 4 + 1);
     assert_int_equal(recorded_errors.count, 0);
 }
 
@@ -577,7 +577,7 @@ static void expect_corrupt(const arena_pool *p)
 static void test_check_finds_corruption(void **state)
 {
     arena_pool p;
-    uint16_t saved_state[8];
+    unsigned char saved_state[8];
     uint32_t saved_stack[8];
     void *a, *b;
     (void)state;

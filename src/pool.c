@@ -206,11 +206,27 @@ void *arena__pool_alloc_slow(arena_pool *p)
     return p->nfree ? take(p) : NULL;
 }
 
+/* Says why `obj`, which is no slot start, was refused. */
+static void report_foreign(const arena_pool *p, void *obj)
+{
+    uintptr_t at = (uintptr_t)obj, base = (uintptr_t)p->base;
+    size_t span = p->cap * p->stride;
+
+    if (p->cap && at >= base && at - base < span)
+        arena__report(ARENA_ERR_FOREIGN_POINTER,
+                      "arena_pool_free: %p is inside slot %zu of pool %p (at offset %zu), not "
+                      "at its start",
+                      obj, (size_t)(at - base) / p->stride, (const void *)p,
+                      (size_t)(at - base) % p->stride);
+    else
+        arena__report(ARENA_ERR_FOREIGN_POINTER,
+                      "arena_pool_free: %p is not in pool %p (storage at %p, %zu bytes)", obj,
+                      (const void *)p, (void *)p->base, span);
+}
+
 void arena__pool_free_slow(arena_pool *p, void *obj)
 {
     size_t i;
-    char *c = (char *)obj;
-    char *end = p->base + p->cap * p->stride;
 
     if (!obj) {
         arena__report(ARENA_ERR_NULL_FREE, "arena_pool_free: NULL pointer given to pool %p",
@@ -219,16 +235,7 @@ void arena__pool_free_slow(arena_pool *p, void *obj)
     }
     i = arena__pool_index(p, obj);
     if (i >= p->cap) {
-        if (p->cap && (uintptr_t)c >= (uintptr_t)p->base && (uintptr_t)c < (uintptr_t)end)
-            arena__report(ARENA_ERR_FOREIGN_POINTER,
-                          "arena_pool_free: %p is inside slot %zu of pool %p (offset %zu), "
-                          "not at a slot start",
-                          obj, (size_t)(c - p->base) / p->stride, (void *)p,
-                          (size_t)(c - p->base) % p->stride);
-        else
-            arena__report(ARENA_ERR_FOREIGN_POINTER,
-                          "arena_pool_free: %p is not in pool %p (storage [%p, %p))", obj,
-                          (void *)p, (void *)p->base, (void *)end);
+        report_foreign(p, obj);
         return;
     }
     if (p->state[i] != ARENA__POOL_LIVE) {

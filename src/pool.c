@@ -134,6 +134,8 @@ bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t ca
     size_t slack, n;
     void *block;
 
+    if (backing && backing->alloc)
+        b = *backing; /* before the memset: it may point into *p */
     memset(p, 0, sizeof *p);
     if (!plan(obj_size, obj_align, capacity, &l))
         return false;
@@ -142,8 +144,6 @@ bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t ca
     if (l.total > SIZE_MAX - slack)
         return false;
     n = l.total + slack;
-    if (backing && backing->alloc)
-        b = *backing;
     block = back_alloc(&b, n);
     if (!block)
         return false;

@@ -159,7 +159,8 @@ static inline size_t arena__pool_index(const arena_pool *p, const void *obj)
  * A free slot (uninitialised: the pool never zeroes or constructs), aligned
  * to obj_align, of at least obj_size bytes; NULL when every slot is taken
  * (pool unchanged).  O(1), no heap work.  LIFO: the slot freed last comes
- * back first.  Not thread-safe.
+ * back first.  Under AddressSanitizer the slot's obj_size bytes are
+ * unpoisoned (every free slot is poisoned).  Not thread-safe.
  *
  * Fast path, gcc 12 -O2 x86-64: 11 instructions and one not-taken branch
  * (load nfree, lea nfree - 1, compare with the `open` field, load the stack
@@ -179,7 +180,9 @@ static inline void *arena_pool_alloc(arena_pool *p)
  * every build, reported once through the error handler, and then the call
  * does nothing: NULL (ARENA_ERR_NULL_FREE), a pointer outside the storage or
  * not at a slot start (ARENA_ERR_FOREIGN_POINTER), a slot already free, freed
- * before or never handed out (ARENA_ERR_DOUBLE_FREE).  Not thread-safe.
+ * before or never handed out (ARENA_ERR_DOUBLE_FREE).  `obj` may be any
+ * pointer (the checks never dereference it).  Under AddressSanitizer the
+ * slot is poisoned again, so a use after free is reported.  Not thread-safe.
  *
  * Fast path, gcc 12 -O2 x86-64: 17 instructions and two not-taken branches
  * (offset from the base, imul by the inverse, rotate by the shift, compare
@@ -200,7 +203,8 @@ static inline void arena_pool_free(arena_pool *p, void *obj)
 /* ---- Queries ---------------------------------------------------------------------- */
 
 /** True when `obj` is the start of one of the pool's slots, live or free
- *  (any pointer may be asked).  O(1). */
+ *  (any pointer may be asked; none is dereferenced).  O(1).  Reads only
+ *  fields that init sets, so it may run beside other queries. */
 static inline bool arena_pool_owns(const arena_pool *p, const void *obj)
 {
     return arena__pool_index(p, obj) < p->cap;

@@ -9,20 +9,6 @@
 #  include <sanitizer/asan_interface.h>
 #endif
 
-static int setup(void **state)
-{
-    (void)state;
-    record_errors();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    arena_set_error_handler(NULL, NULL);
-    return 0;
-}
-
 /* A small deterministic generator (xorshift64*), seeded per test. */
 static uint64_t rng_state;
 static uint64_t rng(void)
@@ -663,23 +649,26 @@ static void test_free_slots_poisoned(void **state)
     arena_pool_destroy(&p);
 }
 
+/* Every test runs with the recording handler installed. */
+#define POOL_TEST(f) cmocka_unit_test_setup_teardown(f, setup_record_errors, teardown_record_errors)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fill_and_exhaust, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lifo_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_random_against_model, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_misuse_reported_once_pool_unchanged, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closed_inline_paths, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stray_write_into_freed_slot, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_every_shape, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_owns_is_exact, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_buffer_variant, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_backing_variant, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_overflow_and_bad_arguments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_leaves_empty_pool, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_check_finds_corruption, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_free_slots_poisoned, setup, teardown),
+        POOL_TEST(test_fill_and_exhaust),
+        POOL_TEST(test_lifo_order),
+        POOL_TEST(test_random_against_model),
+        POOL_TEST(test_misuse_reported_once_pool_unchanged),
+        POOL_TEST(test_closed_inline_paths),
+        POOL_TEST(test_stray_write_into_freed_slot),
+        POOL_TEST(test_every_shape),
+        POOL_TEST(test_owns_is_exact),
+        POOL_TEST(test_buffer_variant),
+        POOL_TEST(test_backing_variant),
+        POOL_TEST(test_overflow_and_bad_arguments),
+        POOL_TEST(test_destroy_leaves_empty_pool),
+        POOL_TEST(test_check_finds_corruption),
+        POOL_TEST(test_free_slots_poisoned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1292,6 +1292,26 @@ static void test_sizes_near_size_max(void **state)
     assert_true(has_pattern(w, 16, 12));
     release_tb(&a);
 
+    /* A request above PTRDIFF_MAX (no object can be that large) never
+     * reaches the backing, whatever entry point it comes from. */
+    init_tb(&a, 1000);
+    v = (char *)arena_alloc(&a, 40);
+    {
+        size_t calls = tb.calls;
+        static const size_t beyond[] = {(size_t)PTRDIFF_MAX + 1, SIZE_MAX / 2 + 77, SIZE_MAX - 8};
+        size_t i;
+        for (i = 0; i < sizeof beyond / sizeof beyond[0]; i++) {
+            assert_null(arena_alloc(&a, beyond[i]));
+            assert_null(arena_calloc(&a, 1, beyond[i]));
+            assert_null(arena_copy(&a, v, opaque_size(beyond[i]), 1));
+            assert_null(arena_strndup(&a, (const char *)v, opaque_size(beyond[i])));
+            assert_null(arena_grow(&a, v, 40, beyond[i]));
+            assert_null(arena_alloc_aligned(&a, beyond[i] - 4000, 4096));
+        }
+        assert_int_equal(tb.calls, calls);
+    }
+    release_tb(&a);
+
     /* malloc backing (ASAN_OPTIONS=allocator_may_return_null=1 under ASan). */
     arena_init(&a, 1000);
     v = (char *)arena_alloc(&a, 40);

@@ -596,7 +596,9 @@ static void model_step(model *m)
     model_before b = model_snapshot(m);
     unsigned r = (unsigned)model_below(m, 1000);
 
-    static const unsigned upto[MODEL_OPS] = {200, 300, 400, 550, 700, 760, 900, 945, 990, 996, 1000};
+    /* cumulative odds, per mille, in the order of the enum */
+    static const unsigned upto[MODEL_OPS] = {200, 300, 400, 550, 700, 760,
+                                             900, 945, 990, 996, 1000};
     unsigned kind = 0;
 
     m->step++;

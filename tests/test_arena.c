@@ -34,7 +34,7 @@ static void release_tb(arena *a)
     assert_true(arena_check(a));
 }
 
-/* ---- Chunks and the budget ------------------------------------------------------ */
+/* ---- Chunks and the budget --------------------------------------------------------- */
 
 static void test_zero_value_arena(void **state)
 {
@@ -120,6 +120,22 @@ static void test_budget_packs_exactly(void **state)
     assert_true(p < first || p >= first + 1000);
     release_tb(&a);
 
+    /* arena_grow in place up to the chunk's last byte, and not one further. */
+    init_tb(&a, 1000);
+    first = (char *)arena_alloc(&a, 100);
+    fill_pattern(first, 100, 1);
+    p = (char *)arena_grow(&a, first, 100, 1000);
+    assert_ptr_equal(p, first);
+    assert_int_equal(arena_size(&a), 1000);
+    assert_int_equal(arena_retained(&a), 1000);
+    p = (char *)arena_grow(&a, first, 1000, 1001);
+    assert_non_null(p);
+    assert_ptr_not_equal(p, first);
+    assert_true(has_pattern(p, 100, 1));
+    assert_int_equal(arena_size(&a), 2001);
+    assert_int_equal(arena_retained(&a), 1000 + 1001); /* oversized, exactly */
+    release_tb(&a);
+
     /* A value of exactly the budget fits an empty uniform chunk: it is not
      * oversized, so a reset keeps its chunk. */
     init_tb(&a, 1000);
@@ -159,7 +175,7 @@ static void test_budget_clamped_to_ref_max(void **state)
     release_tb(&a);
 }
 
-/* ---- Oversized values ---------------------------------------------------------- */
+/* ---- Oversized values -------------------------------------------------------------- */
 
 static void test_oversized_own_chunk_exact(void **state)
 {
@@ -282,7 +298,7 @@ static void test_oversized_zeroed_and_aligned(void **state)
     release_tb(&a);
 }
 
-/* ---- Reset ------------------------------------------------------------------------ */
+/* ---- Reset ------------------------------------------------------------------------- */
 
 #define BATCH 200
 
@@ -349,7 +365,7 @@ static void test_reset_keeps_uniform_chunks(void **state)
     }
 }
 
-/* ---- Release ---------------------------------------------------------------------- */
+/* ---- Release ----------------------------------------------------------------------- */
 
 static void test_release_returns_everything(void **state)
 {
@@ -666,7 +682,7 @@ static void test_marks_valid_after_shrink_before_them(void **state)
     release_tb(&a);
 }
 
-/* ---- Counters ------------------------------------------------------------------------ */
+/* ---- Counters ---------------------------------------------------------------------- */
 
 typedef struct point3 {
     double x, y, z;
@@ -763,7 +779,7 @@ static void test_counters_every_operation(void **state)
 #undef EXPECT_SIZE
 }
 
-/* ---- Alignment ----------------------------------------------------------------------- */
+/* ---- Alignment --------------------------------------------------------------------- */
 
 static void test_alignment_powers_of_two(void **state)
 {
@@ -878,7 +894,7 @@ static void test_alignment_invalid(void **state)
     release_tb(&a);
 }
 
-/* ---- Zeroing --------------------------------------------------------------------------- */
+/* ---- Zeroing ----------------------------------------------------------------------- */
 
 /* Dirties the arena's uniform chunk, rewinds or resets, and checks that every
  * zeroing entry point zeroes the reused bytes. */
@@ -938,7 +954,7 @@ static void test_zeroing_of_reused_chunks(void **state)
     release_tb(&a);
 }
 
-/* ---- Arrays: overflow ------------------------------------------------------------------- */
+/* ---- Arrays: overflow -------------------------------------------------------------- */
 
 static void test_array_overflow(void **state)
 {
@@ -976,7 +992,7 @@ static void test_array_overflow(void **state)
     release_tb(&a);
 }
 
-/* ---- arena_grow --------------------------------------------------------------------------- */
+/* ---- arena_grow -------------------------------------------------------------------- */
 
 static void test_grow(void **state)
 {
@@ -1094,7 +1110,7 @@ static void test_grow(void **state)
     release_tb(&a);
 }
 
-/* ---- Strings ------------------------------------------------------------------------------- */
+/* ---- Strings ----------------------------------------------------------------------- */
 
 static void test_strings_nuls(void **state)
 {
@@ -1163,7 +1179,7 @@ static void test_strings_nuls(void **state)
     release_tb(&a);
 }
 
-/* ---- Size 0 ---------------------------------------------------------------------------------- */
+/* ---- Size 0 ------------------------------------------------------------------------ */
 
 static void check_zero_size_entry_points(arena *a)
 {
@@ -1232,7 +1248,7 @@ static void test_size_zero(void **state)
     }
 }
 
-/* ---- Sizes near SIZE_MAX --------------------------------------------------------------------- */
+/* ---- Sizes near SIZE_MAX ----------------------------------------------------------- */
 
 static void check_huge_sizes(arena *a, char *v, size_t vlen, uint64_t vid)
 {
@@ -1320,7 +1336,7 @@ static void test_sizes_near_size_max(void **state)
     arena_release(&a);
 }
 
-/* ---- The error handler ------------------------------------------------------------------------ */
+/* ---- The error handler ------------------------------------------------------------- */
 
 static int handler_calls;
 static void counting_handler(arena_error code, const char *message, void *ctx)
@@ -1389,7 +1405,7 @@ static void test_error_names(void **state)
     assert_int_equal(ARENA_ERR_STALE_REF, 5);
 }
 
-/* ---- Values never move, and arena_check catches corruption ------------------------------------- */
+/* ---- Values never move, and arena_check catches corruption ------------------------- */
 
 static void test_values_stable_while_storing(void **state)
 {

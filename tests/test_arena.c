@@ -96,6 +96,42 @@ static void test_budget_is_exact_capacity(void **state)
     release_tb(&a);
 }
 
+/* Budgets below ARENA_ALIGN still work: every value fits a chunk, and the
+ * capacity is counted exactly. */
+static void test_tiny_budgets(void **state)
+{
+    static const size_t budgets[] = {1, 2, 7, 15, 16, 17, 31};
+    size_t bi;
+    (void)state;
+
+    for (bi = 0; bi < sizeof budgets / sizeof budgets[0]; bi++) {
+        size_t budget = budgets[bi], over = 0, size = 0, i;
+        arena a;
+        char *vals[200];
+        init_tb(&a, budget);
+        for (i = 0; i < 200; i++) {
+            size_t n = 1 + i % 20, align = (size_t)1 << (i % 5);
+            vals[i] = (char *)arena_alloc_aligned(&a, n, align);
+            assert_non_null(vals[i]);
+            assert_true(is_aligned(vals[i], align));
+            fill_pattern(vals[i], n, i);
+            size += n;
+            if (n > budget)
+                over += n; /* own chunk, sized to it (align <= ARENA_ALIGN) */
+        }
+        assert_int_equal(arena_size(&a), size);
+        assert_true(arena_retained(&a) >= over);
+        assert_int_equal((arena_retained(&a) - over) % budget, 0);
+        for (i = 0; i < 200; i++)
+            assert_true(has_pattern(vals[i], 1 + i % 20, i));
+        assert_true(arena_check(&a));
+        arena_reset(&a);
+        assert_int_equal(arena_retained(&a) % budget, 0);
+        assert_non_null(arena_strdup(&a, ""));
+        release_tb(&a);
+    }
+}
+
 #if TEST_PACKED
 /* 1000 bytes of capacity hold 1000 one-byte strings, and not one more. */
 static void test_budget_packs_exactly(void **state)
@@ -1468,6 +1504,7 @@ int main(void)
         T(test_budget_packs_exactly),
 #endif
         T(test_budget_clamped_to_ref_max),
+        T(test_tiny_budgets),
         T(test_oversized_own_chunk_exact),
         T(test_oversized_first_and_lone),
         T(test_oversized_zeroed_and_aligned),

@@ -5,14 +5,8 @@
 
 #include "support.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#  define TEST_ASAN 1
-#elif defined(__has_feature)
-#  if __has_feature(address_sanitizer)
-#    define TEST_ASAN 1
-#  endif
-#endif
-#ifdef TEST_ASAN
+/* support.h defines TEST_ASAN to 0 or 1. */
+#if TEST_ASAN
 #  include <sanitizer/asan_interface.h>
 #endif
 
@@ -308,7 +302,7 @@ static void test_stray_write_into_freed_slot(void **state)
     a = (char *)arena_pool_alloc(&p);
     b = (char *)arena_pool_alloc(&p);
     arena_pool_free(&p, a);
-#ifndef TEST_ASAN /* under ASan the write itself is reported, as it should be */
+#if !TEST_ASAN /* under ASan the write itself is reported, as it should be */
     memset(a, 0xff, 16);
 #endif
     assert_true(arena_pool_check(&p));
@@ -625,7 +619,7 @@ static void test_check_finds_corruption(void **state)
 
 /* Whether the library is instrumented: in a program built without ASan but
  * linked to an ASan-built library, the runtime is there (weak lookup). */
-#if defined(TEST_ASAN)
+#if TEST_ASAN
 #  define asan_is_poisoned __asan_address_is_poisoned
 #  define asan_runtime() true
 #elif (defined(__GNUC__) || defined(__clang__)) && defined(__ELF__)

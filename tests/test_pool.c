@@ -5,6 +5,7 @@
 
 #include "support.h"
 
+/* support.h defines TEST_ASAN to 0 or 1. */
 #if TEST_ASAN
 #  include <sanitizer/asan_interface.h>
 #endif

@@ -29,7 +29,7 @@ typedef struct input {
     size_t n;
 } input;
 
-static uint8_t take8(input *in)
+static inline uint8_t take8(input *in)
 {
     uint8_t v = 0;
     if (in->n) {
@@ -39,14 +39,14 @@ static uint8_t take8(input *in)
     return v;
 }
 
-static uint32_t take16(input *in)
+static inline uint32_t take16(input *in)
 {
     uint32_t lo = take8(in);
     return lo | (uint32_t)take8(in) << 8;
 }
 
 /* A size: mostly small, sometimes around a chunk, rarely huge. */
-static size_t take_size(input *in)
+static inline size_t take_size(input *in)
 {
     uint8_t kind = take8(in);
     switch (kind >> 5) {
@@ -117,7 +117,7 @@ static void record(arena_error code, const char *message, void *ctx)
     errors[code]++;
 }
 
-static int total_errors(void)
+static inline int total_errors(void)
 {
     int i, n = 0;
     for (i = 0; i < 16; i++)

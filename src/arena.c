@@ -462,14 +462,16 @@ static bool index_reserve(arena *a)
 }
 
 /* Allocates a chunk of `cap` bytes and records it at index nused (a spare
- * there moves to the end).  Returns its index, or UINT32_MAX (arena unchanged). */
+ * there moves to the end).  Returns its index, or UINT32_MAX (arena unchanged).
+ * No object can exceed PTRDIFF_MAX bytes, so such a chunk is refused before
+ * the backing sees it (a sanitizer or Valgrind would flag the request). */
 static uint32_t add_chunk(arena *a, size_t cap)
 {
     uint32_t at = a->nused;
     uint32_t limit = ARENA_CHECKED ? CHUNK_LIMIT - 1 : UINT32_MAX;
     char *base;
 
-    if ((a->flags & FIXED) || a->nchunks >= limit || cap > SIZE_MAX - extra() ||
+    if ((a->flags & FIXED) || a->nchunks >= limit || cap > (size_t)PTRDIFF_MAX - extra() ||
         !index_reserve(a))
         return UINT32_MAX;
     base = (char *)back_alloc(a, cap + extra());

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <arena/arena.h>
+#include <arena/pool.h>
 
 static volatile char sink;
 
@@ -121,6 +122,33 @@ static int uninitialised(void)
     return 1;
 }
 
+static int pool_freed(void)
+{
+    arena_pool p;
+    char *o;
+    if (!arena_pool_init(&p, 32, 8, 4, NULL))
+        return 2;
+    o = (char *)arena_pool_alloc(&p);
+    memset(o, 1, 32);
+    arena_pool_free(&p, o);
+    touch(o + 8);
+    arena_pool_destroy(&p);
+    return 1;
+}
+
+static int pool_never(void)
+{
+    arena_pool p;
+    char *o;
+    if (!arena_pool_init(&p, 32, 8, 4, NULL))
+        return 2;
+    o = (char *)arena_pool_alloc(&p);
+    memset(o, 1, 32);
+    touch(o + 32); /* the next slot, never handed out */
+    arena_pool_destroy(&p);
+    return 1;
+}
+
 static const struct {
     const char *name;
     int (*run)(void);
@@ -134,6 +162,8 @@ static const struct {
     {"string_past_end", string_past_end},
     {"buffer_tail", buffer_tail},
     {"uninitialised", uninitialised},
+    {"pool_freed", pool_freed},
+    {"pool_never", pool_never},
 };
 
 int main(int argc, char **argv)

@@ -6,6 +6,8 @@
  */
 #include <stdio.h>
 
+#include <arena/pool.h>
+
 #include "support.h"
 
 #if TEST_ASAN
@@ -179,6 +181,58 @@ static void test_failure_unchanged(void **state)
     assert_int_equal(p[199], 5);
     arena_release(&a);
     assert_int_equal(tb.live, 0);
+}
+
+/* Under Valgrind (the memcheck job runs this suite under it): values are
+ * addressable, guards, chunk tails, expired values and free pool slots are
+ * not.  GET_VBITS answers 3 for unaddressable bytes without reporting. */
+static bool vg_open(const void *p)
+{
+#ifdef RUNNING_ON_VALGRIND
+    char v;
+    return VALGRIND_GET_VBITS(p, &v, 1) != 3;
+#else
+    (void)p;
+    return true;
+#endif
+}
+
+static void test_valgrind_annotations(void **state)
+{
+    arena a;
+    arena_mark m;
+    arena_pool pool;
+    char *p, *q, *s, *big;
+    (void)state;
+    if (!test_on_valgrind())
+        return; /* natively there is nothing to observe */
+    arena_init(&a, 4096);
+    p = (char *)arena_alloc(&a, 13);
+    assert_true(vg_open(p) && vg_open(p + 12));
+    assert_false(vg_open(p + 13));
+    s = arena_strdup(&a, "abc");
+    assert_false(vg_open(s + 4));
+    assert_false(vg_open(s + 1000));
+    big = (char *)arena_alloc(&a, 10000);
+    assert_true(vg_open(big + 9999));
+    m = arena_save(&a);
+    q = (char *)arena_alloc(&a, 32);
+    assert_true(vg_open(q + 31));
+    arena_rewind(&a, m);
+    assert_false(vg_open(q));
+    assert_true(vg_open(p));
+    arena_reset(&a);
+    assert_false(vg_open(p));
+    arena_release(&a);
+
+    assert_true(arena_pool_init(&pool, 24, 8, 4, NULL));
+    p = (char *)arena_pool_alloc(&pool);
+    assert_true(vg_open(p) && vg_open(p + 23));
+    q = (char *)arena_pool_alloc(&pool);
+    assert_false(vg_open(q + 24)); /* the next slot, never handed out */
+    arena_pool_free(&pool, p);
+    assert_false(vg_open(p));
+    arena_pool_destroy(&pool);
 }
 
 /* arena_check() reports a damaged arena in every build. */
@@ -366,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_buffer_open_after_release),
         cmocka_unit_test(test_failure_unchanged),
         cmocka_unit_test(test_check_reports_corruption),
+        cmocka_unit_test(test_valgrind_annotations),
         cmocka_unit_test(test_refs_round_trip),
 #if TEST_ASAN
         cmocka_unit_test(test_asan_poisoning),

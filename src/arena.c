@@ -218,7 +218,7 @@ ARENA__NO_ASAN static bool all_clobbered(const char *p, size_t n)
 /* Checked build, outside Valgrind: writes the guard of the value of `n`
  * bytes at `p` (up to `end`), whatever the bytes held before (a rewind may
  * have left a grown value's old bytes there).  Poisoned or not. */
-ARENA__NO_ASAN static void write_guard(char *p, size_t n, char *end)
+ARENA__NO_ASAN static void write_guard(char *p, size_t n, const char *end)
 {
     char *q;
     if (!ARENA_CHECKED || ARENA__VALGRIND)
@@ -276,7 +276,7 @@ ARENA__NO_ASAN static bool verify_span(const arena *a, uint32_t i, const char *f
  * guard is verified, then its header is cut to end one granule before `pos`
  * and the rest of it clobbered, so that the walks still find a header, a
  * value and a guard, then clobbered bytes. */
-ARENA__NO_ASAN static void cut_value_at(arena *a, uint32_t i, char *pos)
+ARENA__NO_ASAN static void cut_value_at(arena *a, uint32_t i, const char *pos)
 {
     char *q = a->chunks[i].base;
     const char *end = q + a->chunks[i].cap;
@@ -289,6 +289,7 @@ ARENA__NO_ASAN static void cut_value_at(arena *a, uint32_t i, char *pos)
             q += GRANULE;
             continue;
         }
+        /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
         if ((size_t)(end - q) < HDR || !header_load(q, &tag, &n) ||
             n > (size_t)(end - q) - HDR)
             return; /* corrupt: the walk at the rewind reports it */
@@ -342,7 +343,7 @@ static bool vg_addressable(const char *p)
  * value that can cross `pos` (stored before a mark and grown in place after
  * it, or stored after a shrink below it) is cut first, by hand.  Guards keep
  * values apart, so addressable bytes on both sides of pos mean one value. */
-static void vg_unstraddle(char *base, char *pos, const char *end)
+static void vg_unstraddle(const char *base, char *pos, const char *end)
 {
     char *v = pos - 1;
     if (pos >= end || !vg_addressable(v) || !vg_addressable(pos))

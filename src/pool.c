@@ -160,8 +160,8 @@ bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t ca
     block = back_alloc(&b, n);
     if (!block)
         return false;
-    lay_out(p, (char *)arena__align_up((uintptr_t)block, obj_align), &l, obj_size, obj_align,
-            capacity);
+    lay_out(p, (char *)block + (size_t)(-(uintptr_t)block & (uintptr_t)(obj_align - 1)), &l,
+            obj_size, obj_align, capacity);
     p->block = block;
     p->block_size = n;
     p->backing = b;

@@ -191,12 +191,13 @@ static inline void *arena_pool_alloc(arena_pool *p)
  */
 static inline void arena_pool_free(arena_pool *p, void *obj)
 {
+#if ARENA__INLINE_WINDOW
     size_t i = arena__pool_index(p, obj);
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(i < p->open) &&
-        ARENA_LIKELY(p->state[i] == ARENA__POOL_LIVE)) {
+    if (ARENA_LIKELY(i < p->open) && ARENA_LIKELY(p->state[i] == ARENA__POOL_LIVE)) {
         arena__pool_push(p, i);
         return;
     }
+#endif
     arena__pool_free_slow(p, obj);
 }
 

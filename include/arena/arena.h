@@ -73,6 +73,22 @@ extern "C" {
 #  define ARENA__MAX_ALIGN  _Alignof(max_align_t)
 #endif
 
+/* The inline window is closed in builds where the program must see every
+ * allocation through the library (ASan, checked builds), so that the library
+ * can poison, guard and tag each one. */
+#if defined(ARENA_CHECKED) && ARENA_CHECKED
+#  define ARENA__INLINE_WINDOW 0
+#elif defined(__SANITIZE_ADDRESS__)
+#  define ARENA__INLINE_WINDOW 0
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define ARENA__INLINE_WINDOW 0
+#  endif
+#endif
+#ifndef ARENA__INLINE_WINDOW
+#  define ARENA__INLINE_WINDOW 1
+#endif
+
 /* Multiplication with overflow detection (count * size). */
 #if defined(__GNUC__) || defined(__clang__)
 #  define ARENA__MUL_OVERFLOWS(a, b, out) __builtin_mul_overflow((a), (b), (out))
@@ -221,14 +237,48 @@ ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocat
  */
 ARENA_API void arena_init_buffer(arena *a, void *buf, size_t len, const arena_allocator *backing);
 
+ARENA_API void arena__release_slow(arena *a);
+ARENA_API void arena__reset_slow(arena *a);
+
+/* Reset of an arena whose only chunk in use is chunk 0, with the inline
+ * window open on it (so nothing is instrumented, and chunk 0 is uniform or
+ * the caller's buffer): size 0, marks expired, the position back at the
+ * chunk's start.  Spares stay as they are.  False when the arena is in any
+ * other state, which the slow path handles. */
+static inline bool arena__reset_first(arena *a)
+{
+    char *base;
+    if (!a->ptr || a->nused != 1)
+        return false;
+    base = a->chunks[0].base;
+    a->size = 0;
+    a->epoch++;
+    a->pos = base;
+    a->ptr = base;
+    return true;
+}
+
 /** Frees every chunk the arena allocated and its bookkeeping; the arena is
  *  empty and reusable, with the same budget, backing (and buffer).  This is
- *  the destructor.  Expires every value. */
-ARENA_API void arena_release(arena *a);
+ *  the destructor.  Expires every value.  Inline for an arena that holds
+ *  nothing but the caller's buffer (a scope on the stack: a few stores). */
+static inline void arena_release(arena *a)
+{
+    if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first &&
+        arena__reset_first(a))
+        return;
+    arena__release_slow(a);
+}
 
 /** Forgets every value (size 0), keeps the uniform chunks (contents untouched)
- *  and the caller's buffer, frees the oversized chunks.  Expires every value. */
-ARENA_API void arena_reset(arena *a);
+ *  and the caller's buffer, frees the oversized chunks.  Expires every value.
+ *  Inline when the batch used one chunk (a few stores). */
+static inline void arena_reset(arena *a)
+{
+    if (ARENA__INLINE_WINDOW && arena__reset_first(a))
+        return;
+    arena__reset_slow(a);
+}
 
 /** Forgets everything stored after `m` was taken: arena_size() is what it was
  *  then, uniform chunks are kept, oversized chunks stored since are freed, and
@@ -263,22 +313,6 @@ ARENA_API void *arena__copy_slow(arena *a, const void *src, size_t size, size_t 
 ARENA_API char *arena__strndup_slow(arena *a, const char *s, size_t len);
 ARENA_API void *arena__calloc_slow(arena *a, size_t size, size_t align);
 ARENA_API void *arena__ref_ptr_checked(const arena *a, arena_ref r);
-
-/* The inline window is closed in builds where the program must see every
- * allocation through the library (ASan, checked builds), so that the library
- * can poison, guard and tag each one. */
-#if defined(ARENA_CHECKED) && ARENA_CHECKED
-#  define ARENA__INLINE_WINDOW 0
-#elif defined(__SANITIZE_ADDRESS__)
-#  define ARENA__INLINE_WINDOW 0
-#elif defined(__has_feature)
-#  if __has_feature(address_sanitizer)
-#    define ARENA__INLINE_WINDOW 0
-#  endif
-#endif
-#ifndef ARENA__INLINE_WINDOW
-#  define ARENA__INLINE_WINDOW 1
-#endif
 
 /* Room in the inline window for a value of alignment `align` (a power of two
  * <= ARENA_ALIGN); sets *pad.  0 when the window is closed. */

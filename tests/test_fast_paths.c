@@ -145,6 +145,25 @@ static void test_release_buffer_with_heap_chunks(void **state)
     assert_int_equal(arena_retained(&a), 0);
 }
 
+/* The default backing hands out cache-line-aligned chunks. */
+static void test_default_chunks_line_aligned(void **state)
+{
+    arena a = {0};
+    int i;
+    (void)state;
+    for (i = 0; i < 3; i++) { /* three chunks: every chunk's first value */
+        char *p = arena_alloc(&a, ARENA_DEFAULT_CHUNK - 16);
+        assert_non_null(p);
+#if !defined(_WIN32)
+        assert_int_equal((uintptr_t)p % 64, 0);
+#endif
+    }
+    assert_non_null(arena_alloc(&a, 3 * ARENA_DEFAULT_CHUNK)); /* oversized */
+    arena_reset(&a);
+    assert_int_equal(arena_retained(&a), 3 * ARENA_DEFAULT_CHUNK);
+    arena_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +172,7 @@ int main(void)
         cmocka_unit_test(test_reset_empty),
         cmocka_unit_test(test_release_stack_buffer),
         cmocka_unit_test(test_release_buffer_with_heap_chunks),
+        cmocka_unit_test(test_default_chunks_line_aligned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -218,7 +218,8 @@ typedef struct arena_ref {
 /**
  * Initialises an empty arena with uniform chunks of `chunk_bytes` of capacity
  * (0: ARENA_DEFAULT_CHUNK; above ARENA_REF_MAX: clamped).  Allocates nothing.
- * Memory comes from malloc.  Do not call it on an arena that holds chunks
+ * Memory comes from the C library's heap (aligned_alloc, 64-byte aligned
+ * chunks; freed with free()).  Do not call it on an arena that holds chunks
  * (arena_release() it first).  Never fails.
  */
 ARENA_API void arena_init(arena *a, size_t chunk_bytes);

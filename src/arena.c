@@ -335,7 +335,7 @@ static arena_ref make_ref(const arena *a, const char *p, uint32_t chunk, size_t 
     return r;
 }
 
-arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
+arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align)
 {
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
@@ -359,7 +359,7 @@ arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
     return make_ref(a, p, chunk, size);
 }
 
-arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
+arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
 {
     arena_ref r = {0, 0, 0};
     uint32_t chunk;

@@ -145,6 +145,53 @@ static void test_release_buffer_with_heap_chunks(void **state)
     assert_int_equal(arena_retained(&a), 0);
 }
 
+/* Refs stored by the inline paths resolve to their copies, across chunks. */
+static void test_refs_inline(void **state)
+{
+    arena a;
+    arena_ref r[20], s, e;
+    char data[32];
+    int i;
+    (void)state;
+
+    for (i = 0; i < 32; i++)
+        data[i] = (char)('a' + i);
+    arena_init(&a, 256);
+    for (i = 0; i < 20; i++) {
+        data[0] = (char)i;
+        r[i] = arena_ref_copy(&a, data, 32, 0);
+        assert_false(arena_ref_empty(r[i]));
+    }
+    assert_int_equal(arena_size(&a), 20 * 32);
+    for (i = 0; i < 20; i++) {
+        const char *p = arena_ref_ptr(&a, r[i]);
+        assert_non_null(p);
+        assert_int_equal(arena_ref_len(r[i]), 32);
+        assert_int_equal(p[0], (char)i);
+        assert_memory_equal(p + 1, data + 1, 31);
+        assert_int_equal((uintptr_t)p % ARENA_ALIGN, 0);
+        if (i > 0) /* chunk by chunk, in order */
+            assert_true(r[i].chunk == r[i - 1].chunk || r[i].chunk == r[i - 1].chunk + 1);
+    }
+    assert_true(r[19].chunk >= 2); /* at most 8 values per 256-byte chunk */
+    s = arena_ref_strndup(&a, "hello, world", 5);
+    assert_string_equal(arena_ref_str(&a, s), "hello");
+    assert_int_equal(arena_ref_len(s), 5);
+    assert_int_equal(arena_size(&a), 20 * 32 + 6);
+    e = arena_ref_strndup(&a, "x", 0);
+    assert_true(arena_ref_empty(e));
+    assert_string_equal(arena_ref_str(&a, e), "");
+    e = arena_ref_copy(&a, data, 0, 0);
+    assert_true(arena_ref_empty(e));
+    e = arena_ref_copy(&a, data, 8, 3); /* not a power of two */
+    assert_true(arena_ref_empty(e));
+    assert_int_equal(arena_size(&a), 20 * 32 + 6);
+    s = arena_ref_copy(&a, data, 7, 1);
+    assert_memory_equal(arena_ref_ptr(&a, s), data, 7);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
 /* The default backing hands out cache-line-aligned chunks. */
 static void test_default_chunks_line_aligned(void **state)
 {
@@ -173,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_release_stack_buffer),
         cmocka_unit_test(test_release_buffer_with_heap_chunks),
         cmocka_unit_test(test_default_chunks_line_aligned),
+        cmocka_unit_test(test_refs_inline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

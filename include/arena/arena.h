@@ -486,16 +486,62 @@ static inline void *arena__alloc_array(arena *a, size_t count, size_t size, size
 
 /* ---- Refs ------------------------------------------------------------------------ */
 
+ARENA_API arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align);
+ARENA_API arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len);
+
+/* The ref of `size` bytes just taken at `p` in the inline window's chunk.
+ * The window lies in chunk `cur`, whose capacity is <= ARENA_REF_MAX, so the
+ * offset and the size fit 32 bits. */
+static inline arena_ref arena__window_ref(const arena *a, const char *p, size_t size)
+{
+    arena_ref r;
+    r.chunk = a->cur;
+    r.off = (uint32_t)(p - a->chunks[a->cur].base);
+    r.len = (uint32_t)size;
+    return r;
+}
+
 /** Stores a copy of `size` bytes at `align` and returns its ref.  The empty
  *  ref for size 0, on out-of-memory, or for an invalid alignment (nothing
  *  stored).  size > ARENA_REF_MAX is misuse: ARENA_ERR_REF_TOO_LARGE goes to
- *  the error handler and the empty ref is returned. */
-ARENA_API arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align);
+ *  the error handler and the empty ref is returned.  Inline like
+ *  arena_copy() when the value fits the current chunk (which also proves
+ *  size <= ARENA_REF_MAX). */
+static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
+{
+    size_t pad;
+    if (align == 0)
+        align = ARENA_ALIGN;
+    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
+        ARENA_LIKELY(size - 1 < arena__room(a, align, &pad))) {
+        char *p = a->ptr + pad;
+        arena_ref r = arena__window_ref(a, p, size);
+        a->ptr = p + size;
+        a->size += size;
+        memcpy(p, src, size);
+        return r;
+    }
+    return arena__ref_copy_slow(a, src, size, align);
+}
 
 /** Stores `len` bytes of `s` plus a NUL (as arena_strndup()) and returns a
  *  ref whose length is `len`.  len 0 stores nothing and returns the empty
- *  ref (whose string is "").  len >= ARENA_REF_MAX: ARENA_ERR_REF_TOO_LARGE. */
-ARENA_API arena_ref arena_ref_strndup(arena *a, const char *s, size_t len);
+ *  ref (whose string is "").  len >= ARENA_REF_MAX: ARENA_ERR_REF_TOO_LARGE.
+ *  Inline when the string fits the current chunk. */
+static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
+{
+    size_t pad;
+    if (ARENA__INLINE_WINDOW && len != 0 && ARENA_LIKELY(len < arena__room(a, 1, &pad))) {
+        char *p = a->ptr;
+        arena_ref r = arena__window_ref(a, p, len);
+        a->ptr = p + len + 1;
+        a->size += len + 1;
+        memcpy(p, s, len);
+        p[len] = '\0';
+        return r;
+    }
+    return arena__ref_strndup_slow(a, s, len);
+}
 
 /** True for the empty ref. */
 static inline bool arena_ref_empty(arena_ref r) { return r.len == 0; }

@@ -52,6 +52,10 @@ inline int64_t parse_int(Span s)
 // "TS LEVEL key=value ... msg="text"": false for a line that is not one.
 inline bool parse_line(const char *p, const char *end, Fields &f)
 {
+    // Field by field: `Fields f{}` compiled to a `rep stos` per line.
+    const Span none{"", 0};
+    f.svc = f.host = f.region = f.user = f.path = f.verb = f.msg = none;
+    f.latency_us = f.bytes = 0;
     const char *sp = static_cast<const char *>(std::memchr(p, ' ', end - p));
     if (!sp)
         return false;
@@ -181,7 +185,7 @@ template <class Store> uint64_t ingest(const char *path, Store &st, size_t *byte
     uint64_t check = 0;
     bool ok = true;
     auto line = [&](const char *b, const char *e) {
-        Fields f{};
+        Fields f;
         if (!parse_line(b, e, f))
             return;
         LogRow *r = st.row();

@@ -42,6 +42,7 @@ NOT_INSTALLED = "not installed"
 
 IMPL_NAMES = {
     "proxy": "limit proxy",
+    "bump_in_memory": "(bump pointer kept in memory, not a peer)",
     "arena": "libarena",
     "arena_copy": "libarena arena_copy",
     "arena_strndup": "libarena arena_strndup",
@@ -90,6 +91,11 @@ def impl_name(workload, impl):
 
 def is_libarena(impl):
     return impl.startswith("arena")
+
+
+def is_reference(impl):
+    """Rows that are yardsticks, not implementations: never a peer."""
+    return impl in ("proxy", "bump_in_memory")
 
 
 def is_malloc(impl):
@@ -384,7 +390,7 @@ def targets(results):
     def peers(group):
         names = [n for n in results.order if n.rsplit("/", 1)[0] == group]
         return [(n.rsplit("/", 1)[1], ns(n)) for n in names
-                if not is_libarena(n.rsplit("/", 1)[1]) and n.rsplit("/", 1)[1] != "proxy"
+                if not is_libarena(n.rsplit("/", 1)[1]) and not is_reference(n.rsplit("/", 1)[1])
                 and n not in results.errors and ns(n)]
 
     def check(target, group, impl, limit, need_peers=None, peer_filter=None, peer_slack=1.0):
@@ -479,7 +485,7 @@ def chart(results, svg_path):
         vals = [best(is_libarena), best(lambda i: i == "proxy")]
         for m in ("mimalloc", "jemalloc", "tcmalloc"):
             vals.append(best(lambda i, m=m: i == m or i == m + "_calloc"))
-        vals.append(best(lambda i: not is_libarena(i) and not is_malloc(i) and i != "proxy"))
+        vals.append(best(lambda i: not is_libarena(i) and not is_malloc(i) and not is_reference(i)))
         lines.append('"%s" %s' % (label, " ".join(vals)))
     if not lines:
         return False

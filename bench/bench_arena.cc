@@ -17,6 +17,13 @@
 #include "ingest.h"
 #include "workloads.h"
 
+#if __has_include(<arena/pool.h>)
+#  include <arena/pool.h>
+#  define HAVE_ARENA_POOL 1
+#endif
+#if HAVE_BOOST_POOL
+#  include <boost/pool/pool.hpp>
+#endif
 #if HAVE_OBSTACK
 #  define obstack_chunk_alloc std::malloc
 #  define obstack_chunk_free std::free
@@ -282,6 +289,107 @@ void register_alloc()
     alloc_row<Sized<ArenaBatch>>(256, "arena_structx8", [](ArenaBatch &p, size_t n) {
         return ARENA_ALLOC_ARRAY(&p.a, Item, n / sizeof(Item));
     });
+}
+
+// ---- 3. The pool ---------------------------------------------------------------------
+
+// The limit proxy: a bare intrusive LIFO free list over one slab, no checks.
+class FreeList {
+public:
+    FreeList(size_t size, size_t cap)
+        : slab_(static_cast<char *>(std::aligned_alloc(64, (size * cap + 63) & ~size_t(63))))
+    {
+        if (!slab_)
+            std::abort();
+        for (size_t i = cap; i-- > 0;)
+            give(slab_ + i * size);
+    }
+    ~FreeList() { std::free(slab_); }
+    FreeList(const FreeList &) = delete;
+    FreeList &operator=(const FreeList &) = delete;
+    void *take()
+    {
+        void *p = head_;
+        if (p)
+            head_ = *static_cast<void **>(p);
+        return p;
+    }
+    void give(void *p)
+    {
+        *static_cast<void **>(p) = head_;
+        head_ = p;
+    }
+
+private:
+    char *slab_;
+    void *head_ = nullptr;
+};
+
+template <class Run> void pool_rows(const std::string &impl, Run run)
+{
+    for (bool rolling : {false, true})
+        for (size_t size : kPoolSizes)
+            for (size_t cap : kPoolCaps)
+                add(pool_name(rolling, size, cap, impl), 2.0 * cap,
+                    [=](State &st) { run(st, rolling, size, cap); });
+}
+
+[[maybe_unused]] void pool_absent(const std::string &impl, const char *why)
+{
+    for (bool rolling : {false, true})
+        for (size_t size : kPoolSizes)
+            for (size_t cap : kPoolCaps)
+                absent(pool_name(rolling, size, cap, impl), why);
+}
+
+// Runs the batch or the rolling workload with `take` and `give`.
+template <class Take, class Give>
+void pool_run(State &st, bool rolling, size_t cap, Take take, Give give)
+{
+    if (rolling)
+        pool_rolling(st, cap, take, give);
+    else
+        pool_batch(st, cap, take, give);
+}
+
+void register_pool()
+{
+    pool_rows("proxy", [](State &st, bool rolling, size_t size, size_t cap) {
+        FreeList fl(opaque(size), cap);
+        pool_run(st, rolling, cap, [&] { return fl.take(); }, [&](void *p) { fl.give(p); });
+    });
+#if HAVE_ARENA_POOL
+    pool_rows("arena_pool", [](State &st, bool rolling, size_t size, size_t cap) {
+        arena_pool p;
+        if (!arena_pool_init(&p, opaque(size), alignof(std::max_align_t), cap, nullptr))
+            return st.SkipWithError("arena_pool_init failed");
+        pool_run(
+            st, rolling, cap, [&] { return arena_pool_alloc(&p); },
+            [&](void *q) { arena_pool_free(&p, q); });
+        arena_pool_destroy(&p);
+    });
+#else
+    pool_absent("arena_pool", "not built (no arena/pool.h)");
+#endif
+#if HAVE_BOOST_POOL
+    pool_rows("boost_pool", [](State &st, bool rolling, size_t size, size_t cap) {
+        boost::pool<> p(opaque(size), cap);
+        pool_run(st, rolling, cap, [&] { return p.malloc(); }, [&](void *q) { p.free(q); });
+    });
+#else
+    pool_absent("boost_pool", kNotInstalled);
+#endif
+#if HAVE_PMR
+    pool_rows("pmr_pool", [](State &st, bool rolling, size_t size, size_t cap) {
+        std::pmr::unsynchronized_pool_resource r;
+        size_t n = opaque(size);
+        pool_run(
+            st, rolling, cap, [&] { return r.allocate(n, alignof(std::max_align_t)); },
+            [&](void *q) { r.deallocate(q, n, alignof(std::max_align_t)); });
+    });
+#else
+    pool_absent("pmr_pool", kNotInstalled);
+#endif
 }
 
 // ---- 4. Scoped blocks ---------------------------------------------------------------
@@ -578,6 +686,7 @@ int main(int argc, char **argv)
 #endif
     register_copy();
     register_alloc();
+    register_pool();
     register_scoped();
     register_tree();
     register_refs();

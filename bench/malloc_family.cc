@@ -94,6 +94,23 @@ void register_alloc()
         });
 }
 
+void register_pool()
+{
+    for (bool rolling : {false, true})
+        for (size_t size : kPoolSizes)
+            for (size_t cap : kPoolCaps)
+                row(pool_name(rolling, size, cap, kName), 2.0 * cap,
+                    [rolling, size, cap](State &st) {
+                        size_t n = opaque(size);
+                        auto take = [n] { return std::malloc(n); };
+                        auto give = [](void *p) { std::free(p); };
+                        if (rolling)
+                            pool_rolling(st, cap, take, give);
+                        else
+                            pool_batch(st, cap, take, give);
+                    });
+}
+
 void register_scoped()
 {
     for (size_t size : {512, 1024, 4096}) {
@@ -229,6 +246,7 @@ int main(int argc, char **argv)
 #endif
     register_copy();
     register_alloc();
+    register_pool();
     register_scoped();
     register_tree();
     register_ingest();

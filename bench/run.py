@@ -629,27 +629,46 @@ def main():
     return 0
 
 
+NOTES_MARKER = "<!-- notes: everything below is written by hand and kept by --docs -->"
+
+
 def write_docs(text, svg, a):
     docs = os.path.join(ROOT, "docs")
     intro = """# Benchmarks
 
-One representative full run of `make bench` (regenerate this page with
-`make bench BENCH_ARGS=--docs`, which runs `bench/run.py --docs`). The build
-machine is a small shared VM whose other tenants compile and test while it
-runs: absolute times drift from run to run by tens of percent, so read the
-ratios, which compare rows of the same rounds (every harness is run several
-times over, interleaved, and each row is the median of its rounds). Allocator
-replacements (jemalloc, mimalloc, tcmalloc) run in processes of their own,
-never linked beside glibc's malloc. See `bench/` for the workloads and
-`../shared/ANCHORS.md`-style limit proxies (in `bench/harness.h`).
+One representative full run of `make bench`; regenerate this page with
+
+```sh
+make bench BENCH_ARGS=--docs      # runs bench/run.py --docs after the build
+```
+
+The build machine is a small shared VM (2 vCPUs) on which other jobs compile
+and test while the suite runs: absolute times drift by tens of percent from
+run to run, so read the ratios, which compare rows of the same rounds (every
+harness runs five times over, interleaved, and each row is the median of its
+rounds, in CPU time). jemalloc, mimalloc and tcmalloc each run in a process
+of their own (`bench_malloc_<name>`), never linked beside glibc's malloc. The
+limit proxies (`bench/harness.h`, `bench/bench_arena.cc`) do the same copies
+with the least machinery: a bare bump pointer with one bounds check held in
+a register, and a bare intrusive LIFO free list. The workloads are described
+in `bench/workloads.h` and `bench/bench_arena.cc`.
 
 """
     body = text.replace("# libarena benchmarks\n", "", 1)
     if svg:
         shutil.copyfile(svg, os.path.join(docs, "benchmarks.svg"))
-        body += "\n![Speedup over glibc malloc per workload](benchmarks.svg)\n"
-    with open(os.path.join(docs, "benchmarks.md"), "w") as f:
-        f.write(intro + body)
+        body = "![Speedup over glibc malloc per workload](benchmarks.svg)\n\n" + body
+    # What follows the notes marker is written by hand, and kept.
+    path, notes = os.path.join(docs, "benchmarks.md"), ""
+    try:
+        with open(path) as f:
+            old = f.read()
+        if NOTES_MARKER in old:
+            notes = old[old.index(NOTES_MARKER):]
+    except OSError:
+        pass
+    with open(path, "w") as f:
+        f.write(intro + body + "\n" + (notes or NOTES_MARKER + "\n"))
     sys.stderr.write("bench: wrote docs/benchmarks.md\n")
 
 

@@ -28,22 +28,31 @@ inline bool failed(const void *p) { return p == nullptr; }
  * Impl: open(), drop(V *live) and close(), with close() after open() and
  * open() after close() both valid.
  */
+// One batch: value i stored by put(i), kept in live[i].  Forced inline, with
+// put inlined into it, so that every implementation's loop is compiled the
+// same way (left to itself gcc inlined it for some and not for others, and
+// the out-of-line copy paid memory round trips on its own counters).
+template <class V, class Put>
+__attribute__((always_inline, flatten)) inline size_t fill_batch(V *live, Put &put)
+{
+    size_t fails = 0;
+    for (size_t i = 0; i < kBatch; i++) {
+        live[i] = put(i);
+        fails += failed(live[i]);
+    }
+    touch(live);
+    return fails;
+}
+
 template <class Impl, class Put>
 void batch(benchmark::State &st, Impl &impl, bool cold, Put put)
 {
     using V = decltype(put(size_t(0)));
     std::vector<V> live(kBatch);
     size_t fails = 0;
-    auto fill = [&] {
-        for (size_t i = 0; i < kBatch; i++) {
-            live[i] = put(i);
-            fails += failed(live[i]);
-        }
-        touch(live.data());
-    };
     impl.open();
     if (!cold) {
-        fill();
+        fails += fill_batch(live.data(), put);
         impl.drop(live.data());
     }
     for (auto _ : st) {
@@ -54,7 +63,7 @@ void batch(benchmark::State &st, Impl &impl, bool cold, Put put)
             st.ResumeTiming();
             impl.open();
         }
-        fill();
+        fails += fill_batch(live.data(), put);
         impl.drop(live.data());
     }
     impl.close();
@@ -145,6 +154,62 @@ void tree(benchmark::State &st, Begin begin, Alloc alloc, Drop drop)
     }
     if (!ok)
         st.SkipWithError("allocation failed");
+}
+
+// The pool workloads, for capacities kPoolCaps and object sizes kPoolSizes;
+// one op is one take or one give.
+constexpr size_t kPoolCaps[] = {1024, 8192, 65536, 262144};
+constexpr size_t kPoolSizes[] = {16, 256};
+
+// Batch: take every slot (kept live), then give them all back, last first.
+template <class Take, class Give>
+void pool_batch(benchmark::State &st, size_t cap, Take take, Give give)
+{
+    std::vector<void *> live(cap);
+    size_t fails = 0;
+    for (auto _ : st) {
+        for (size_t i = 0; i < cap; i++) {
+            live[i] = take();
+            fails += live[i] == nullptr;
+        }
+        touch(live.data());
+        for (size_t i = cap; i-- > 0;)
+            give(live[i]);
+    }
+    if (fails)
+        st.SkipWithError("allocation failed");
+}
+
+// Rolling: cap/2 objects live; each step gives back the oldest and takes one
+// (a queue).  `cap` steps per iteration.
+template <class Take, class Give>
+void pool_rolling(benchmark::State &st, size_t cap, Take take, Give give)
+{
+    size_t half = cap / 2, head = 0, fails = 0;
+    std::vector<void *> ring(half);
+    for (size_t i = 0; i < half; i++)
+        fails += (ring[i] = take()) == nullptr;
+    for (auto _ : st) {
+        for (size_t k = 0; k < cap; k++) {
+            give(ring[head]);
+            void *p = take();
+            fails += p == nullptr;
+            ring[head] = p;
+            head = head + 1 == half ? 0 : head + 1;
+        }
+        touch(ring.data());
+    }
+    for (void *p : ring)
+        if (p)
+            give(p);
+    if (fails)
+        st.SkipWithError("allocation failed");
+}
+
+inline std::string pool_name(bool rolling, size_t size, size_t cap, const std::string &impl)
+{
+    return std::string("pool/") + (rolling ? "rolling/" : "batch/") + std::to_string(size) + "/" +
+           std::to_string(cap) + "/" + impl;
 }
 
 inline std::string sz(size_t n) { return std::to_string(n); }

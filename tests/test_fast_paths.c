@@ -192,6 +192,46 @@ static void test_refs_inline(void **state)
     arena_release(&a);
 }
 
+/* The inline small-copy path (<= 32 bytes: overlapping fixed-width moves)
+ * copies every length exactly and touches nothing around the value. */
+static void test_small_copies(void **state)
+{
+    char src[64], *v[3][41];
+    arena_ref r[41];
+    arena a;
+    size_t n, i, k;
+    (void)state;
+
+    for (i = 0; i < sizeof src; i++)
+        src[i] = (char)(i * 7 + 1);
+    arena_init(&a, 0);
+    for (n = 0; n <= 40; n++) {
+        v[0][n] = arena_copy(&a, src + n % 5, n, 1);
+        v[1][n] = arena_strndup(&a, src + n % 3, n);
+        v[2][n] = arena_copy(&a, src + 1, n, 0);
+        r[n] = arena_ref_copy(&a, src + n % 7, n, 1);
+        assert_non_null(v[0][n]);
+        assert_non_null(v[1][n]);
+        assert_non_null(v[2][n]);
+    }
+    /* Checked after all of them are stored: no copy spilled into another. */
+    for (n = 0; n <= 40; n++) {
+        for (k = 0; k < n; k++) {
+            assert_int_equal(v[0][n][k], src[n % 5 + k]);
+            assert_int_equal(v[1][n][k], src[n % 3 + k]);
+            assert_int_equal(v[2][n][k], src[1 + k]);
+        }
+        assert_int_equal(v[1][n][n], '\0');
+        if (n == 0) {
+            assert_true(arena_ref_empty(r[n]));
+        } else {
+            assert_int_equal(arena_ref_len(r[n]), n);
+            assert_memory_equal(arena_ref_ptr(&a, r[n]), src + n % 7, n);
+        }
+    }
+    arena_release(&a);
+}
+
 /* The default backing hands out cache-line-aligned chunks. */
 static void test_default_chunks_line_aligned(void **state)
 {
@@ -221,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_release_buffer_with_heap_chunks),
         cmocka_unit_test(test_default_chunks_line_aligned),
         cmocka_unit_test(test_refs_inline),
+        cmocka_unit_test(test_small_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -324,6 +324,44 @@ static inline size_t arena__room(const arena *a, size_t align, size_t *pad)
     return (size_t)((uintptr_t)a->end - p) - *pad;
 }
 
+/* Copies `n` bytes.  Values up to 32 bytes -- labels, keys, small fields, the
+ * bulk of what a decoder interns -- are moved with two overlapping loads and
+ * stores of a fixed width (which compile to plain moves), instead of a call
+ * into the C library's memcpy and its size dispatch; longer ones call memcpy.
+ * Measured on 16-byte arena_copy: 6.7 -> 3.9 ns (docs/benchmarks.md). */
+static inline void arena__copy_bytes(char *dst, const void *src, size_t n)
+{
+    const char *s = (const char *)src;
+    if (n <= 32) {
+        if (n >= 16) {
+            char a[16], b[16];
+            memcpy(a, s, 16);
+            memcpy(b, s + n - 16, 16);
+            memcpy(dst, a, 16);
+            memcpy(dst + n - 16, b, 16);
+        } else if (n >= 8) {
+            uint64_t a, b;
+            memcpy(&a, s, 8);
+            memcpy(&b, s + n - 8, 8);
+            memcpy(dst, &a, 8);
+            memcpy(dst + n - 8, &b, 8);
+        } else if (n >= 4) {
+            uint32_t a, b;
+            memcpy(&a, s, 4);
+            memcpy(&b, s + n - 4, 4);
+            memcpy(dst, &a, 4);
+            memcpy(dst + n - 4, &b, 4);
+        } else if (n > 0) {
+            char a = s[0], b = s[n / 2], c = s[n - 1];
+            dst[0] = a;
+            dst[n / 2] = b;
+            dst[n - 1] = c;
+        }
+        return;
+    }
+    memcpy(dst, src, n);
+}
+
 /* ---- Storing values ---------------------------------------------------------- */
 
 /**
@@ -403,7 +441,8 @@ static inline void *arena_copy(arena *a, const void *src, size_t size, size_t al
         char *p = a->ptr + pad;
         a->ptr = p + size;
         a->size += size;
-        return memcpy(p, src, size);
+        arena__copy_bytes(p, src, size);
+        return p;
     }
     return arena__copy_slow(a, src, size, align);
 }
@@ -418,7 +457,7 @@ static inline char *arena_strndup(arena *a, const char *s, size_t len)
         char *p = a->ptr;
         a->ptr = p + len + 1;
         a->size += len + 1;
-        memcpy(p, s, len);
+        arena__copy_bytes(p, s, len);
         p[len] = '\0';
         return p;
     }
@@ -518,7 +557,7 @@ static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, s
         arena_ref r = arena__window_ref(a, p, size);
         a->ptr = p + size;
         a->size += size;
-        memcpy(p, src, size);
+        arena__copy_bytes(p, src, size);
         return r;
     }
     return arena__ref_copy_slow(a, src, size, align);
@@ -536,7 +575,7 @@ static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
         arena_ref r = arena__window_ref(a, p, len);
         a->ptr = p + len + 1;
         a->size += len + 1;
-        memcpy(p, s, len);
+        arena__copy_bytes(p, s, len);
         p[len] = '\0';
         return r;
     }

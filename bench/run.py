@@ -656,8 +656,11 @@ in `bench/workloads.h` and `bench/bench_arena.cc`.
 """
     body = text.replace("# libarena benchmarks\n", "", 1)
     if svg:
-        shutil.copyfile(svg, os.path.join(docs, "benchmarks.svg"))
-        body = "![Speedup over glibc malloc per workload](benchmarks.svg)\n\n" + body
+        # The PNG is half the size of the SVG: that one goes in the docs.
+        png = svg[:-4] + ".png"
+        name = "benchmarks.png" if os.path.exists(png) else "benchmarks.svg"
+        shutil.copyfile(png if name.endswith(".png") else svg, os.path.join(docs, name))
+        body = "![Speedup over glibc malloc per workload](%s)\n\n" % name + body
     # What follows the notes marker is written by hand, and kept.
     path, notes = os.path.join(docs, "benchmarks.md"), ""
     try:

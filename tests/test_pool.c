@@ -10,20 +10,6 @@
 #  include <sanitizer/asan_interface.h>
 #endif
 
-static int setup(void **state)
-{
-    (void)state;
-    record_errors();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    arena_set_error_handler(NULL, NULL);
-    return 0;
-}
-
 /* A small deterministic generator (xorshift64*), seeded per test. */
 static uint64_t rng_state;
 static uint64_t rng(void)
@@ -103,16 +89,19 @@ static void test_lifo_order(void **state)
 
 /* Random alloc/free against a model that predicts every result: the model's
  * free stack says which slot comes next, its live set says which pointers
- * may be freed, and each live object's bytes must survive every other
- * object's writes (no overlap). */
+ * may be freed, and each live object keeps its own byte pattern, which must
+ * survive every other object's writes (no overlap, addresses stable). */
 static void random_against_model(size_t size, size_t align, size_t cap, uint64_t seed)
 {
     arena_pool p;
     char **live = (char **)calloc(cap, sizeof *live);
+    uint64_t *ids = (uint64_t *)calloc(cap, sizeof *ids);
     char **model = (char **)calloc(cap, sizeof *model); /* the model's free stack */
     size_t nlive = 0, nfree = cap, i, step;
+    uint64_t next_id = 0;
 
     assert_non_null(live);
+    assert_non_null(ids);
     assert_non_null(model);
     rng_state = seed;
     assert_true(arena_pool_init(&p, size, align, cap, NULL));
@@ -123,36 +112,35 @@ static void random_against_model(size_t size, size_t align, size_t cap, uint64_t
         if (take) {
             char *q = (char *)arena_pool_alloc(&p);
             assert_ptr_equal(q, model[--nfree]);
-            assert_int_equal((uintptr_t)q % align, 0);
-            memset(q, (int)(nlive & 0xff), size);
+            assert_true(is_aligned(q, align));
+            ids[nlive] = next_id++;
+            fill_pattern(q, size, ids[nlive]);
             live[nlive++] = q;
         } else {
             size_t k = (size_t)(rng() % nlive);
-            char *q = live[k];
-            size_t b;
-            for (b = 0; b < size; b++)
-                assert_int_equal((unsigned char)q[b], (unsigned char)(k & 0xff));
-            arena_pool_free(&p, q);
-            model[nfree++] = q;
-            /* Keep each live object's fill equal to its index in live[]. */
+            assert_true(has_pattern(live[k], size, ids[k]));
+            arena_pool_free(&p, live[k]);
+            model[nfree++] = live[k];
             live[k] = live[--nlive];
-            if (k < nlive)
-                memset(live[k], (int)(k & 0xff), size);
+            ids[k] = ids[nlive];
         }
         assert_int_equal(arena_pool_used(&p), nlive);
         assert_int_equal(arena_pool_available(&p), nfree);
         if (nlive == cap)
             assert_null(arena_pool_alloc(&p));
+        if (step % 1000 == 0) {
+            for (i = 0; i < nlive; i++)
+                assert_true(has_pattern(live[i], size, ids[i]));
+            assert_true(arena_pool_check(&p));
+        }
     }
-    for (i = 0; i < nlive; i++) {
-        size_t b;
-        for (b = 0; b < size; b++)
-            assert_int_equal((unsigned char)live[i][b], (unsigned char)(i & 0xff));
-    }
+    for (i = 0; i < nlive; i++)
+        assert_true(has_pattern(live[i], size, ids[i]));
     assert_true(arena_pool_check(&p));
     assert_int_equal(recorded_errors.count, 0);
     arena_pool_destroy(&p);
     free(live);
+    free(ids);
     free(model);
 }
 
@@ -163,6 +151,8 @@ static void test_random_against_model(void **state)
     random_against_model(24, 8, 1000, 2);
     random_against_model(3, 1, 257, 3);
     random_against_model(100, 64, 33, 4);
+    random_against_model(1, 1, 300, 5);
+    random_against_model(7, 4, 100, 6);
 }
 
 /* ---- Misuse ---------------------------------------------------------------- */
@@ -664,23 +654,26 @@ static void test_free_slots_poisoned(void **state)
     arena_pool_destroy(&p);
 }
 
+/* Every test runs with the recording handler installed. */
+#define POOL_TEST(f) cmocka_unit_test_setup_teardown(f, setup_record_errors, teardown_record_errors)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fill_and_exhaust, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lifo_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_random_against_model, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_misuse_reported_once_pool_unchanged, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closed_inline_paths, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stray_write_into_freed_slot, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_every_shape, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_owns_is_exact, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_buffer_variant, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_backing_variant, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_overflow_and_bad_arguments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_leaves_empty_pool, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_check_finds_corruption, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_free_slots_poisoned, setup, teardown),
+        POOL_TEST(test_fill_and_exhaust),
+        POOL_TEST(test_lifo_order),
+        POOL_TEST(test_random_against_model),
+        POOL_TEST(test_misuse_reported_once_pool_unchanged),
+        POOL_TEST(test_closed_inline_paths),
+        POOL_TEST(test_stray_write_into_freed_slot),
+        POOL_TEST(test_every_shape),
+        POOL_TEST(test_owns_is_exact),
+        POOL_TEST(test_buffer_variant),
+        POOL_TEST(test_backing_variant),
+        POOL_TEST(test_overflow_and_bad_arguments),
+        POOL_TEST(test_destroy_leaves_empty_pool),
+        POOL_TEST(test_check_finds_corruption),
+        POOL_TEST(test_free_slots_poisoned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -95,14 +95,24 @@ static char *cursor(const arena *a) { return a->ptr ? a->ptr : a->pos; }
 static void set_cursor(arena *a, char *pos)
 {
     a->pos = pos;
-    a->ptr = a->end = NULL;
+    a->ptr = a->end = a->run = NULL;
     if (pos && !arena__instrumented()) {
         uintptr_t end = arena__align_down((uintptr_t)a->lim, ARENA_ALIGN);
         if (arena__align_up((uintptr_t)pos, ARENA_ALIGN) <= end) {
-            a->ptr = pos;
+            a->ptr = a->run = pos;
             a->end = pos + (end - (uintptr_t)pos);
         }
     }
+}
+
+/* Folds the bytes the inline paths stored since the window opened into
+ * `size`.  Every out-of-line entry point calls it first, so that the
+ * library's code reads an exact `size` and only ever moves the position
+ * through set_cursor(). */
+static void sync(arena *a)
+{
+    a->size = arena_size(a);
+    a->run = a->ptr;
 }
 
 /* Makes chunk `i` current with its position at `pos`. */
@@ -255,6 +265,7 @@ placed:
 void *arena__alloc_slow(arena *a, size_t size, size_t align)
 {
     uint32_t chunk;
+    sync(a);
     if (align == 0)
         align = ARENA_ALIGN;
     if (!arena__is_pow2(align))
@@ -284,6 +295,7 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
 {
     uint32_t chunk;
     char *p;
+    sync(a);
     if (len == SIZE_MAX)
         return NULL;
     p = place(a, len + 1, 1, &chunk);
@@ -302,6 +314,7 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
     char *q;
     bool last;
 
+    sync(a);
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
     /* The most recent value ends at the position of the current chunk. */
@@ -343,6 +356,7 @@ arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t al
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
     char *p;
+    sync(a);
 
     if (size > ARENA_REF_MAX) {
         arena__report(ARENA_ERR_REF_TOO_LARGE,
@@ -367,6 +381,7 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
     char *p;
+    sync(a);
 
     if (len >= ARENA_REF_MAX) {
         arena__report(ARENA_ERR_REF_TOO_LARGE,
@@ -452,6 +467,7 @@ void arena__release_slow(arena *a)
 {
     size_t bufcap = a->buf ? a->chunks[0].cap : 0;
     uint32_t i;
+    sync(a);
 
     for (i = 0; i < a->nchunks; i++) {
         if (a->chunks[i].base != a->buf)
@@ -473,6 +489,7 @@ void arena__release_slow(arena *a)
 
 void arena__reset_slow(arena *a)
 {
+    sync(a);
     drop_chunks_from(a, 0);
     a->size = 0;
     a->epoch++;
@@ -508,6 +525,7 @@ static bool mark_plausible(const arena *a, arena_mark m)
 
 void arena_rewind(arena *a, arena_mark m)
 {
+    sync(a);
     if (!mark_plausible(a, m)) {
         arena__report(ARENA_ERR_BAD_MARK,
                       "arena_rewind: arena %p cannot have made this mark (expired by a reset, "
@@ -575,5 +593,8 @@ bool arena_check(const arena *a)
                    a->end > a->lim))
         return CORRUPT("arena_check: arena %p: inline window [%p, %p) is malformed",
                        (const void *)a, (void *)a->ptr, (void *)a->end);
+    if (a->ptr ? (a->run < a->chunks[a->cur].base || a->run > a->ptr) : a->run != NULL)
+        return CORRUPT("arena_check: arena %p: inline run starts at %p, outside [chunk, %p]",
+                       (const void *)a, (void *)a->run, (void *)a->ptr);
     return true;
 }

@@ -180,7 +180,11 @@ struct arena__chunk {
 typedef struct arena {
     char *ptr;   /* inline bump position, or NULL */
     char *end;   /* inline limit, or NULL */
-    size_t size; /* arena_size() */
+    size_t size; /* arena_size(), less the bytes of the inline run */
+    char *run;   /* start of the inline run: the inline paths bump ptr without
+                    touching size (a read-modify-write of a counter on every
+                    allocation would chain each one to the last through
+                    memory); arena_size() = size + (ptr - run) */
 
     char *pos;                    /* position in the current chunk when ptr == NULL */
     char *lim;                    /* end of the current chunk; NULL: none */
@@ -256,6 +260,7 @@ static inline bool arena__reset_first(arena *a)
     a->epoch++;
     a->pos = base;
     a->ptr = base;
+    a->run = base;
     return true;
 }
 
@@ -290,7 +295,10 @@ ARENA_API void arena_rewind(arena *a, arena_mark m);
 
 /** Bytes stored since the last reset/release (string NULs included; alignment
  *  padding and chunk tails excluded). */
-static inline size_t arena_size(const arena *a) { return a->size; }
+static inline size_t arena_size(const arena *a)
+{
+    return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->run);
+}
 
 /** Capacity of every chunk held, uniform and oversized, in bytes. */
 ARENA_API size_t arena_retained(const arena *a);
@@ -300,7 +308,7 @@ static inline arena_mark arena_save(const arena *a)
 {
     arena_mark m;
     m.pos = a->ptr ? a->ptr : a->pos;
-    m.size = a->size;
+    m.size = arena_size(a);
     m.cur = a->cur;
     m.nused = a->nused;
     m.epoch = a->epoch;
@@ -315,13 +323,26 @@ ARENA_API char *arena__strndup_slow(arena *a, const char *s, size_t len);
 ARENA_API void *arena__calloc_slow(arena *a, size_t size, size_t align);
 ARENA_API void *arena__ref_ptr_checked(const arena *a, arena_ref r);
 
-/* Room in the inline window for a value of alignment `align` (a power of two
- * <= ARENA_ALIGN); sets *pad.  0 when the window is closed. */
-static inline size_t arena__room(const arena *a, size_t align, size_t *pad)
+/* The room in the inline window after a value of alignment `align` (a power
+ * of two <= ARENA_ALIGN) placed at the first suitable address, which goes to
+ * *at.  0 when the window is closed.  The invariant of the window (ptr
+ * rounded up to ARENA_ALIGN is <= end) keeps the subtraction from wrapping. */
+static inline size_t arena__room(const arena *a, size_t align, uintptr_t *at)
 {
-    uintptr_t p = (uintptr_t)a->ptr;
-    *pad = (size_t)(-p & (uintptr_t)(align - 1));
-    return (size_t)((uintptr_t)a->end - p) - *pad;
+    *at = ((uintptr_t)a->ptr + (align - 1)) & ~(uintptr_t)(align - 1);
+    return (size_t)((uintptr_t)a->end - *at);
+}
+
+/* Takes the value at `at` of `size` bytes from the inline window.  The bytes
+ * count in arena_size() through ptr - run; only alignment padding, which must
+ * not count, touches the size field (rarely, and behind a branch). */
+static inline char *arena__take(arena *a, uintptr_t at, size_t size)
+{
+    uintptr_t c = (uintptr_t)a->ptr;
+    if (ARENA_UNLIKELY(at != c))
+        a->size -= (size_t)(at - c);
+    a->ptr = (char *)at + size;
+    return (char *)at;
 }
 
 /* Copies `n` bytes.  Values up to 32 bytes -- labels, keys, small fields, the
@@ -376,22 +397,21 @@ static inline void arena__copy_bytes(char *dst, const void *src, size_t n)
  * not be dereferenced.  NULL on out-of-memory or overflow, with the arena
  * unchanged.
  *
- * Fast path, gcc 12 -O2 x86-64: 14 instructions with one not-taken branch
- * (two loads, the pad computed from the address with neg/and, two
- * subtractions for the room, lea size - 1 and the compare, which also sends
- * size 0 and sizes near SIZE_MAX to the slow path, then add the pad, add to
- * the size counter, store the new position).  Checked by objdump; see
- * docs/fast-path.md.
+ * Fast path, gcc 12 -O2 x86-64: 12 instructions with two not-taken branches
+ * (load ptr and end, round ptr up with lea/and, the room with one sub, lea
+ * size - 1 and the compare, which also sends size 0 and sizes near SIZE_MAX
+ * to the slow path, the padding test, then add and store the new position).
+ * No counter is updated: arena_size() derives the bytes of the inline run
+ * from ptr, so consecutive allocations depend on each other only through
+ * ptr.  Checked by objdump; see docs/fast-path.md.
  */
 ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
 static inline void *arena_alloc(arena *a, size_t size)
 {
-    size_t pad;
+    uintptr_t at;
     if (ARENA__INLINE_WINDOW &&
-        ARENA_LIKELY(size - 1 < arena__room(a, ARENA_ALIGN, &pad))) {
-        char *p = a->ptr + pad;
-        a->ptr = p + size;
-        a->size += size;
+        ARENA_LIKELY(size - 1 < arena__room(a, ARENA_ALIGN, &at))) {
+        char *p = arena__take(a, at, size);
         return p;
     }
     return arena__alloc_slow(a, size, ARENA_ALIGN);
@@ -403,14 +423,12 @@ static inline void *arena_alloc(arena *a, size_t size)
 ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
 static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align)
 {
-    size_t pad;
+    uintptr_t at;
     if (align == 0)
         align = ARENA_ALIGN;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &pad))) {
-        char *p = a->ptr + pad;
-        a->ptr = p + size;
-        a->size += size;
+        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        char *p = arena__take(a, at, size);
         return p;
     }
     return arena__alloc_slow(a, size, align);
@@ -421,13 +439,12 @@ static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align)
 ARENA_NODISCARD ARENA_MALLOC
 static inline void *arena_calloc(arena *a, size_t count, size_t size)
 {
-    size_t n, pad;
+    size_t n;
+    uintptr_t at;
     if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
         return NULL;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(n - 1 < arena__room(a, ARENA_ALIGN, &pad))) {
-        char *p = a->ptr + pad;
-        a->ptr = p + n;
-        a->size += n;
+    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(n - 1 < arena__room(a, ARENA_ALIGN, &at))) {
+        char *p = arena__take(a, at, n);
         return memset(p, 0, n);
     }
     return arena__calloc_slow(a, n, ARENA_ALIGN);
@@ -439,14 +456,12 @@ static inline void *arena_calloc(arena *a, size_t count, size_t size)
 ARENA_NODISCARD
 static inline void *arena_copy(arena *a, const void *src, size_t size, size_t align)
 {
-    size_t pad;
+    uintptr_t at;
     if (align == 0)
         align = ARENA_ALIGN;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &pad))) {
-        char *p = a->ptr + pad;
-        a->ptr = p + size;
-        a->size += size;
+        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        char *p = arena__take(a, at, size);
         arena__copy_bytes(p, src, size);
         return p;
     }
@@ -458,11 +473,10 @@ static inline void *arena_copy(arena *a, const void *src, size_t size, size_t al
 ARENA_NODISCARD
 static inline char *arena_strndup(arena *a, const char *s, size_t len)
 {
-    size_t pad;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(len < arena__room(a, 1, &pad))) {
+    uintptr_t at;
+    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
         char *p = a->ptr;
         a->ptr = p + len + 1;
-        a->size += len + 1;
         arena__copy_bytes(p, s, len);
         p[len] = '\0';
         return p;
@@ -493,12 +507,10 @@ ARENA_API void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size
 /* Zeroed allocation of `size` bytes at `align`. */
 static inline void *arena__new(arena *a, size_t size, size_t align)
 {
-    size_t pad;
+    uintptr_t at;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &pad))) {
-        char *p = a->ptr + pad;
-        a->ptr = p + size;
-        a->size += size;
+        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        char *p = arena__take(a, at, size);
         return memset(p, 0, size);
     }
     return arena__calloc_slow(a, size, align);
@@ -554,15 +566,13 @@ static inline arena_ref arena__window_ref(const arena *a, const char *p, size_t 
  *  size <= ARENA_REF_MAX). */
 static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
 {
-    size_t pad;
+    uintptr_t at;
     if (align == 0)
         align = ARENA_ALIGN;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &pad))) {
-        char *p = a->ptr + pad;
-        arena_ref r = arena__window_ref(a, p, size);
-        a->ptr = p + size;
-        a->size += size;
+        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        arena_ref r = arena__window_ref(a, (char *)at, size);
+        char *p = arena__take(a, at, size);
         arena__copy_bytes(p, src, size);
         return r;
     }
@@ -575,12 +585,11 @@ static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, s
  *  Inline when the string fits the current chunk. */
 static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
 {
-    size_t pad;
-    if (ARENA__INLINE_WINDOW && len != 0 && ARENA_LIKELY(len < arena__room(a, 1, &pad))) {
+    uintptr_t at;
+    if (ARENA__INLINE_WINDOW && len != 0 && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
         char *p = a->ptr;
         arena_ref r = arena__window_ref(a, p, len);
         a->ptr = p + len + 1;
-        a->size += len + 1;
         arena__copy_bytes(p, s, len);
         p[len] = '\0';
         return r;

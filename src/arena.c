@@ -64,10 +64,11 @@ enum {
  * so resolving a ref whose value has expired (and maybe been overwritten) is
  * detected in O(1).
  *
- * A guard is cut short at the end of its chunk, so a value still fits a chunk
- * exactly.  In the checked build every chunk the arena allocates has EXTRA
- * bytes (a header) on top of its capacity, so that a value that fits the
- * budget still fits a fresh chunk, and arena_retained() reports capacities
+ * A guard is cut short at the end of a uniform chunk, so values still fill a
+ * chunk exactly.  In the checked build every chunk the arena allocates has
+ * EXTRA bytes (a header) on top of its capacity, so that a value that fits
+ * the budget still fits a fresh chunk, and an oversized chunk has room for
+ * its value's guard too (extra_for()); arena_retained() reports capacities
  * exactly as documented.
  * None of this exists in a plain build: instrumented() is a constant 0 there
  * (Valgrind aside, which is decided once at load).
@@ -113,8 +114,6 @@ static size_t guarded_len(const char *p, size_t n, const char *lim)
     return foot < room ? foot : room;
 }
 
-/* Overhead a chunk allocated by this arena carries beyond its capacity. */
-static size_t extra(void) { return instrumented() ? EXTRA : 0; }
 
 #if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
 int arena__valgrind;
@@ -128,11 +127,28 @@ __attribute__((constructor)) static void detect_valgrind(void)
 
 /* ---- Backing allocator --------------------------------------------------------- */
 
+/* The default backing: the C library's heap, with every block aligned to a
+ * cache line (64 bytes) instead of malloc's 16.  A value at the start of a
+ * chunk (the scratch block of an arena reset per scope, the first row of a
+ * batch) then never straddles a line more than it must: with 16-byte chunk
+ * starts, zeroing a 512-byte scope block took half again as long (AVX-512
+ * memset, docs/benchmarks.md).  Freed with free(). */
+static void *default_alloc(size_t n)
+{
+#if defined(_WIN32)
+    return malloc(n);
+#else
+    if (n > SIZE_MAX - 63)
+        return NULL;
+    return aligned_alloc(64, (n + 63) & ~(size_t)63);
+#endif
+}
+
 static void *back_alloc(arena *a, size_t n)
 {
     if (a->backing.alloc)
         return a->backing.alloc(a->backing.ctx, n);
-    return malloc(n);
+    return default_alloc(n);
 }
 
 static void back_free(arena *a, void *p, size_t n)
@@ -146,10 +162,25 @@ static void back_free(arena *a, void *p, size_t n)
 
 static size_t budget(const arena *a) { return a->budget ? a->budget : ARENA_DEFAULT_CHUNK; }
 
-/* A chunk's capacity as arena_retained() counts it. */
+/* Overhead a chunk allocated by this arena carries beyond its capacity
+ * `cap`: a header's worth (checked build), and for an oversized chunk a
+ * granule of guard after its one value too (a uniform chunk's last value may
+ * end at the chunk's end: values fill it exactly, as without guards). */
+static size_t extra_for(const arena *a, size_t cap)
+{
+    if (!instrumented())
+        return 0;
+    return cap > budget(a) ? EXTRA + 2 * GRANULE : EXTRA;
+}
+
+/* A chunk's capacity as arena_retained() counts it (see extra_for()). */
 static size_t usable(const arena *a, const struct arena__chunk *c)
 {
-    return c->base == a->buf ? c->cap : c->cap - extra();
+    size_t cap;
+    if (c->base == a->buf || !instrumented())
+        return c->cap;
+    cap = c->cap - EXTRA;
+    return cap > budget(a) ? cap - 2 * GRANULE : cap;
 }
 
 static bool is_oversized(const arena *a, const struct arena__chunk *c)
@@ -405,14 +436,24 @@ static char *cursor(const arena *a) { return a->ptr ? a->ptr : a->pos; }
 static void set_cursor(arena *a, char *pos)
 {
     a->pos = pos;
-    a->ptr = a->end = NULL;
+    a->ptr = a->end = a->run = NULL;
     if (pos && !arena__instrumented()) {
         uintptr_t end = arena__align_down((uintptr_t)a->lim, ARENA_ALIGN);
         if (arena__align_up((uintptr_t)pos, ARENA_ALIGN) <= end) {
-            a->ptr = pos;
+            a->ptr = a->run = pos;
             a->end = pos + (end - (uintptr_t)pos);
         }
     }
+}
+
+/* Folds the bytes the inline paths stored since the window opened into
+ * `size`.  Every out-of-line entry point calls it first, so that the
+ * library's code reads an exact `size` and only ever moves the position
+ * through set_cursor(). */
+static void sync(arena *a)
+{
+    a->size = arena_size(a);
+    a->run = a->ptr;
 }
 
 /* Makes chunk `i` current with its position at `pos`. */
@@ -470,20 +511,21 @@ static uint32_t add_chunk(arena *a, size_t cap)
 {
     uint32_t at = a->nused;
     uint32_t limit = ARENA_CHECKED ? CHUNK_LIMIT - 1 : UINT32_MAX;
+    size_t extra = extra_for(a, cap);
     char *base;
 
-    if ((a->flags & FIXED) || a->nchunks >= limit || cap > (size_t)PTRDIFF_MAX - extra() ||
+    if ((a->flags & FIXED) || a->nchunks >= limit || cap > (size_t)PTRDIFF_MAX - extra ||
         !index_reserve(a))
         return UINT32_MAX;
-    base = (char *)back_alloc(a, cap + extra());
+    base = (char *)back_alloc(a, cap + extra);
     if (!base)
         return UINT32_MAX;
     if (instrumented())
-        fresh_chunk(base, cap + extra());
+        fresh_chunk(base, cap + extra);
     if (at < a->nchunks)
         a->chunks[a->nchunks] = a->chunks[at];
     a->chunks[at].base = base;
-    a->chunks[at].cap = cap + extra();
+    a->chunks[at].cap = cap + extra;
     a->nchunks++;
     a->nused++;
     a->retained += cap;
@@ -600,6 +642,7 @@ placed:
 void *arena__alloc_slow(arena *a, size_t size, size_t align)
 {
     uint32_t chunk;
+    sync(a);
     if (align == 0)
         align = ARENA_ALIGN;
     if (!arena__is_pow2(align))
@@ -629,6 +672,7 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
 {
     uint32_t chunk;
     char *p;
+    sync(a);
     if (len == SIZE_MAX)
         return NULL;
     p = place(a, len + 1, 1, &chunk);
@@ -680,6 +724,7 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
     char *q;
     bool last;
 
+    sync(a);
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
     /* The most recent value ends (with its guard) at the position of the
@@ -719,11 +764,12 @@ static arena_ref make_ref(const arena *a, const char *p, uint32_t chunk, size_t 
     return r;
 }
 
-arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
+arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align)
 {
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
     char *p;
+    sync(a);
 
     if (size > ARENA_REF_MAX) {
         arena__report(ARENA_ERR_REF_TOO_LARGE,
@@ -743,11 +789,12 @@ arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
     return make_ref(a, p, chunk, size);
 }
 
-arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
+arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
 {
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
     char *p;
+    sync(a);
 
     if (len >= ARENA_REF_MAX) {
         arena__report(ARENA_ERR_REF_TOO_LARGE,
@@ -813,9 +860,14 @@ void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 
 /* ---- Lifetime ------------------------------------------------------------------------------ */
 
+/* The empty arena.  Copying it, rather than memset(a, 0, sizeof *a), keeps
+ * gcc from emitting `rep stos` for the known-size clear: its start-up cost
+ * (tens of cycles) was most of the price of a stack-buffer scope. */
+static const arena empty_arena;
+
 void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocator *backing)
 {
-    memset(a, 0, sizeof *a);
+    *a = empty_arena;
     if (chunk_bytes > ARENA_REF_MAX)
         chunk_bytes = ARENA_REF_MAX;
     a->budget = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
@@ -856,10 +908,11 @@ void arena_init_buffer(arena *a, void *buf, size_t len, const arena_allocator *b
     }
 }
 
-void arena_release(arena *a)
+void arena__release_slow(arena *a)
 {
     size_t bufcap = a->buf ? a->chunks[0].cap : 0;
     uint32_t i;
+    sync(a);
 
     if (a->buf)
         close_buffer(a);
@@ -890,8 +943,9 @@ void arena_release(arena *a)
     }
 }
 
-void arena_reset(arena *a)
+void arena__reset_slow(arena *a)
 {
+    sync(a);
     close_buffer(a);
     drop_chunks_from(a, 0);
     a->size = 0;
@@ -930,6 +984,7 @@ static bool mark_plausible(const arena *a, arena_mark m)
 
 void arena_rewind(arena *a, arena_mark m)
 {
+    sync(a);
     if (!mark_plausible(a, m)) {
         arena__report(ARENA_ERR_BAD_MARK,
                       "arena_rewind: arena %p cannot have made this mark (expired by a reset, "
@@ -983,7 +1038,7 @@ bool arena_check(const arena *a)
         if (c->base == a->buf && i != 0)
             return CORRUPT("arena_check: arena %p: the caller's buffer is chunk %u, not 0",
                            (const void *)a, (unsigned)i);
-        if (c->base != a->buf && c->cap < extra())
+        if (c->base != a->buf && instrumented() && c->cap < EXTRA)
             return CORRUPT("arena_check: arena %p: chunk %u is smaller than its overhead",
                            (const void *)a, (unsigned)i);
         held += usable(a, c);
@@ -997,9 +1052,9 @@ bool arena_check(const arena *a)
         return CORRUPT("arena_check: arena %p: retained %zu but chunks hold %zu",
                        (const void *)a, a->retained, held);
     /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
-    if (!instrumented() && a->size > used)
+    if (!instrumented() && arena_size(a) > used)
         return CORRUPT("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
-                       (const void *)a, a->size, used);
+                       (const void *)a, arena_size(a), used);
     if (instrumented() && ((uintptr_t)pos & (GRANULE - 1)) && pos != a->lim)
         return CORRUPT("arena_check: arena %p: position %p is not on a granule",
                        (const void *)a, (void *)pos);
@@ -1017,5 +1072,8 @@ bool arena_check(const arena *a)
                    a->end > a->lim))
         return CORRUPT("arena_check: arena %p: inline window [%p, %p) is malformed",
                        (const void *)a, (void *)a->ptr, (void *)a->end);
+    if (a->ptr ? (a->run < a->chunks[a->cur].base || a->run > a->ptr) : a->run != NULL)
+        return CORRUPT("arena_check: arena %p: inline run starts at %p, outside [chunk, %p]",
+                       (const void *)a, (void *)a->run, (void *)a->ptr);
     return true;
 }

@@ -172,6 +172,16 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
 #  define TEST_MAKE_DEFINED(p, n) ((void)(p), (void)(n))
 #endif
 
+/* Bytes the checked build keeps before each value (its header): the first
+ * value of a chunk starts that far from the chunk's start. */
+#define TEST_LEAD ((size_t)(ARENA_CHECKED ? (ARENA_ALIGN > 16 ? ARENA_ALIGN : 16) : 0))
+
+/* The chunk index a ref names (a checked build keeps a tag in its top 12 bits). */
+static inline uint32_t test_ref_chunk(arena_ref r)
+{
+    return ARENA_CHECKED ? r.chunk & 0xFFFFFu : r.chunk;
+}
+
 static inline bool test_on_valgrind(void)
 {
 #ifdef RUNNING_ON_VALGRIND

@@ -174,9 +174,10 @@ static inline size_t arena__pool_index(const arena_pool *p, const void *obj)
 ARENA_NODISCARD ARENA_MALLOC
 static inline void *arena_pool_alloc(arena_pool *p)
 {
+#if ARENA__INLINE_WINDOW
     size_t n = p->nfree - 1;
     void *obj;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(n < p->open)) {
+    if (ARENA_LIKELY(n < p->open)) {
         obj = arena__pool_pop(p);
     } else {
         obj = arena__pool_alloc_slow(p);
@@ -187,6 +188,9 @@ static inline void *arena_pool_alloc(arena_pool *p)
      * reloading it through memory at every call. */
     p->nfree = n;
     return obj;
+#else
+    return arena__pool_alloc_slow(p); /* the library sees every transition */
+#endif
 }
 
 /**
@@ -207,10 +211,10 @@ static inline void *arena_pool_alloc(arena_pool *p)
  */
 static inline void arena_pool_free(arena_pool *p, void *obj)
 {
+#if ARENA__INLINE_WINDOW
     size_t i = arena__pool_index(p, obj);
     size_t n;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(i < p->open) &&
-        ARENA_LIKELY(p->state[i] == ARENA__POOL_LIVE)) {
+    if (ARENA_LIKELY(i < p->open) && ARENA_LIKELY(p->state[i] == ARENA__POOL_LIVE)) {
         arena__pool_push(p, i);
         n = p->nfree;
     } else {
@@ -218,6 +222,9 @@ static inline void arena_pool_free(arena_pool *p, void *obj)
         n = p->nfree;
     }
     p->nfree = n; /* on every path, as in arena_pool_alloc */
+#else
+    arena__pool_free_slow(p, obj); /* the library sees every transition */
+#endif
 }
 
 /* ---- Queries ---------------------------------------------------------------------- */

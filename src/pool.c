@@ -62,8 +62,12 @@ static bool plan(size_t obj_size, size_t obj_align, size_t capacity, struct layo
     size_t size = obj_size ? obj_size : 1;
     size_t slots;
 
-    if (capacity == 0 || (uint64_t)capacity > UINT32_MAX || !arena__is_pow2(obj_align))
+    if (capacity == 0 || !arena__is_pow2(obj_align))
         return false;
+#if SIZE_MAX > UINT32_MAX /* (a 32-bit size_t cannot exceed it: -m32 warns) */
+    if (capacity > UINT32_MAX)
+        return false;
+#endif
     if (size > SIZE_MAX - (obj_align - 1))
         return false;
     l->stride = (size_t)arena__align_up(size, obj_align);

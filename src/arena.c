@@ -373,7 +373,8 @@ static bool vg_addressable(const char *p)
  * cut (its size arithmetic mixes the pool's with the block's), so the one
  * value that can cross `pos` (stored before a mark and grown in place after
  * it, or stored after a shrink below it) is cut first, by hand.  Guards keep
- * values apart, so addressable bytes on both sides of pos mean one value. */
+ * values apart, so addressable bytes on both sides of pos mean one value
+ * (with its header, in the checked build). */
 static void vg_unstraddle(const char *base, char *pos, const char *end)
 {
     char *v = pos - 1;
@@ -381,6 +382,7 @@ static void vg_unstraddle(const char *base, char *pos, const char *end)
         return;
     while (v > base && vg_addressable(v - 1))
         v--;
+    v += HDR; /* the checked build's header is addressable too: the value follows it */
     if (pos - v > (ptrdiff_t)GRANULE) {
         VALGRIND_MEMPOOL_CHANGE(base, v, v, (size_t)(pos - v) - GRANULE);
         VALGRIND_MAKE_MEM_NOACCESS(pos - GRANULE, GRANULE);

@@ -382,7 +382,13 @@ static void vg_unstraddle(const char *base, char *pos, const char *end)
         return;
     while (v > base && vg_addressable(v - 1))
         v--;
-    v += HDR; /* the checked build's header is addressable too: the value follows it */
+    if (ARENA_CHECKED) { /* its header is addressable too: the value follows it */
+        uint32_t tag;
+        uint64_t n;
+        if (!header_load(v, &tag, &n))
+            return;
+        v += HDR;
+    }
     if (pos - v > (ptrdiff_t)GRANULE) {
         VALGRIND_MEMPOOL_CHANGE(base, v, v, (size_t)(pos - v) - GRANULE);
         VALGRIND_MAKE_MEM_NOACCESS(pos - GRANULE, GRANULE);

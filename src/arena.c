@@ -446,9 +446,35 @@ void arena_release(arena *a)
     }
 }
 
-void arena_reset(arena *a)
+/* Frees spare chunks (at [nused, nchunks)), the last first, while the arena
+ * retains more than `limit` bytes.  The caller's buffer is never freed.  An
+ * arena left with one chunk or none gives its heap index back too. */
+static void free_spares(arena *a, size_t limit)
 {
-    drop_chunks_from(a, 0);
+    while (a->nchunks > a->nused && a->retained > limit) {
+        struct arena__chunk c = a->chunks[a->nchunks - 1];
+        if (c.base == a->buf)
+            break;
+        a->nchunks--;
+        a->retained -= c.cap;
+        back_free(a, c.base, c.cap);
+    }
+    if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
+        if (a->nchunks)
+            a->first = a->chunks[0];
+        back_free(a, a->chunks, a->ncap * sizeof *a->chunks);
+        a->chunks = &a->first;
+        a->ncap = 1;
+    }
+    if (a->nchunks == 0) {
+        a->chunks = NULL;
+        a->ncap = 0;
+    }
+}
+
+/* Makes the arena empty (size 0, a new epoch) with chunk 0, if any, current. */
+static void reopen(arena *a)
+{
     a->size = 0;
     a->epoch++;
     if (a->nchunks) {
@@ -458,6 +484,21 @@ void arena_reset(arena *a)
         leave_chunks(a);
     }
 }
+
+void arena_reset(arena *a)
+{
+    drop_chunks_from(a, 0);
+    reopen(a);
+}
+
+void arena_reset_to(arena *a, size_t retain_limit)
+{
+    drop_chunks_from(a, 0);
+    free_spares(a, retain_limit);
+    reopen(a);
+}
+
+void arena_trim(arena *a, size_t max_retained) { free_spares(a, max_retained); }
 
 /* True when `m` can be a mark of this arena's current epoch that has not
  * been rewound past. */

@@ -254,17 +254,17 @@ static void *requests(void *arg)
         unsigned n = 1 + (r * 7 + w->id) % 40;
         uint32_t *v[40];
         for (unsigned i = 0; i < n; i++) {
-            v[i] = ARENA_ALLOC_ARRAY(a, uint32_t, 64 * (i + 1));
+            v[i] = ARENA_ALLOC_ARRAY(a, uint32_t, 16 * (i + 1));
             if (!v[i]) {
                 w->errors++;
                 n = i;
                 break;
             }
-            for (unsigned k = 0; k < 64 * (i + 1); k++)
+            for (unsigned k = 0; k < 16 * (i + 1); k++)
                 v[i][k] = w->id << 24 | r << 8 | i;
         }
         for (unsigned i = 0; i < n; i++)
-            for (unsigned k = 0; k < 64 * (i + 1); k++)
+            for (unsigned k = 0; k < 16 * (i + 1); k++)
                 w->errors += v[i][k] != (w->id << 24 | r << 8 | i);
         arena_cache_recycle(w->c, a);
     }

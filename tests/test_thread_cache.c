@@ -228,6 +228,30 @@ static void test_destroy_frees_acquired_and_parked_arenas(void **state)
     assert_int_equal(tb.live, 0);
 }
 
+
+static void test_two_caches_on_one_thread(void **state)
+{
+    arena_cache *c1 = arena_cache_create(NULL);
+    arena_cache *c2 = arena_cache_create(NULL);
+    (void)state;
+    arena *a1 = arena_cache_acquire(c1);
+    arena *a2 = arena_cache_acquire(c2);
+    arena_cache_recycle(c1, a1); /* slot: c1's */
+    arena_cache_recycle(c2, a2); /* slot: c2's; a1 back to c1's store */
+    assert_int_equal(arena_cache_count(c1), 1);
+    assert_int_equal(arena_cache_count(c2), 0);
+    assert_ptr_equal(arena_cache_acquire(c2), a2);
+    assert_ptr_equal(arena_cache_acquire(c1), a1);
+    assert_int_equal(arena_cache_count(c1), 0);
+    arena_cache_recycle(c1, a1);
+    arena_cache_recycle(c2, a2);
+    arena_cache_destroy(c1); /* a1 waits in this thread's slot */
+    a1 = arena_cache_acquire(c2);
+    assert_ptr_equal(a1, a2);
+    arena_cache_recycle(c2, a1);
+    arena_cache_destroy(c2);
+}
+
 /* ---- Threads ------------------------------------------------------------------ */
 
 #define THREADS 4
@@ -354,6 +378,42 @@ static void test_recycle_on_another_thread(void **state)
     arena_cache_destroy(c);
 }
 
+/* A thread parks an arena of a cache that is then destroyed; the thread then
+ * works with another cache and exits. */
+struct stale {
+    arena_cache *a, *b;
+    pthread_barrier_t *barrier;
+};
+
+static void *park_then_switch(void *arg)
+{
+    struct stale *st = (struct stale *)arg;
+    arena *x = arena_cache_acquire(st->a);
+    arena_cache_recycle(st->a, x);
+    pthread_barrier_wait(st->barrier); /* parked */
+    pthread_barrier_wait(st->barrier); /* st->a destroyed */
+    x = arena_cache_acquire(st->b);
+    arena_cache_recycle(st->b, x);
+    return NULL;
+}
+
+static void test_destroyed_cache_in_another_threads_slot(void **state)
+{
+    pthread_barrier_t barrier;
+    struct stale st = {arena_cache_create(NULL), arena_cache_create(NULL), &barrier};
+    pthread_t t;
+    (void)state;
+    pthread_barrier_init(&barrier, NULL, 2);
+    assert_int_equal(pthread_create(&t, NULL, park_then_switch, &st), 0);
+    pthread_barrier_wait(&barrier);
+    arena_cache_destroy(st.a);
+    pthread_barrier_wait(&barrier);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(arena_cache_count(st.b), 1); /* returned at the thread's exit */
+    pthread_barrier_destroy(&barrier);
+    arena_cache_destroy(st.b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,7 +423,9 @@ int main(void)
         cmocka_unit_test(test_misuse_is_reported_and_harmless),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_destroy_frees_acquired_and_parked_arenas),
+        cmocka_unit_test(test_two_caches_on_one_thread),
         cmocka_unit_test(test_many_threads_acquire_and_recycle),
+        cmocka_unit_test(test_destroyed_cache_in_another_threads_slot),
         cmocka_unit_test(test_thread_exit_returns_the_slot),
         cmocka_unit_test(test_recycle_on_another_thread),
     };

@@ -493,6 +493,15 @@ void arena_reset(arena *a)
 
 void arena_reset_to(arena *a, size_t retain_limit)
 {
+    /* The common case of a request-sized batch: one uniform chunk, kept
+     * (or none). */
+    if (a->nchunks <= 1 && a->retained <= retain_limit &&
+        (a->nchunks == 0 || !is_oversized(a, &a->chunks[0]))) {
+        if (a->nchunks)
+            arena__poison(a->chunks[0].base, a->chunks[0].cap);
+        reopen(a);
+        return;
+    }
     drop_chunks_from(a, 0);
     free_spares(a, retain_limit);
     reopen(a);

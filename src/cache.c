@@ -65,7 +65,7 @@ struct slot {
     bool registered; /* slot_key set: the slot is emptied at thread exit */
 };
 
-static _Thread_local struct slot tls_slot;
+static ARENA__TLS struct slot tls_slot;
 static _Atomic uint64_t next_gen = 1;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static arena_cache *registry; /* live caches, under registry_lock */

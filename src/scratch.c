@@ -27,7 +27,7 @@ struct scratch_set {
     bool registered; /* the key's value is set: the arenas are freed at exit */
 };
 
-static _Thread_local struct scratch_set tls_scratch;
+static ARENA__TLS struct scratch_set tls_scratch;
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 static bool scratch_key_ok;

@@ -52,7 +52,7 @@ struct arena_shared {
     arena inner; /* under lock */
 };
 
-static _Thread_local struct run tls_runs[RUN_SLOTS];
+static ARENA__TLS struct run tls_runs[RUN_SLOTS];
 static _Atomic uint64_t next_gen = 1;
 static _Atomic unsigned next_slot;
 static char zero_size_value[1];

@@ -62,6 +62,20 @@ static void test_reset_to_frees_oversized_chunks(void **state)
     assert_true(arena_check(&a));
     arena_release(&a);
     assert_int_equal(tb.live, 0);
+
+    /* One chunk only (the quick path): oversized, then uniform over the limit. */
+    assert_non_null(arena_alloc(&a, 5000));
+    arena_reset_to(&a, SIZE_MAX);
+    assert_int_equal(arena_retained(&a), 0);
+    assert_int_equal(tb.live, 0);
+    assert_non_null(arena_alloc(&a, 10));
+    arena_reset_to(&a, 1000);
+    assert_int_equal(arena_retained(&a), 1000);
+    assert_int_equal(arena_size(&a), 0);
+    arena_reset_to(&a, 999);
+    assert_int_equal(arena_retained(&a), 0);
+    assert_int_equal(tb.live, 0);
+    assert_true(arena_check(&a));
 }
 
 static void test_reset_to_keeps_the_callers_buffer(void **state)

@@ -57,10 +57,11 @@ typedef struct arena_cache_config {
 ARENA_NODISCARD ARENA_API arena_cache *arena_cache_create(const arena_cache_config *config);
 
 /**
- * Frees every arena the cache made (cached, parked in a thread's slot, and
+ * Frees every arena the cache made (cached, waiting in a thread's slot, and
  * also any still acquired: those become invalid) and the cache.  Requires that
- * no other thread uses the cache, nor exits after having used it, during the
- * call (join the workers, or have them stop using it, first).  NULL: nothing.
+ * no other thread uses the cache during the call (join the workers, or have
+ * them stop using it, first); threads that used it may exit at any time.
+ * NULL: nothing.
  */
 ARENA_API void arena_cache_destroy(arena_cache *c);
 
@@ -85,7 +86,10 @@ ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
  * NULL is reported (ARENA_ERR_NULL_FREE), an arena already recycled
  * (ARENA_ERR_DOUBLE_FREE) or from another cache (ARENA_ERR_FOREIGN_POINTER)
  * too, and then nothing happens.  An arena that no cache made is undefined.
- * A thread that exits returns the arena waiting in its slot to the store.
+ * A thread's slot holds one arena of one cache: recycling into another cache
+ * sends it back to its own cache's store first.  A thread that exits returns
+ * the arena waiting in its slot to the store, so max_arenas bounds the store
+ * and each thread holds at most one more.
  */
 ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
 

@@ -255,7 +255,7 @@ static void test_two_caches_on_one_thread(void **state)
 /* ---- Threads ------------------------------------------------------------------ */
 
 #define THREADS 4
-#define ROUNDS 2000
+#define ROUNDS 1000
 
 struct worker {
     arena_cache *c;
@@ -265,11 +265,16 @@ struct worker {
 };
 
 /* Many requests: each fills its arena with the thread's pattern and checks it
- * before recycling; an arena shared by two threads at once would show. */
+ * before recycling; an arena shared by two threads at once would show.  Every
+ * other request holds a second arena meanwhile, which comes from and goes
+ * back to the shared store (the slot holds one). */
 static void *requests(void *arg)
 {
     struct worker *w = (struct worker *)arg;
     for (unsigned r = 0; r < ROUNDS; r++) {
+        arena *extra = r % 2 ? arena_cache_acquire(w->c) : NULL;
+        if (extra && !arena_strdup(extra, "held meanwhile"))
+            w->errors++;
         arena *a = arena_cache_acquire(w->c);
         if (!a || arena_size(a) != 0) {
             w->errors++;
@@ -291,6 +296,8 @@ static void *requests(void *arg)
             for (unsigned k = 0; k < 16 * (i + 1); k++)
                 w->errors += v[i][k] != (w->id << 24 | r << 8 | i);
         arena_cache_recycle(w->c, a);
+        if (extra)
+            arena_cache_recycle(w->c, extra);
     }
     return NULL;
 }

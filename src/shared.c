@@ -117,8 +117,9 @@ void arena_shared_destroy(arena_shared *s)
 }
 
 /* Places a value that missed the thread's run: directly in `inner` when it
- * is big or over-aligned, else in a new run. */
-static void *alloc_slow(arena_shared *s, struct run *r, size_t size, size_t align)
+ * is big or over-aligned, else in a new run.  Out of line, so that the fast
+ * path saves no registers. */
+static ARENA_NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t size, size_t align)
 {
     char *p;
 
@@ -145,16 +146,16 @@ static void *alloc_slow(arena_shared *s, struct run *r, size_t size, size_t alig
     return p;
 }
 
-void *arena_shared_alloc_aligned(arena_shared *s, size_t size, size_t align)
+/* The fast path: bump the thread's run.  Inside a run, end is
+ * ARENA_ALIGN-aligned, so for a power of two align <= ARENA_ALIGN the padding
+ * never exceeds the room, and `size - 1` sends 0 and huge sizes to the slow
+ * path.  gcc 12 -O2: about 15 instructions, no call, no atomic. */
+static inline void *alloc(arena_shared *s, size_t size, size_t align)
 {
     struct run *r = &tls_runs[s->slot];
-    if (align == 0)
-        align = ARENA_ALIGN;
-    /* Inside a run, end is ARENA_ALIGN-aligned, so the padding never exceeds
-     * the room and `size - 1` sends 0 and huge sizes to the slow path. */
-    if (ARENA_LIKELY(r->gen == s->gen) && align <= ARENA_ALIGN) {
+    if (ARENA_LIKELY(r->gen == s->gen)) {
         size_t pad = (size_t)(-(uintptr_t)r->ptr & (uintptr_t)(align - 1));
-        if (ARENA_LIKELY(size - 1 < (size_t)(r->end - r->ptr) - pad) && arena__is_pow2(align)) {
+        if (ARENA_LIKELY(size - 1 < (size_t)(r->end - r->ptr) - pad)) {
             char *p = r->ptr + pad;
             r->ptr = p + size;
             arena__unpoison(p, size);
@@ -164,10 +165,16 @@ void *arena_shared_alloc_aligned(arena_shared *s, size_t size, size_t align)
     return alloc_slow(s, r, size, align);
 }
 
-void *arena_shared_alloc(arena_shared *s, size_t size)
+void *arena_shared_alloc_aligned(arena_shared *s, size_t size, size_t align)
 {
-    return arena_shared_alloc_aligned(s, size, ARENA_ALIGN);
+    if (align == 0)
+        align = ARENA_ALIGN;
+    if (align > ARENA_ALIGN || !arena__is_pow2(align))
+        return alloc_slow(s, &tls_runs[s->slot], size, align);
+    return alloc(s, size, align);
 }
+
+void *arena_shared_alloc(arena_shared *s, size_t size) { return alloc(s, size, ARENA_ALIGN); }
 
 void *arena_shared_calloc(arena_shared *s, size_t count, size_t size)
 {
@@ -175,7 +182,7 @@ void *arena_shared_calloc(arena_shared *s, size_t count, size_t size)
     void *p;
     if (ARENA__MUL_OVERFLOWS(count, size, &n))
         return NULL;
-    p = arena_shared_alloc_aligned(s, n, ARENA_ALIGN);
+    p = alloc(s, n, ARENA_ALIGN);
     if (p && n)
         memset(p, 0, n);
     return p;

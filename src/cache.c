@@ -202,16 +202,12 @@ void arena_cache_destroy(arena_cache *c)
     cache_free(&backing, c, sizeof *c);
 }
 
-arena *arena_cache_acquire(arena_cache *c)
+/* An arena from the stack, else a fresh one.  Out of line, so that the slot
+ * path saves no registers. */
+static ARENA_NOINLINE arena *acquire_slow(arena_cache *c)
 {
-    struct slot *sl = &tls_slot;
-    struct node *n = sl->node;
+    struct node *n;
 
-    if (ARENA_LIKELY(n != NULL && sl->gen == c->gen)) {
-        sl->node = NULL;
-        n->state = ACQUIRED;
-        return &n->a;
-    }
     pthread_mutex_lock(&c->lock);
     n = c->stack;
     if (n) {
@@ -237,6 +233,19 @@ arena *arena_cache_acquire(arena_cache *c)
     c->all.next_all = n;
     pthread_mutex_unlock(&c->lock);
     return &n->a;
+}
+
+arena *arena_cache_acquire(arena_cache *c)
+{
+    struct slot *sl = &tls_slot;
+    struct node *n = sl->node;
+
+    if (ARENA_LIKELY(n != NULL && sl->gen == c->gen)) {
+        sl->node = NULL;
+        n->state = ACQUIRED;
+        return &n->a;
+    }
+    return acquire_slow(c);
 }
 
 void arena_cache_recycle(arena_cache *c, arena *a)

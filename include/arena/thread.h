@@ -207,9 +207,11 @@ typedef struct arena_shared arena_shared;
  * thread claims a private run of `run_bytes` (0: 16 KiB; at most chunk_bytes,
  * at least 1 KiB) from the current chunk under a short lock, then bumps
  * through it with no atomic operation.  A run's tail that does not fit the
- * next value is left unused.  A thread keeps the runs of up to four shared
- * arenas at a time; one that allocates from more in turn may give up a run
- * tail at each switch.  NULL on out-of-memory.  Allocates no chunk yet.
+ * next value is left unused.  A thread keeps its runs in a table of four
+ * entries, one per shared arena by creation order modulo four: a thread that
+ * alternates between two shared arenas created four apart gives up a run tail
+ * at each switch (correct, but wasteful).  NULL on out-of-memory.  Allocates
+ * no chunk yet.
  */
 ARENA_NODISCARD ARENA_API arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
                                                             const arena_allocator *backing);

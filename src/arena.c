@@ -509,21 +509,26 @@ void arena_reset_to(arena *a, size_t retain_limit)
 
 void arena_trim(arena *a, size_t max_retained) { free_spares(a, max_retained); }
 
-/* True when `m` can be a mark of this arena's current epoch that has not
- * been rewound past. */
+/* True when `m` can be a mark of this arena's current epoch: its chunks are
+ * still in use and its position lies in its chunk.
+ *
+ * A mark ahead of the current position in the same chunk is NOT evidence of
+ * expiry: shrinking a value stored before the mark (arena_grow giving the
+ * tail back) moves the position and the size below a mark that is still
+ * valid.  Such a mark is accepted, so a rewind to a mark expired by a rewind
+ * to an earlier one in the same chunk goes unreported; it stays memory-safe
+ * (the position is inside a chunk the arena holds). */
 static bool mark_plausible(const arena *a, arena_mark m)
 {
     const struct arena__chunk *c;
-    if (m.epoch != a->epoch || m.nused > a->nused || m.size > a->size)
+    if (m.epoch != a->epoch || m.nused > a->nused)
         return false;
     if (!m.pos)
         return true;
     if (m.cur >= m.nused)
         return false;
     c = &a->chunks[m.cur];
-    if (m.pos < c->base || (size_t)(m.pos - c->base) > c->cap)
-        return false;
-    return !(a->lim && m.cur == a->cur && m.pos > cursor(a));
+    return m.pos >= c->base && (size_t)(m.pos - c->base) <= c->cap;
 }
 
 void arena_rewind(arena *a, arena_mark m)

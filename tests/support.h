@@ -16,17 +16,29 @@
 
 #include <arena/arena.h>
 
-#define TB_MAX_LIVE 4096
+#define TB_MAX_LIVE 16384
+
+/* Requests above this many bytes are refused as out-of-memory without
+ * calling malloc: tests of sizes near SIZE_MAX or ARENA_REF_MAX must not
+ * allocate gigabytes, nor trip AddressSanitizer's allocation-size check. */
+#define TB_HUGE ((size_t)256 << 20)
+
+/* The byte a fresh block is filled with: backing memory is never assumed to
+ * be zero. */
+#define TB_DIRT 0xA5
 
 /* A backing allocator that records what is live and fails the call numbered
- * `fail_at` (1-based; 0: never) or every call from `fail_from` on. */
+ * `fail_at` (1-based; 0: never) or every call from `fail_from` on.  Fresh
+ * blocks are filled with TB_DIRT.  Big: keep instances static. */
 typedef struct test_backing {
-    size_t calls;      /* alloc calls so far */
-    size_t fail_at;    /* fail exactly this call */
-    size_t fail_from;  /* fail this call and every later one (0: never) */
-    size_t live;       /* allocations not yet freed */
-    size_t live_bytes; /* their bytes */
+    size_t calls;       /* alloc calls so far */
+    size_t fail_at;     /* fail exactly this call */
+    size_t fail_from;   /* fail this call and every later one (0: never) */
+    size_t failed;      /* alloc calls that returned NULL */
+    size_t live;        /* allocations not yet freed */
+    size_t live_bytes;  /* their bytes */
     size_t frees;
+    size_t max_request; /* the largest size asked */
     struct { void *p; size_t n; } blocks[TB_MAX_LIVE];
 } test_backing;
 
@@ -35,13 +47,21 @@ static void *tb_alloc(void *ctx, size_t n)
     test_backing *tb = (test_backing *)ctx;
     void *p;
     tb->calls++;
-    if (tb->calls == tb->fail_at || (tb->fail_from && tb->calls >= tb->fail_from))
+    if (n > tb->max_request)
+        tb->max_request = n;
+    if (tb->calls == tb->fail_at || (tb->fail_from && tb->calls >= tb->fail_from) ||
+        n > TB_HUGE) {
+        tb->failed++;
         return NULL;
+    }
     assert_true(tb->live < TB_MAX_LIVE);
     p = malloc(n ? n : 1);
-    if (!p)
+    if (!p) {
+        tb->failed++;
         return NULL;
+    }
     assert_int_equal((uintptr_t)p % ARENA_ALIGN, 0);
+    memset(p, TB_DIRT, n);
     tb->blocks[tb->live].p = p;
     tb->blocks[tb->live].n = n;
     tb->live++;
@@ -97,6 +117,113 @@ static inline void record_errors(void)
 {
     memset(&recorded_errors, 0, sizeof recorded_errors);
     arena_set_error_handler(record_error, NULL);
+}
+
+static inline void restore_errors(void) { arena_set_error_handler(NULL, NULL); }
+
+/* cmocka setup/teardown that install and remove the recording handler. */
+static inline int setup_record_errors(void **state)
+{
+    (void)state;
+    record_errors();
+    return 0;
+}
+
+static inline int teardown_record_errors(void **state)
+{
+    (void)state;
+    restore_errors();
+    return 0;
+}
+
+/* ---- Build flavours ------------------------------------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__)
+#  define TEST_ASAN 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define TEST_ASAN 1
+#  endif
+#endif
+#ifndef TEST_ASAN
+#  define TEST_ASAN 0
+#endif
+
+#if TEST_ASAN
+/* Sizes near SIZE_MAX reach malloc in some tests (the default backing): they
+ * must come back NULL, not stop the process. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+#endif
+
+/* Release builds pack values exactly as API.md describes (no guard bytes), so
+ * tests may assert exact placement there and only there. */
+#define TEST_PACKED (!TEST_ASAN && !ARENA_CHECKED)
+
+/* Reading memory the arena has marked undefined (under Valgrind) on purpose. */
+#if defined(__has_include)
+#  if __has_include(<valgrind/memcheck.h>)
+#    include <valgrind/memcheck.h>
+#    define TEST_MAKE_DEFINED(p, n) ((void)VALGRIND_MAKE_MEM_DEFINED((p), (n)))
+#  endif
+#endif
+#ifndef TEST_MAKE_DEFINED
+#  define TEST_MAKE_DEFINED(p, n) ((void)(p), (void)(n))
+#endif
+
+/* ---- Patterns ------------------------------------------------------------------ */
+
+/* The byte at index i of the value numbered id: distinct across values. */
+static inline unsigned char pattern_byte(uint64_t id, size_t i)
+{
+    uint64_t x = (id + 1) * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xBF58476D1CE4E5B9ull;
+    return (unsigned char)(x >> 56);
+}
+
+static inline void fill_pattern(void *p, size_t n, uint64_t id)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        ((unsigned char *)p)[i] = pattern_byte(id, i);
+}
+
+/* Index of the first byte that differs from the pattern, or n. */
+static inline size_t pattern_mismatch(const void *p, size_t n, uint64_t id)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if (((const unsigned char *)p)[i] != pattern_byte(id, i))
+            return i;
+    }
+    return n;
+}
+
+static inline bool has_pattern(const void *p, size_t n, uint64_t id)
+{
+    return pattern_mismatch(p, n, id) == n;
+}
+
+static inline bool all_zero(const void *p, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if (((const unsigned char *)p)[i] != 0)
+            return false;
+    }
+    return true;
+}
+
+/* n, hidden from the optimizer (so that it does not warn about a huge size
+ * passed with a small buffer on purpose). */
+static inline size_t opaque_size(size_t n)
+{
+    volatile size_t v = n;
+    return v;
+}
+
+static inline bool is_aligned(const void *p, size_t align)
+{
+    return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;
 }
 
 #endif /* ARENA_TEST_SUPPORT_H */

@@ -247,7 +247,7 @@ ARENA_API void arena_reset_to(arena *a, size_t retain_limit);
  * now) until the arena retains at most `max_retained` bytes or has no spare
  * left.  Chunks holding values are never freed, so every value, pointer, ref
  * and mark stays valid: arena_retained() may stay above `max_retained`.
- * Cheap when there is nothing to free (one comparison).  Never fails.
+ * Cheap when there is nothing to free (a few comparisons).  Never fails.
  */
 ARENA_API void arena_trim(arena *a, size_t max_retained);
 

@@ -101,7 +101,7 @@ ARENA_API size_t arena_cache_count(arena_cache *c);
 
 /** A mark of an arena, to be rewound at the end of a scope.  A plain value. */
 typedef struct arena_scope {
-    arena *arena;    /* the arena; NULL: nothing to rewind */
+    struct arena *arena; /* NULL: nothing to rewind (`struct`: C++ allows the name) */
     arena_mark mark; /* its position at the start of the scope */
 } arena_scope;
 
@@ -153,7 +153,7 @@ static inline void arena_scope_end(arena_scope *s)
 /** A scratch arena and the mark to rewind it to.  `arena` is NULL when no
  *  scratch arena could be given (see arena_scratch_begin()). */
 typedef struct arena_scratch {
-    arena *arena;
+    struct arena *arena; /* `struct`: C++ allows the member the type's name */
     arena_mark mark;
 } arena_scratch;
 

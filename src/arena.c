@@ -491,20 +491,23 @@ void arena_reset(arena *a)
     reopen(a);
 }
 
-void arena_reset_to(arena *a, size_t retain_limit)
+static ARENA_NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
 {
-    /* The common case of a request-sized batch: one uniform chunk, kept
-     * (or none). */
-    if (a->nchunks <= 1 && a->retained <= retain_limit &&
-        (a->nchunks == 0 || !is_oversized(a, &a->chunks[0]))) {
-        if (a->nchunks)
-            arena__poison(a->chunks[0].base, a->chunks[0].cap);
-        reopen(a);
-        return;
-    }
     drop_chunks_from(a, 0);
     free_spares(a, retain_limit);
     reopen(a);
+}
+
+void arena_reset_to(arena *a, size_t retain_limit)
+{
+    /* The common case of a request-sized batch (the arena cache recycles one
+     * per request): one uniform chunk, kept.  No register to save. */
+    if (a->nchunks == 1 && a->retained <= retain_limit && !is_oversized(a, &a->chunks[0])) {
+        arena__poison(a->chunks[0].base, a->chunks[0].cap);
+        reopen(a);
+        return;
+    }
+    reset_to_slow(a, retain_limit);
 }
 
 void arena_trim(arena *a, size_t max_retained) { free_spares(a, max_retained); }

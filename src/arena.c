@@ -136,13 +136,16 @@ static bool index_reserve(arena *a)
 }
 
 /* Allocates a chunk of `cap` bytes and records it at index nused (a spare
- * there moves to the end).  Returns its index, or UINT32_MAX (arena unchanged). */
+ * there moves to the end).  Returns its index, or UINT32_MAX (arena unchanged).
+ * No object can exceed PTRDIFF_MAX bytes, so such a chunk is refused before
+ * the backing sees it (a sanitizer or Valgrind would flag the request). */
 static uint32_t add_chunk(arena *a, size_t cap)
 {
     uint32_t at = a->nused;
     char *base;
 
-    if ((a->flags & FIXED) || a->nchunks == UINT32_MAX || !index_reserve(a))
+    if ((a->flags & FIXED) || cap > (size_t)PTRDIFF_MAX || a->nchunks == UINT32_MAX ||
+        !index_reserve(a))
         return UINT32_MAX;
     base = (char *)back_alloc(a, cap);
     if (!base)

@@ -173,29 +173,48 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
 
 /* ---- Patterns ------------------------------------------------------------------ */
 
-/* The byte at index i of the value numbered id: distinct across values. */
-static inline unsigned char pattern_byte(uint64_t id, size_t i)
+/* The bytes of the value numbered id: a window, chosen by id, into one
+ * buffer of random bytes (NULs included), so that filling and checking are
+ * a memcpy and a memcmp. */
+#define PATTERN_SPAN ((size_t)1 << 18)
+#define PATTERN_OFFSETS 4093u
+
+static unsigned char pattern_src[PATTERN_SPAN + PATTERN_OFFSETS];
+
+static inline const unsigned char *pattern_of(uint64_t id, size_t n)
 {
-    uint64_t x = (id + 1) * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xBF58476D1CE4E5B9ull;
-    return (unsigned char)(x >> 56);
+    static bool ready;
+    if (!ready) {
+        uint64_t x = 0x243F6A8885A308D3ull;
+        size_t i;
+        for (i = 0; i < sizeof pattern_src; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            pattern_src[i] = (unsigned char)(x >> 24);
+        }
+        ready = true;
+    }
+    assert_true(n <= PATTERN_SPAN);
+    return pattern_src + (size_t)(((id + 1) * 0x9E3779B97F4A7C15ull) >> 33) % PATTERN_OFFSETS;
 }
 
 static inline void fill_pattern(void *p, size_t n, uint64_t id)
 {
-    size_t i;
-    for (i = 0; i < n; i++)
-        ((unsigned char *)p)[i] = pattern_byte(id, i);
+    if (n)
+        memcpy(p, pattern_of(id, n), n);
 }
 
 /* Index of the first byte that differs from the pattern, or n. */
 static inline size_t pattern_mismatch(const void *p, size_t n, uint64_t id)
 {
+    const unsigned char *want = pattern_of(id, n);
     size_t i;
-    for (i = 0; i < n; i++) {
-        if (((const unsigned char *)p)[i] != pattern_byte(id, i))
-            return i;
-    }
-    return n;
+    if (n == 0 || memcmp(p, want, n) == 0)
+        return n;
+    for (i = 0; ((const unsigned char *)p)[i] == want[i]; i++)
+        ;
+    return i;
 }
 
 static inline bool has_pattern(const void *p, size_t n, uint64_t id)

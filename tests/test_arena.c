@@ -34,7 +34,7 @@ static void release_tb(arena *a)
     assert_true(arena_check(a));
 }
 
-/* ---- Chunks and the budget ------------------------------------------------------ */
+/* ---- Chunks and the budget --------------------------------------------------------- */
 
 static void test_zero_value_arena(void **state)
 {
@@ -96,6 +96,42 @@ static void test_budget_is_exact_capacity(void **state)
     release_tb(&a);
 }
 
+/* Budgets below ARENA_ALIGN still work: every value fits a chunk, and the
+ * capacity is counted exactly. */
+static void test_tiny_budgets(void **state)
+{
+    static const size_t budgets[] = {1, 2, 7, 15, 16, 17, 31};
+    size_t bi;
+    (void)state;
+
+    for (bi = 0; bi < sizeof budgets / sizeof budgets[0]; bi++) {
+        size_t budget = budgets[bi], over = 0, size = 0, i;
+        arena a;
+        char *vals[200];
+        init_tb(&a, budget);
+        for (i = 0; i < 200; i++) {
+            size_t n = 1 + i % 20, align = (size_t)1 << (i % 5);
+            vals[i] = (char *)arena_alloc_aligned(&a, n, align);
+            assert_non_null(vals[i]);
+            assert_true(is_aligned(vals[i], align));
+            fill_pattern(vals[i], n, i);
+            size += n;
+            if (n > budget)
+                over += n; /* own chunk, sized to it (align <= ARENA_ALIGN) */
+        }
+        assert_int_equal(arena_size(&a), size);
+        assert_true(arena_retained(&a) >= over);
+        assert_int_equal((arena_retained(&a) - over) % budget, 0);
+        for (i = 0; i < 200; i++)
+            assert_true(has_pattern(vals[i], 1 + i % 20, i));
+        assert_true(arena_check(&a));
+        arena_reset(&a);
+        assert_int_equal(arena_retained(&a) % budget, 0);
+        assert_non_null(arena_strdup(&a, ""));
+        release_tb(&a);
+    }
+}
+
 #if TEST_PACKED
 /* 1000 bytes of capacity hold 1000 one-byte strings, and not one more. */
 static void test_budget_packs_exactly(void **state)
@@ -118,6 +154,22 @@ static void test_budget_packs_exactly(void **state)
     assert_non_null(p);
     assert_int_equal(arena_retained(&a), 2000);
     assert_true(p < first || p >= first + 1000);
+    release_tb(&a);
+
+    /* arena_grow in place up to the chunk's last byte, and not one further. */
+    init_tb(&a, 1000);
+    first = (char *)arena_alloc(&a, 100);
+    fill_pattern(first, 100, 1);
+    p = (char *)arena_grow(&a, first, 100, 1000);
+    assert_ptr_equal(p, first);
+    assert_int_equal(arena_size(&a), 1000);
+    assert_int_equal(arena_retained(&a), 1000);
+    p = (char *)arena_grow(&a, first, 1000, 1001);
+    assert_non_null(p);
+    assert_ptr_not_equal(p, first);
+    assert_true(has_pattern(p, 100, 1));
+    assert_int_equal(arena_size(&a), 2001);
+    assert_int_equal(arena_retained(&a), 1000 + 1001); /* oversized, exactly */
     release_tb(&a);
 
     /* A value of exactly the budget fits an empty uniform chunk: it is not
@@ -159,7 +211,7 @@ static void test_budget_clamped_to_ref_max(void **state)
     release_tb(&a);
 }
 
-/* ---- Oversized values ---------------------------------------------------------- */
+/* ---- Oversized values -------------------------------------------------------------- */
 
 static void test_oversized_own_chunk_exact(void **state)
 {
@@ -282,7 +334,7 @@ static void test_oversized_zeroed_and_aligned(void **state)
     release_tb(&a);
 }
 
-/* ---- Reset ------------------------------------------------------------------------ */
+/* ---- Reset ------------------------------------------------------------------------- */
 
 #define BATCH 200
 
@@ -349,7 +401,7 @@ static void test_reset_keeps_uniform_chunks(void **state)
     }
 }
 
-/* ---- Release ---------------------------------------------------------------------- */
+/* ---- Release ----------------------------------------------------------------------- */
 
 static void test_release_returns_everything(void **state)
 {
@@ -638,7 +690,6 @@ static void test_marks_valid_after_shrink_before_them(void **state)
     buf = (char *)arena_grow(&a, buf, 200, 20); /* shrink to fit */
     assert_non_null(buf);
     assert_int_equal(arena_size(&a), 5 + 20);
-    m2 = arena_save(&a);
     assert_non_null(arena_alloc(&a, 30));
     arena_rewind(&a, m);
     assert_int_equal(recorded_errors.count, 0);
@@ -648,7 +699,6 @@ static void test_marks_valid_after_shrink_before_them(void **state)
     assert_true(p >= buf + 200);
     fill_pattern(p, 50, 2);
     assert_true(has_pattern(buf, 20, 1));
-    (void)m2;
 
     /* And the same with the mark taken after the shrink, then rewound to
      * from before it: both marks are valid. */
@@ -666,7 +716,7 @@ static void test_marks_valid_after_shrink_before_them(void **state)
     release_tb(&a);
 }
 
-/* ---- Counters ------------------------------------------------------------------------ */
+/* ---- Counters ---------------------------------------------------------------------- */
 
 typedef struct point3 {
     double x, y, z;
@@ -763,7 +813,7 @@ static void test_counters_every_operation(void **state)
 #undef EXPECT_SIZE
 }
 
-/* ---- Alignment ----------------------------------------------------------------------- */
+/* ---- Alignment --------------------------------------------------------------------- */
 
 static void test_alignment_powers_of_two(void **state)
 {
@@ -878,7 +928,7 @@ static void test_alignment_invalid(void **state)
     release_tb(&a);
 }
 
-/* ---- Zeroing --------------------------------------------------------------------------- */
+/* ---- Zeroing ----------------------------------------------------------------------- */
 
 /* Dirties the arena's uniform chunk, rewinds or resets, and checks that every
  * zeroing entry point zeroes the reused bytes. */
@@ -938,7 +988,7 @@ static void test_zeroing_of_reused_chunks(void **state)
     release_tb(&a);
 }
 
-/* ---- Arrays: overflow ------------------------------------------------------------------- */
+/* ---- Arrays: overflow -------------------------------------------------------------- */
 
 static void test_array_overflow(void **state)
 {
@@ -976,7 +1026,7 @@ static void test_array_overflow(void **state)
     release_tb(&a);
 }
 
-/* ---- arena_grow --------------------------------------------------------------------------- */
+/* ---- arena_grow -------------------------------------------------------------------- */
 
 static void test_grow(void **state)
 {
@@ -1083,18 +1133,21 @@ static void test_grow(void **state)
     size += 8;
     assert_int_equal(arena_size(&a), size);
 
+    assert_true(arena_check(&a));
+    release_tb(&a);
+
     /* A string value grows byte by byte in place when it is the most recent. */
+    init_tb(&a, 1000);
     s = arena_strdup(&a, "ab");
     q = (char *)arena_grow(&a, s, 3, 4);
     assert_ptr_equal(q, s);
     assert_string_equal(q, "ab");
-    size += 4;
-    assert_int_equal(arena_size(&a), size);
-    assert_true(arena_check(&a));
+    q[3] = 'c';
+    assert_int_equal(arena_size(&a), 4);
     release_tb(&a);
 }
 
-/* ---- Strings ------------------------------------------------------------------------------- */
+/* ---- Strings ----------------------------------------------------------------------- */
 
 static void test_strings_nuls(void **state)
 {
@@ -1163,7 +1216,7 @@ static void test_strings_nuls(void **state)
     release_tb(&a);
 }
 
-/* ---- Size 0 ---------------------------------------------------------------------------------- */
+/* ---- Size 0 ------------------------------------------------------------------------ */
 
 static void check_zero_size_entry_points(arena *a)
 {
@@ -1232,7 +1285,7 @@ static void test_size_zero(void **state)
     }
 }
 
-/* ---- Sizes near SIZE_MAX --------------------------------------------------------------------- */
+/* ---- Sizes near SIZE_MAX ----------------------------------------------------------- */
 
 static void check_huge_sizes(arena *a, char *v, size_t vlen, uint64_t vid)
 {
@@ -1292,6 +1345,26 @@ static void test_sizes_near_size_max(void **state)
     assert_true(has_pattern(w, 16, 12));
     release_tb(&a);
 
+    /* A request above PTRDIFF_MAX (no object can be that large) never
+     * reaches the backing, whatever entry point it comes from. */
+    init_tb(&a, 1000);
+    v = (char *)arena_alloc(&a, 40);
+    {
+        size_t calls = tb.calls;
+        static const size_t beyond[] = {(size_t)PTRDIFF_MAX + 1, SIZE_MAX / 2 + 77, SIZE_MAX - 8};
+        size_t i;
+        for (i = 0; i < sizeof beyond / sizeof beyond[0]; i++) {
+            assert_null(arena_alloc(&a, beyond[i]));
+            assert_null(arena_calloc(&a, 1, beyond[i]));
+            assert_null(arena_copy(&a, v, opaque_size(beyond[i]), 1));
+            assert_null(arena_strndup(&a, (const char *)v, opaque_size(beyond[i])));
+            assert_null(arena_grow(&a, v, 40, beyond[i]));
+            assert_null(arena_alloc_aligned(&a, beyond[i] - 4000, 4096));
+        }
+        assert_int_equal(tb.calls, calls);
+    }
+    release_tb(&a);
+
     /* malloc backing (ASAN_OPTIONS=allocator_may_return_null=1 under ASan). */
     arena_init(&a, 1000);
     v = (char *)arena_alloc(&a, 40);
@@ -1300,7 +1373,7 @@ static void test_sizes_near_size_max(void **state)
     arena_release(&a);
 }
 
-/* ---- The error handler ------------------------------------------------------------------------ */
+/* ---- The error handler ------------------------------------------------------------- */
 
 static int handler_calls;
 static void counting_handler(arena_error code, const char *message, void *ctx)
@@ -1369,7 +1442,7 @@ static void test_error_names(void **state)
     assert_int_equal(ARENA_ERR_STALE_REF, 5);
 }
 
-/* ---- Values never move, and arena_check catches corruption ------------------------------------- */
+/* ---- Values never move, and arena_check catches corruption ------------------------- */
 
 static void test_values_stable_while_storing(void **state)
 {
@@ -1432,6 +1505,7 @@ int main(void)
         T(test_budget_packs_exactly),
 #endif
         T(test_budget_clamped_to_ref_max),
+        T(test_tiny_budgets),
         T(test_oversized_own_chunk_exact),
         T(test_oversized_first_and_lone),
         T(test_oversized_zeroed_and_aligned),

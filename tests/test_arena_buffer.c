@@ -259,6 +259,34 @@ static void test_fixed_buffer_tiny_and_empty(void **state)
     assert_int_equal(heap.allocs, allocs);
 }
 
+/* A buffer larger than the default chunk: a value larger than a chunk still
+ * goes in it when it fits (a fixed arena has nowhere else to put it). */
+static void test_fixed_big_buffer(void **state)
+{
+    static unsigned char big[3 * ARENA_DEFAULT_CHUNK];
+    arena a;
+    unsigned char *p, *q;
+    size_t allocs = heap.allocs;
+    (void)state;
+
+    arena_init_buffer(&a, big, sizeof big, NULL);
+    assert_int_equal(arena_retained(&a),
+                     sizeof big - (ARENA_ALIGN - (uintptr_t)big % ARENA_ALIGN) % ARENA_ALIGN);
+    p = (unsigned char *)arena_alloc(&a, 2 * ARENA_DEFAULT_CHUNK);
+    assert_non_null(p);
+    assert_true(inside(p, 2 * ARENA_DEFAULT_CHUNK, big, sizeof big));
+    fill_pattern(p, 2 * ARENA_DEFAULT_CHUNK, 5);
+    q = (unsigned char *)arena_alloc(&a, ARENA_DEFAULT_CHUNK / 2);
+    assert_non_null(q);
+    assert_true(inside(q, ARENA_DEFAULT_CHUNK / 2, big, sizeof big));
+    assert_null(arena_alloc(&a, ARENA_DEFAULT_CHUNK));
+    assert_true(has_pattern(p, 2 * ARENA_DEFAULT_CHUNK, 5));
+    arena_reset(&a);
+    assert_ptr_equal(arena_alloc(&a, 2 * ARENA_DEFAULT_CHUNK), p);
+    arena_release(&a);
+    assert_int_equal(heap.allocs, allocs);
+}
+
 /* ---- Caller's buffer with a backing ------------------------------------------------- */
 
 static void test_buffer_with_backing(void **state)
@@ -407,6 +435,7 @@ int main(void)
         T(test_fixed_buffer_never_mallocs),
         T(test_fixed_buffer_unaligned_start),
         T(test_fixed_buffer_tiny_and_empty),
+        T(test_fixed_big_buffer),
         T(test_buffer_with_backing),
         T(test_tiny_buffer_with_backing),
         T(test_backing_gets_everything),

@@ -92,6 +92,29 @@ static void test_model_buffer_arena(void **state)
     MCHECK(&md, arena_retained(&md.a) == md.base);
 }
 
+/* A fixed caller's buffer (no backing): a value that does not fit is NULL
+ * with nothing changed, and the heap is never used. */
+static void test_model_fixed_buffer(void **state)
+{
+    alignas(16) static unsigned char buf[16384 + 5];
+    size_t steps = env_size("ARENA_TEST_STEPS", 4000);
+    uint64_t seed = env_size("ARENA_TEST_SEED", 55);
+    size_t i;
+    (void)state;
+
+    arena_init_buffer(&md.a, buf + 5, 16384, NULL);
+    md.tb = NULL;
+    model_start(&md, seed, ARENA_DEFAULT_CHUNK, 16384 - (ARENA_ALIGN - 5));
+    md.fixed = true;
+    for (i = 0; i < steps; i++) {
+        model_step(&md);
+        MCHECK(&md, arena_retained(&md.a) == md.base);
+    }
+    model_check_values(&md);
+    MCHECK(&md, md.failures > 100); /* the buffer did fill up, many times */
+    model_op_release(&md);
+}
+
 /* The zero-value arena on malloc: the same model without a recording backing. */
 static void test_model_zero_value_malloc(void **state)
 {
@@ -126,6 +149,7 @@ int main(void)
         T(test_model_budget_1000),
         T(test_model_budget_4096),
         T(test_model_buffer_arena),
+        T(test_model_fixed_buffer),
         T(test_model_zero_value_malloc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

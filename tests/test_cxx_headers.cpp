@@ -1,5 +1,6 @@
 // The public headers compile as C++17 (-Wall -Wextra -Werror) and work.
 #include <arena/arena.h>
+#include <arena/pool.h>
 #include <arena/thread.h>
 
 #include <cstdio>
@@ -38,6 +39,17 @@ int main()
     arena_shared_destroy(sh);
     arena_scratch_release_thread();
     arena_release(&a);
+
+    arena_pool pool = {};
+    if (arena_pool_init(&pool, sizeof(point), alignof(point), 4, nullptr)) {
+        point *q = static_cast<point *>(arena_pool_alloc(&pool));
+        ok = ok && q && arena_pool_owns(&pool, q) && arena_pool_used(&pool) == 1;
+        arena_pool_free(&pool, q);
+        ok = ok && arena_pool_available(&pool) == 4 && arena_pool_check(&pool);
+        arena_pool_destroy(&pool);
+    } else {
+        ok = false;
+    }
     std::printf("%s\n", ok ? "ok" : "FAILED");
     return ok ? 0 : 1;
 }

@@ -1,5 +1,6 @@
 /* A program built against the installed package. */
 #include <arena/arena.h>
+#include <arena/pool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,5 +13,16 @@ int main(void)
                strcmp(arena_version(), ARENA_VERSION_STRING) == 0;
     printf("%s %s (libarena %s)\n", s, good ? arena_ref_str(&a, r) : "BROKEN", arena_version());
     arena_release(&a);
+    {
+        arena_pool pool;
+        if (arena_pool_init(&pool, 24, 8, 4, NULL)) {
+            void *q = arena_pool_alloc(&pool);
+            good = good && q && arena_pool_used(&pool) == 1;
+            arena_pool_free(&pool, q);
+            arena_pool_destroy(&pool);
+        } else {
+            good = 0;
+        }
+    }
     return good ? 0 : 1;
 }

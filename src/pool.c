@@ -1,0 +1,330 @@
+/*
+ * The fixed-capacity pool: the out-of-line half.
+ *
+ * Algorithm.  One region holds `cap` slots of `stride` bytes, then a stack of
+ * free slot indices (uint32), then one state byte per slot.  alloc pops an
+ * index off the stack and marks its slot live; free checks that the pointer
+ * is a slot start (arena__pool_index in pool.h: one multiply by the inverse of
+ * the stride's odd part and one rotate, a range and stride check in one, exact
+ * and without a division), checks that the slot is live, marks it freed and
+ * pushes its index.  Both fast paths are inline in pool.h; this file holds
+ * init, destroy, the checks and every path that reports.
+ *
+ * Why the links are not in the slots.  A bare intrusive free list keeps the
+ * next pointer in the freed slot, so a write through a dangling pointer
+ * redirects the next allocation anywhere.  Here a freed slot holds nothing the
+ * pool reads: a stray write spoils garbage, and the stack and states stay
+ * exact.  It costs 5 bytes of metadata per slot and a few instructions per
+ * call (docs/fast-path.md), and buys speed where it matters most: the stack
+ * is a dense array the CPU streams through, while an intrusive list reads
+ * every slot it hands out (a cache miss per alloc once the slots outgrow the
+ * cache).  The state is what makes double-free detection exact rather than a
+ * heuristic.
+ * A byte per slot rather than a bit: a plain store, no read-modify-write.
+ *
+ * Closing the inline paths.  Under AddressSanitizer (or a checked build) the
+ * library must see every transition, to poison free slots.  A program built
+ * with ASan never inlines (ARENA__INLINE_WINDOW in arena.h); a program built
+ * without it but linked to an instrumented library sees `open == 0`, which
+ * fails both inline tests (nfree - 1 < 0 and index < 0), so every call comes
+ * here.  Poisoning and any future annotation go in take() and give().
+ *
+ * Costs: init and check are O(cap); alloc, free, owns and the counters O(1);
+ * destroy O(1).  No call but init and destroy touches the backing allocator.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena/pool.h"
+#include "internal.h"
+
+/* Where the region's parts start, from one set of arguments. */
+struct layout {
+    size_t stride; /* slot size */
+    size_t stack;  /* offset of the index stack */
+    size_t state;  /* offset of the states */
+    size_t total;  /* bytes from slot 0 to the end of the states */
+};
+
+/* Fills `l`; false for arguments init refuses or sizes that overflow.
+ * Every addition and product is checked before it is made. */
+static bool plan(size_t obj_size, size_t obj_align, size_t capacity, struct layout *l)
+{
+    size_t size = obj_size ? obj_size : 1;
+    size_t slots;
+
+    if (capacity == 0 || (uint64_t)capacity > UINT32_MAX || !arena__is_pow2(obj_align))
+        return false;
+    if (size > SIZE_MAX - (obj_align - 1))
+        return false;
+    l->stride = (size_t)arena__align_up(size, obj_align);
+    if (ARENA__MUL_OVERFLOWS(capacity, l->stride, &slots))
+        return false;
+    if (slots > SIZE_MAX - (sizeof(uint32_t) - 1))
+        return false;
+    l->stack = (size_t)arena__align_up(slots, sizeof(uint32_t));
+    if (capacity > (SIZE_MAX - l->stack) / (sizeof(uint32_t) + 1))
+        return false;
+    l->state = l->stack + capacity * sizeof(uint32_t);
+    l->total = l->state + capacity;
+    return true;
+}
+
+/* The inverse of odd `d` modulo 2^N: each Newton step doubles the correct
+ * low bits, from 3 (d * d == 1 mod 8 for any odd d). */
+static size_t inverse(size_t d)
+{
+    size_t x = d;
+    int i;
+    for (i = 0; i < 6; i++)
+        x *= 2 - d * x;
+    return x;
+}
+
+/* Whether the inline paths may run: not when the library must see every
+ * transition (sanitizers, checked builds). */
+static bool inline_paths_open(void) { return !arena__instrumented(); }
+
+/* Sets up `p` over `base` (aligned to obj_align, l->total bytes): every slot
+ * free and poisoned, slot 0 on top of the stack. */
+static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t obj_size,
+                    size_t obj_align, size_t capacity)
+{
+    size_t j, d = l->stride, k = 0;
+
+    while ((d & 1) == 0) {
+        d >>= 1;
+        k++;
+    }
+    p->base = base;
+    p->stack = (uint32_t *)(void *)(base + l->stack);
+    p->state = (unsigned char *)base + l->state;
+    p->inv = inverse(d);
+    p->stride = l->stride;
+    p->shift = k;
+    p->cap = capacity;
+    p->nfree = capacity;
+    p->open = inline_paths_open() ? capacity : 0;
+    p->obj_size = obj_size ? obj_size : 1;
+    p->obj_align = obj_align;
+    for (j = 0; j < capacity; j++)
+        p->stack[j] = (uint32_t)(capacity - 1 - j);
+    memset(p->state, ARENA__POOL_NEVER, capacity);
+    arena__poison(base, capacity * l->stride);
+}
+
+static void *back_alloc(const arena_allocator *b, size_t n)
+{
+    return b->alloc ? b->alloc(b->ctx, n) : malloc(n);
+}
+
+static void back_free(const arena_allocator *b, void *ptr, size_t n)
+{
+    if (b->alloc)
+        b->free(b->ctx, ptr, n);
+    else
+        free(ptr);
+}
+
+bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t capacity,
+                     const arena_allocator *backing)
+{
+    struct layout l;
+    arena_allocator b = {NULL, NULL, NULL};
+    size_t slack, n;
+    void *block;
+
+    if (backing && backing->alloc)
+        b = *backing; /* before the memset: it may point into *p */
+    memset(p, 0, sizeof *p);
+    if (!plan(obj_size, obj_align, capacity, &l))
+        return false;
+    /* The backing allocator aligns to ARENA_ALIGN; pad for more. */
+    slack = obj_align > ARENA_ALIGN ? obj_align - ARENA_ALIGN : 0;
+    if (l.total > SIZE_MAX - slack)
+        return false;
+    n = l.total + slack;
+    block = back_alloc(&b, n);
+    if (!block)
+        return false;
+    lay_out(p, (char *)arena__align_up((uintptr_t)block, obj_align), &l, obj_size, obj_align,
+            capacity);
+    p->block = block;
+    p->block_size = n;
+    p->backing = b;
+    return true;
+}
+
+size_t arena_pool_buffer_size(size_t obj_size, size_t obj_align, size_t capacity)
+{
+    struct layout l;
+    return plan(obj_size, obj_align, capacity, &l) ? l.total : 0;
+}
+
+bool arena_pool_init_buffer(arena_pool *p, void *buf, size_t len, size_t obj_size,
+                            size_t obj_align, size_t capacity)
+{
+    struct layout l;
+    size_t align;
+
+    memset(p, 0, sizeof *p);
+    if (!buf || !plan(obj_size, obj_align, capacity, &l) || len < l.total)
+        return false;
+    align = obj_align > ARENA_ALIGN ? obj_align : ARENA_ALIGN;
+    if ((uintptr_t)buf & (uintptr_t)(align - 1))
+        return false;
+    lay_out(p, (char *)buf, &l, obj_size, obj_align, capacity);
+    return true;
+}
+
+void arena_pool_destroy(arena_pool *p)
+{
+    if (p->cap)
+        arena__unpoison(p->base, p->cap * p->stride);
+    if (p->block)
+        back_free(&p->backing, p->block, p->block_size);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- Transitions: the one place a slot changes state out of line ------------- */
+
+static void *take(arena_pool *p)
+{
+    void *obj = arena__pool_pop(p);
+    arena__unpoison(obj, p->obj_size);
+    return obj;
+}
+
+static void give(arena_pool *p, void *obj, size_t i)
+{
+    arena__poison(obj, p->stride);
+    arena__pool_push(p, i);
+}
+
+void *arena__pool_alloc_slow(arena_pool *p)
+{
+    return p->nfree ? take(p) : NULL;
+}
+
+/* Says why `obj`, which is no slot start, was refused. */
+static void report_foreign(const arena_pool *p, void *obj)
+{
+    uintptr_t at = (uintptr_t)obj, base = (uintptr_t)p->base;
+    size_t span = p->cap * p->stride;
+
+    if (p->cap && at >= base && at - base < span)
+        arena__report(ARENA_ERR_FOREIGN_POINTER,
+                      "arena_pool_free: %p is inside slot %zu of pool %p (at offset %zu), not "
+                      "at its start",
+                      obj, (size_t)(at - base) / p->stride, (const void *)p,
+                      (size_t)(at - base) % p->stride);
+    else
+        arena__report(ARENA_ERR_FOREIGN_POINTER,
+                      "arena_pool_free: %p is not in pool %p (storage at %p, %zu bytes)", obj,
+                      (const void *)p, (void *)p->base, span);
+}
+
+void arena__pool_free_slow(arena_pool *p, void *obj)
+{
+    size_t i;
+
+    if (!obj) {
+        arena__report(ARENA_ERR_NULL_FREE, "arena_pool_free: NULL pointer given to pool %p",
+                      (void *)p);
+        return;
+    }
+    i = arena__pool_index(p, obj);
+    if (i >= p->cap) {
+        report_foreign(p, obj);
+        return;
+    }
+    if (p->state[i] != ARENA__POOL_LIVE) {
+        arena__report(ARENA_ERR_DOUBLE_FREE,
+                      "arena_pool_free: double free of %p (slot %zu of pool %p is already free: "
+                      "%s)",
+                      obj, i, (void *)p,
+                      p->state[i] == ARENA__POOL_NEVER ? "never handed out" : "freed earlier");
+        return;
+    }
+    give(p, obj, i);
+}
+
+/* ---- Consistency ---------------------------------------------------------------- */
+
+#define SEEN 0x80u /* marks a state byte while check walks the stack */
+
+#define CORRUPT(...) (arena__report(ARENA_ERR_CORRUPT, __VA_ARGS__), false)
+
+/* The fields must describe a region check can walk. */
+static bool check_shape(const arena_pool *p)
+{
+    size_t d = p->shift < sizeof(size_t) * 8 ? p->stride >> p->shift : 0;
+    struct layout l;
+
+    if (p->cap == 0) {
+        if (p->nfree || p->open || p->block)
+            return CORRUPT("arena_pool_check: pool %p: capacity 0 but %zu free slots",
+                           (const void *)p, p->nfree);
+        return true;
+    }
+    if (!p->base || !p->stack || !p->state || !arena__is_pow2(p->obj_align) ||
+        ((uintptr_t)p->base & (p->obj_align - 1)))
+        return CORRUPT("arena_pool_check: pool %p: storage %p is missing or misaligned",
+                       (const void *)p, (void *)p->base);
+    if ((d & 1) == 0 || (d << p->shift) != p->stride || d * p->inv != 1 ||
+        !plan(p->obj_size, p->obj_align, p->cap, &l) || l.stride != p->stride ||
+        (char *)p->stack != p->base + l.stack || (char *)p->state != p->base + l.state)
+        return CORRUPT("arena_pool_check: pool %p: stride %zu (shift %zu, inverse %zx) or layout "
+                       "does not fit %zu objects of %zu bytes at alignment %zu",
+                       (const void *)p, p->stride, p->shift, p->inv, p->cap, p->obj_size,
+                       p->obj_align);
+    if (p->nfree > p->cap || (p->open != 0 && p->open != p->cap))
+        return CORRUPT("arena_pool_check: pool %p: %zu free slots (inline bound %zu) of %zu",
+                       (const void *)p, p->nfree, p->open, p->cap);
+    return true;
+}
+
+bool arena_pool_check(const arena_pool *p)
+{
+    unsigned char *st = p->state;
+    size_t i, j, nfree = 0, bad = 0;
+    const char *why = NULL;
+
+    if (!check_shape(p))
+        return false;
+    for (i = 0; i < p->cap; i++) {
+        if (st[i] > ARENA__POOL_FREED)
+            return CORRUPT("arena_pool_check: pool %p: slot %zu has state %u", (const void *)p,
+                           i, (unsigned)st[i]);
+        nfree += st[i] != ARENA__POOL_LIVE;
+    }
+    if (nfree != p->nfree)
+        return CORRUPT("arena_pool_check: pool %p: %zu slots are free but the free stack holds "
+                       "%zu",
+                       (const void *)p, nfree, p->nfree);
+    /* Every stack entry must name a distinct free slot; with the count above,
+     * the stack then names every free slot exactly once.  Mark as we go. */
+    for (j = 0; j < p->nfree && !why; j++) {
+        i = p->stack[j];
+        if (i >= p->cap)
+            why = "out of range";
+        else if (st[i] & SEEN)
+            why = "named twice";
+        else if (st[i] == ARENA__POOL_LIVE)
+            why = "live";
+        else
+            st[i] |= SEEN;
+        bad = j;
+    }
+    /* Restore the marks before anything is reported. */
+    for (j = 0; j < p->nfree; j++) {
+        i = p->stack[j];
+        if (i < p->cap)
+            st[i] &= (unsigned char)~SEEN;
+    }
+    if (why)
+        return CORRUPT("arena_pool_check: pool %p: free stack entry %zu names slot %zu, which "
+                       "is %s",
+                       (const void *)p, bad, (size_t)p->stack[bad], why);
+    return true;
+}

@@ -3,8 +3,12 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
+# `make bench`: a release build (-O2) of its own; BENCH_QUICK=1 for the short
+# CI mode, BENCH_ARGS for bench/run.py (e.g. --docs, --rounds 9, --filter copy).
+BENCH_BUILD ?= build-bench
+BENCH_ARGS ?=
 
-.PHONY: test build deps clean
+.PHONY: test build deps clean bench
 
 test: deps
 	cmake -S . -B $(BUILD) -DARENA_WERROR=ON $(CMAKE_ARGS)
@@ -20,3 +24,11 @@ deps:
 
 clean:
 	rm -rf $(BUILD) build-*
+
+bench:
+	scripts/deps.sh bench
+	cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release \
+	    -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+	    -DARENA_BUILD_BENCH=ON -DARENA_BUILD_TESTS=OFF -DARENA_BUILD_EXAMPLES=OFF $(CMAKE_ARGS)
+	cmake --build $(BENCH_BUILD) -j $(JOBS)
+	python3 bench/run.py --build $(BENCH_BUILD) $(BENCH_ARGS)

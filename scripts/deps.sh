@@ -8,7 +8,7 @@ set -eu
 
 pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev"
 pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy"
-pkgs_bench="$pkgs_test libbenchmark-dev libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev \
+pkgs_bench="$pkgs_test python3 libbenchmark-dev libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev \
 libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox"
 
 want=""

@@ -45,11 +45,28 @@ enum {
 
 /* ---- Backing allocator --------------------------------------------------------- */
 
+/* The default backing: the C library's heap, with every block aligned to a
+ * cache line (64 bytes) instead of malloc's 16.  A value at the start of a
+ * chunk (the scratch block of an arena reset per scope, the first row of a
+ * batch) then never straddles a line more than it must: with 16-byte chunk
+ * starts, zeroing a 512-byte scope block took half again as long (AVX-512
+ * memset, docs/benchmarks.md).  Freed with free(). */
+static void *default_alloc(size_t n)
+{
+#if defined(_WIN32)
+    return malloc(n);
+#else
+    if (n > SIZE_MAX - 63)
+        return NULL;
+    return aligned_alloc(64, (n + 63) & ~(size_t)63);
+#endif
+}
+
 static void *back_alloc(arena *a, size_t n)
 {
     if (a->backing.alloc)
         return a->backing.alloc(a->backing.ctx, n);
-    return malloc(n);
+    return default_alloc(n);
 }
 
 static void back_free(arena *a, void *p, size_t n)
@@ -78,14 +95,24 @@ static char *cursor(const arena *a) { return a->ptr ? a->ptr : a->pos; }
 static void set_cursor(arena *a, char *pos)
 {
     a->pos = pos;
-    a->ptr = a->end = NULL;
+    a->ptr = a->end = a->run = NULL;
     if (pos && !arena__instrumented()) {
         uintptr_t end = arena__align_down((uintptr_t)a->lim, ARENA_ALIGN);
         if (arena__align_up((uintptr_t)pos, ARENA_ALIGN) <= end) {
-            a->ptr = pos;
+            a->ptr = a->run = pos;
             a->end = pos + (end - (uintptr_t)pos);
         }
     }
+}
+
+/* Folds the bytes the inline paths stored since the window opened into
+ * `size`.  Every out-of-line entry point calls it first, so that the
+ * library's code reads an exact `size` and only ever moves the position
+ * through set_cursor(). */
+static void sync(arena *a)
+{
+    a->size = arena_size(a);
+    a->run = a->ptr;
 }
 
 /* Makes chunk `i` current with its position at `pos`. */
@@ -238,6 +265,7 @@ placed:
 void *arena__alloc_slow(arena *a, size_t size, size_t align)
 {
     uint32_t chunk;
+    sync(a);
     if (align == 0)
         align = ARENA_ALIGN;
     if (!arena__is_pow2(align))
@@ -267,6 +295,7 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
 {
     uint32_t chunk;
     char *p;
+    sync(a);
     if (len == SIZE_MAX)
         return NULL;
     p = place(a, len + 1, 1, &chunk);
@@ -285,6 +314,7 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
     char *q;
     bool last;
 
+    sync(a);
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
     /* The most recent value ends at the position of the current chunk. */
@@ -321,11 +351,12 @@ static arena_ref make_ref(const arena *a, const char *p, uint32_t chunk, size_t 
     return r;
 }
 
-arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
+arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align)
 {
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
     char *p;
+    sync(a);
 
     if (size > ARENA_REF_MAX) {
         arena__report(ARENA_ERR_REF_TOO_LARGE,
@@ -345,11 +376,12 @@ arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
     return make_ref(a, p, chunk, size);
 }
 
-arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
+arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
 {
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
     char *p;
+    sync(a);
 
     if (len >= ARENA_REF_MAX) {
         arena__report(ARENA_ERR_REF_TOO_LARGE,
@@ -384,9 +416,14 @@ void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 
 /* ---- Lifetime ------------------------------------------------------------------------------ */
 
+/* The empty arena.  Copying it, rather than memset(a, 0, sizeof *a), keeps
+ * gcc from emitting `rep stos` for the known-size clear: its start-up cost
+ * (tens of cycles) was most of the price of a stack-buffer scope. */
+static const arena empty_arena;
+
 void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocator *backing)
 {
-    memset(a, 0, sizeof *a);
+    *a = empty_arena;
     if (chunk_bytes > ARENA_REF_MAX)
         chunk_bytes = ARENA_REF_MAX;
     a->budget = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
@@ -426,10 +463,11 @@ void arena_init_buffer(arena *a, void *buf, size_t len, const arena_allocator *b
     }
 }
 
-void arena_release(arena *a)
+void arena__release_slow(arena *a)
 {
     size_t bufcap = a->buf ? a->chunks[0].cap : 0;
     uint32_t i;
+    sync(a);
 
     for (i = 0; i < a->nchunks; i++) {
         if (a->chunks[i].base != a->buf)
@@ -488,14 +526,16 @@ static void reopen(arena *a)
     }
 }
 
-void arena_reset(arena *a)
+void arena__reset_slow(arena *a)
 {
+    sync(a);
     drop_chunks_from(a, 0);
     reopen(a);
 }
 
 static ARENA_NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
 {
+    sync(a);
     drop_chunks_from(a, 0);
     free_spares(a, retain_limit);
     reopen(a);
@@ -504,16 +544,18 @@ static ARENA_NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
 void arena_reset_to(arena *a, size_t retain_limit)
 {
     /* The common case of a request-sized batch (the arena cache recycles one
-     * per request): one uniform chunk, kept.  No register to save. */
-    if (a->nchunks == 1 && a->retained <= retain_limit && !is_oversized(a, &a->chunks[0])) {
-        arena__poison(a->chunks[0].base, a->chunks[0].cap);
-        reopen(a);
+     * per request): one chunk, kept, the inline window open on it. */
+    if (ARENA__INLINE_WINDOW && a->nchunks == 1 && a->retained <= retain_limit &&
+        arena__reset_first(a))
         return;
-    }
     reset_to_slow(a, retain_limit);
 }
 
-void arena_trim(arena *a, size_t max_retained) { free_spares(a, max_retained); }
+void arena_trim(arena *a, size_t max_retained)
+{
+    sync(a);
+    free_spares(a, max_retained);
+}
 
 /* True when `m` can be a mark of this arena's current epoch: its chunks are
  * still in use and its position lies in its chunk.
@@ -539,6 +581,7 @@ static bool mark_plausible(const arena *a, arena_mark m)
 
 void arena_rewind(arena *a, arena_mark m)
 {
+    sync(a);
     if (!mark_plausible(a, m)) {
         arena__report(ARENA_ERR_BAD_MARK,
                       "arena_rewind: arena %p cannot have made this mark (expired by a reset, "
@@ -606,5 +649,8 @@ bool arena_check(const arena *a)
                    a->end > a->lim))
         return CORRUPT("arena_check: arena %p: inline window [%p, %p) is malformed",
                        (const void *)a, (void *)a->ptr, (void *)a->end);
+    if (a->ptr ? (a->run < a->chunks[a->cur].base || a->run > a->ptr) : a->run != NULL)
+        return CORRUPT("arena_check: arena %p: inline run starts at %p, outside [chunk, %p]",
+                       (const void *)a, (void *)a->run, (void *)a->ptr);
     return true;
 }

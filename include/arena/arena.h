@@ -73,6 +73,22 @@ extern "C" {
 #  define ARENA__MAX_ALIGN  _Alignof(max_align_t)
 #endif
 
+/* The inline window is closed in builds where the program must see every
+ * allocation through the library (ASan, checked builds), so that the library
+ * can poison, guard and tag each one. */
+#if defined(ARENA_CHECKED) && ARENA_CHECKED
+#  define ARENA__INLINE_WINDOW 0
+#elif defined(__SANITIZE_ADDRESS__)
+#  define ARENA__INLINE_WINDOW 0
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define ARENA__INLINE_WINDOW 0
+#  endif
+#endif
+#ifndef ARENA__INLINE_WINDOW
+#  define ARENA__INLINE_WINDOW 1
+#endif
+
 /* Multiplication with overflow detection (count * size). */
 #if defined(__GNUC__) || defined(__clang__)
 #  define ARENA__MUL_OVERFLOWS(a, b, out) __builtin_mul_overflow((a), (b), (out))
@@ -164,7 +180,11 @@ struct arena__chunk {
 typedef struct arena {
     char *ptr;   /* inline bump position, or NULL */
     char *end;   /* inline limit, or NULL */
-    size_t size; /* arena_size() */
+    size_t size; /* arena_size(), less the bytes of the inline run */
+    char *run;   /* start of the inline run: the inline paths bump ptr without
+                    touching size (a read-modify-write of a counter on every
+                    allocation would chain each one to the last through
+                    memory); arena_size() = size + (ptr - run) */
 
     char *pos;                    /* position in the current chunk when ptr == NULL */
     char *lim;                    /* end of the current chunk; NULL: none */
@@ -202,7 +222,8 @@ typedef struct arena_ref {
 /**
  * Initialises an empty arena with uniform chunks of `chunk_bytes` of capacity
  * (0: ARENA_DEFAULT_CHUNK; above ARENA_REF_MAX: clamped).  Allocates nothing.
- * Memory comes from malloc.  Do not call it on an arena that holds chunks
+ * Memory comes from the C library's heap (aligned_alloc, 64-byte aligned
+ * chunks; freed with free()).  Do not call it on an arena that holds chunks
  * (arena_release() it first).  Never fails.
  */
 ARENA_API void arena_init(arena *a, size_t chunk_bytes);
@@ -221,14 +242,49 @@ ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocat
  */
 ARENA_API void arena_init_buffer(arena *a, void *buf, size_t len, const arena_allocator *backing);
 
+ARENA_API void arena__release_slow(arena *a);
+ARENA_API void arena__reset_slow(arena *a);
+
+/* Reset of an arena whose only chunk in use is chunk 0, with the inline
+ * window open on it (so nothing is instrumented, and chunk 0 is uniform or
+ * the caller's buffer): size 0, marks expired, the position back at the
+ * chunk's start.  Spares stay as they are.  False when the arena is in any
+ * other state, which the slow path handles. */
+static inline bool arena__reset_first(arena *a)
+{
+    char *base;
+    if (!a->ptr || a->nused != 1)
+        return false;
+    base = a->chunks[0].base;
+    a->size = 0;
+    a->epoch++;
+    a->pos = base;
+    a->ptr = base;
+    a->run = base;
+    return true;
+}
+
 /** Frees every chunk the arena allocated and its bookkeeping; the arena is
  *  empty and reusable, with the same budget, backing (and buffer).  This is
- *  the destructor.  Expires every value. */
-ARENA_API void arena_release(arena *a);
+ *  the destructor.  Expires every value.  Inline for an arena that holds
+ *  nothing but the caller's buffer (a scope on the stack: a few stores). */
+static inline void arena_release(arena *a)
+{
+    if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first &&
+        arena__reset_first(a))
+        return;
+    arena__release_slow(a);
+}
 
 /** Forgets every value (size 0), keeps the uniform chunks (contents untouched)
- *  and the caller's buffer, frees the oversized chunks.  Expires every value. */
-ARENA_API void arena_reset(arena *a);
+ *  and the caller's buffer, frees the oversized chunks.  Expires every value.
+ *  Inline when the batch used one chunk (a few stores). */
+static inline void arena_reset(arena *a)
+{
+    if (ARENA__INLINE_WINDOW && arena__reset_first(a))
+        return;
+    arena__reset_slow(a);
+}
 
 /**
  * arena_reset() that keeps at most `retain_limit` bytes of chunks ("retain
@@ -260,7 +316,10 @@ ARENA_API void arena_rewind(arena *a, arena_mark m);
 
 /** Bytes stored since the last reset/release (string NULs included; alignment
  *  padding and chunk tails excluded). */
-static inline size_t arena_size(const arena *a) { return a->size; }
+static inline size_t arena_size(const arena *a)
+{
+    return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->run);
+}
 
 /** Capacity of every chunk held, uniform and oversized, in bytes. */
 ARENA_API size_t arena_retained(const arena *a);
@@ -270,7 +329,7 @@ static inline arena_mark arena_save(const arena *a)
 {
     arena_mark m;
     m.pos = a->ptr ? a->ptr : a->pos;
-    m.size = a->size;
+    m.size = arena_size(a);
     m.cur = a->cur;
     m.nused = a->nused;
     m.epoch = a->epoch;
@@ -285,29 +344,70 @@ ARENA_API char *arena__strndup_slow(arena *a, const char *s, size_t len);
 ARENA_API void *arena__calloc_slow(arena *a, size_t size, size_t align);
 ARENA_API void *arena__ref_ptr_checked(const arena *a, arena_ref r);
 
-/* The inline window is closed in builds where the program must see every
- * allocation through the library (ASan, checked builds), so that the library
- * can poison, guard and tag each one. */
-#if defined(ARENA_CHECKED) && ARENA_CHECKED
-#  define ARENA__INLINE_WINDOW 0
-#elif defined(__SANITIZE_ADDRESS__)
-#  define ARENA__INLINE_WINDOW 0
-#elif defined(__has_feature)
-#  if __has_feature(address_sanitizer)
-#    define ARENA__INLINE_WINDOW 0
-#  endif
-#endif
-#ifndef ARENA__INLINE_WINDOW
-#  define ARENA__INLINE_WINDOW 1
-#endif
-
-/* Room in the inline window for a value of alignment `align` (a power of two
- * <= ARENA_ALIGN); sets *pad.  0 when the window is closed. */
-static inline size_t arena__room(const arena *a, size_t align, size_t *pad)
+/* The room in the inline window after a value of alignment `align` (a power
+ * of two <= ARENA_ALIGN) placed at the first suitable address, which goes to
+ * *at.  0 when the window is closed.  The invariant of the window (ptr
+ * rounded up to ARENA_ALIGN is <= end) keeps the subtraction from wrapping. */
+static inline size_t arena__room(const arena *a, size_t align, uintptr_t *at)
 {
-    uintptr_t p = (uintptr_t)a->ptr;
-    *pad = (size_t)(-p & (uintptr_t)(align - 1));
-    return (size_t)((uintptr_t)a->end - p) - *pad;
+    *at = ((uintptr_t)a->ptr + (align - 1)) & ~(uintptr_t)(align - 1);
+    return (size_t)((uintptr_t)a->end - *at);
+}
+
+/* Takes the value at `at` of `size` bytes from the inline window.  The bytes
+ * count in arena_size() through ptr - run; only alignment padding, which must
+ * not count, touches the size field (rarely, and behind a branch). */
+static inline char *arena__take(arena *a, uintptr_t at, size_t size)
+{
+    uintptr_t c = (uintptr_t)a->ptr;
+    if (ARENA_UNLIKELY(at != c))
+        a->size -= (size_t)(at - c);
+    a->ptr = (char *)at + size;
+    return (char *)at;
+}
+
+/* Copies `n` bytes.  Values up to 32 bytes -- labels, keys, small fields, the
+ * bulk of what a decoder interns -- are moved with two overlapping loads and
+ * stores of a fixed width (which compile to plain moves), instead of a call
+ * into the C library's memcpy and its size dispatch; longer ones call memcpy.
+ * Measured on 16-byte arena_copy: 6.7 -> 3.9 ns (docs/benchmarks.md). */
+static inline void arena__copy_bytes(char *dst, const void *src, size_t n)
+{
+    const char *s = (const char *)src;
+#if defined(__GNUC__) || defined(__clang__)
+    /* Hides which object `s` points to (no instruction): otherwise gcc's
+     * -Warray-bounds judges the fixed-width moves of a branch only a longer
+     * n reaches against a shorter source, and warns in the caller's code. */
+    __asm__("" : "+r"(s));
+#endif
+    if (n <= 32) {
+        if (n >= 16) {
+            char a[16], b[16];
+            memcpy(a, s, 16);
+            memcpy(b, s + n - 16, 16);
+            memcpy(dst, a, 16);
+            memcpy(dst + n - 16, b, 16);
+        } else if (n >= 8) {
+            uint64_t a, b;
+            memcpy(&a, s, 8);
+            memcpy(&b, s + n - 8, 8);
+            memcpy(dst, &a, 8);
+            memcpy(dst + n - 8, &b, 8);
+        } else if (n >= 4) {
+            uint32_t a, b;
+            memcpy(&a, s, 4);
+            memcpy(&b, s + n - 4, 4);
+            memcpy(dst, &a, 4);
+            memcpy(dst + n - 4, &b, 4);
+        } else if (n > 0) {
+            char a = s[0], b = s[n / 2], c = s[n - 1];
+            dst[0] = a;
+            dst[n / 2] = b;
+            dst[n - 1] = c;
+        }
+        return;
+    }
+    memcpy(dst, s, n);
 }
 
 /* ---- Storing values ---------------------------------------------------------- */
@@ -318,22 +418,21 @@ static inline size_t arena__room(const arena *a, size_t align, size_t *pad)
  * not be dereferenced.  NULL on out-of-memory or overflow, with the arena
  * unchanged.
  *
- * Fast path, gcc 12 -O2 x86-64: 14 instructions with one not-taken branch
- * (two loads, the pad computed from the address with neg/and, two
- * subtractions for the room, lea size - 1 and the compare, which also sends
- * size 0 and sizes near SIZE_MAX to the slow path, then add the pad, add to
- * the size counter, store the new position).  Checked by objdump; see
- * docs/fast-path.md.
+ * Fast path, gcc 12 -O2 x86-64: 12 instructions with two not-taken branches
+ * (load ptr and end, round ptr up with lea/and, the room with one sub, lea
+ * size - 1 and the compare, which also sends size 0 and sizes near SIZE_MAX
+ * to the slow path, the padding test, then add and store the new position).
+ * No counter is updated: arena_size() derives the bytes of the inline run
+ * from ptr, so consecutive allocations depend on each other only through
+ * ptr.  Checked by objdump; see docs/fast-path.md.
  */
 ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
 static inline void *arena_alloc(arena *a, size_t size)
 {
-    size_t pad;
+    uintptr_t at;
     if (ARENA__INLINE_WINDOW &&
-        ARENA_LIKELY(size - 1 < arena__room(a, ARENA_ALIGN, &pad))) {
-        char *p = a->ptr + pad;
-        a->ptr = p + size;
-        a->size += size;
+        ARENA_LIKELY(size - 1 < arena__room(a, ARENA_ALIGN, &at))) {
+        char *p = arena__take(a, at, size);
         return p;
     }
     return arena__alloc_slow(a, size, ARENA_ALIGN);
@@ -345,14 +444,12 @@ static inline void *arena_alloc(arena *a, size_t size)
 ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
 static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align)
 {
-    size_t pad;
+    uintptr_t at;
     if (align == 0)
         align = ARENA_ALIGN;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &pad))) {
-        char *p = a->ptr + pad;
-        a->ptr = p + size;
-        a->size += size;
+        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        char *p = arena__take(a, at, size);
         return p;
     }
     return arena__alloc_slow(a, size, align);
@@ -363,13 +460,12 @@ static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align)
 ARENA_NODISCARD ARENA_MALLOC
 static inline void *arena_calloc(arena *a, size_t count, size_t size)
 {
-    size_t n, pad;
+    size_t n;
+    uintptr_t at;
     if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
         return NULL;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(n - 1 < arena__room(a, ARENA_ALIGN, &pad))) {
-        char *p = a->ptr + pad;
-        a->ptr = p + n;
-        a->size += n;
+    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(n - 1 < arena__room(a, ARENA_ALIGN, &at))) {
+        char *p = arena__take(a, at, n);
         return memset(p, 0, n);
     }
     return arena__calloc_slow(a, n, ARENA_ALIGN);
@@ -381,15 +477,14 @@ static inline void *arena_calloc(arena *a, size_t count, size_t size)
 ARENA_NODISCARD
 static inline void *arena_copy(arena *a, const void *src, size_t size, size_t align)
 {
-    size_t pad;
+    uintptr_t at;
     if (align == 0)
         align = ARENA_ALIGN;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &pad))) {
-        char *p = a->ptr + pad;
-        a->ptr = p + size;
-        a->size += size;
-        return memcpy(p, src, size);
+        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        char *p = arena__take(a, at, size);
+        arena__copy_bytes(p, src, size);
+        return p;
     }
     return arena__copy_slow(a, src, size, align);
 }
@@ -399,12 +494,11 @@ static inline void *arena_copy(arena *a, const void *src, size_t size, size_t al
 ARENA_NODISCARD
 static inline char *arena_strndup(arena *a, const char *s, size_t len)
 {
-    size_t pad;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(len < arena__room(a, 1, &pad))) {
+    uintptr_t at;
+    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
         char *p = a->ptr;
         a->ptr = p + len + 1;
-        a->size += len + 1;
-        memcpy(p, s, len);
+        arena__copy_bytes(p, s, len);
         p[len] = '\0';
         return p;
     }
@@ -434,12 +528,10 @@ ARENA_API void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size
 /* Zeroed allocation of `size` bytes at `align`. */
 static inline void *arena__new(arena *a, size_t size, size_t align)
 {
-    size_t pad;
+    uintptr_t at;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &pad))) {
-        char *p = a->ptr + pad;
-        a->ptr = p + size;
-        a->size += size;
+        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        char *p = arena__take(a, at, size);
         return memset(p, 0, size);
     }
     return arena__calloc_slow(a, size, align);
@@ -472,16 +564,59 @@ static inline void *arena__alloc_array(arena *a, size_t count, size_t size, size
 
 /* ---- Refs ------------------------------------------------------------------------ */
 
+ARENA_API arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align);
+ARENA_API arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len);
+
+/* The ref of `size` bytes just taken at `p` in the inline window's chunk.
+ * The window lies in chunk `cur`, whose capacity is <= ARENA_REF_MAX, so the
+ * offset and the size fit 32 bits. */
+static inline arena_ref arena__window_ref(const arena *a, const char *p, size_t size)
+{
+    arena_ref r;
+    r.chunk = a->cur;
+    r.off = (uint32_t)(p - a->chunks[a->cur].base);
+    r.len = (uint32_t)size;
+    return r;
+}
+
 /** Stores a copy of `size` bytes at `align` and returns its ref.  The empty
  *  ref for size 0, on out-of-memory, or for an invalid alignment (nothing
  *  stored).  size > ARENA_REF_MAX is misuse: ARENA_ERR_REF_TOO_LARGE goes to
- *  the error handler and the empty ref is returned. */
-ARENA_API arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align);
+ *  the error handler and the empty ref is returned.  Inline like
+ *  arena_copy() when the value fits the current chunk (which also proves
+ *  size <= ARENA_REF_MAX). */
+static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
+{
+    uintptr_t at;
+    if (align == 0)
+        align = ARENA_ALIGN;
+    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
+        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        arena_ref r = arena__window_ref(a, (char *)at, size);
+        char *p = arena__take(a, at, size);
+        arena__copy_bytes(p, src, size);
+        return r;
+    }
+    return arena__ref_copy_slow(a, src, size, align);
+}
 
 /** Stores `len` bytes of `s` plus a NUL (as arena_strndup()) and returns a
  *  ref whose length is `len`.  len 0 stores nothing and returns the empty
- *  ref (whose string is "").  len >= ARENA_REF_MAX: ARENA_ERR_REF_TOO_LARGE. */
-ARENA_API arena_ref arena_ref_strndup(arena *a, const char *s, size_t len);
+ *  ref (whose string is "").  len >= ARENA_REF_MAX: ARENA_ERR_REF_TOO_LARGE.
+ *  Inline when the string fits the current chunk. */
+static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
+{
+    uintptr_t at;
+    if (ARENA__INLINE_WINDOW && len != 0 && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
+        char *p = a->ptr;
+        arena_ref r = arena__window_ref(a, p, len);
+        a->ptr = p + len + 1;
+        arena__copy_bytes(p, s, len);
+        p[len] = '\0';
+        return r;
+    }
+    return arena__ref_strndup_slow(a, s, len);
+}
 
 /** True for the empty ref. */
 static inline bool arena_ref_empty(arena_ref r) { return r.len == 0; }

@@ -1,0 +1,695 @@
+/*
+ * bench_arena: libarena, the limit proxies, and the peers that run on glibc
+ * malloc (obstack, talloc, APR pools, GLib, std::pmr).  It links no malloc
+ * replacement, and checks at start-up that malloc is glibc's.  The malloc
+ * rows themselves come from malloc_family.cc, one process per allocator.
+ */
+#include <arena/arena.h>
+#include <malloc.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "ingest.h"
+#include "workloads.h"
+
+#if __has_include(<arena/pool.h>)
+#  include <arena/pool.h>
+#  define HAVE_ARENA_POOL 1
+#endif
+#if HAVE_BOOST_POOL
+#  include <boost/pool/pool.hpp>
+#endif
+#if HAVE_OBSTACK
+#  define obstack_chunk_alloc std::malloc
+#  define obstack_chunk_free std::free
+#  include <obstack.h>
+#endif
+#if HAVE_TALLOC
+#  include <talloc.h>
+#endif
+#if HAVE_APR
+#  include <apr_general.h>
+#  include <apr_pools.h>
+#  include <apr_strings.h>
+#endif
+#if HAVE_GLIB
+#  include <glib.h>
+#endif
+#if HAVE_PMR
+#  include <memory_resource>
+#endif
+
+// A ref is a failure when it is empty (found by the batch loop through ADL).
+inline bool failed(arena_ref r) { return arena_ref_empty(r); }
+
+namespace bench {
+void return_memory() { malloc_trim(0); }
+} // namespace bench
+
+using namespace bench;
+using benchmark::State;
+
+namespace {
+
+const char *const kNotInstalled = "not installed";
+constexpr size_t kCopySizes[] = {16, 256, 4096, 65536};
+
+// ---- The instances a batch runs on --------------------------------------------------
+
+// The limit proxy: a bump pointer over one buffer sized for the batch.
+struct ProxyBatch {
+    size_t cap;
+    char *buf = nullptr;
+    Bump b{};
+    explicit ProxyBatch(size_t value_size) : cap(value_size * kBatch) {}
+    void open()
+    {
+        buf = static_cast<char *>(std::malloc(cap));
+        if (!buf)
+            std::abort();
+        b = {buf, buf + cap};
+    }
+    template <class V> void drop(V *) { b.cur = buf; }
+    void close()
+    {
+        std::free(buf);
+        buf = nullptr;
+    }
+};
+
+struct ArenaBatch {
+    arena a;
+    void open() { arena_init(&a, 0); }
+    template <class V> void drop(V *) { arena_reset(&a); }
+    void close() { arena_release(&a); }
+};
+
+#if HAVE_OBSTACK
+struct ObstackBatch {
+    struct obstack ob;
+    void open() { obstack_begin(&ob, 65536); }
+    template <class V> void drop(V *live) { obstack_free(&ob, live[0]); } // the batch's first
+    void close() { obstack_free(&ob, nullptr); }
+};
+#endif
+
+#if HAVE_TALLOC
+struct TallocBatch {
+    void *ctx = nullptr;
+    void open() { ctx = talloc_new(nullptr); }
+    template <class V> void drop(V *) { talloc_free_children(ctx); }
+    void close()
+    {
+        talloc_free(ctx);
+        ctx = nullptr;
+    }
+};
+#endif
+
+#if HAVE_APR
+// A pool with its own allocator, so that destroying it gives its blocks back
+// to malloc (the cold rows); clearing it keeps them (the warm rows).
+struct AprBatch {
+    apr_pool_t *pool = nullptr;
+    void open()
+    {
+        apr_allocator_t *al;
+        if (apr_allocator_create(&al) != APR_SUCCESS ||
+            apr_pool_create_ex(&pool, nullptr, nullptr, al) != APR_SUCCESS)
+            std::abort();
+        apr_allocator_owner_set(al, pool);
+    }
+    template <class V> void drop(V *) { apr_pool_clear(pool); }
+    void close()
+    {
+        if (pool)
+            apr_pool_destroy(pool);
+        pool = nullptr;
+    }
+};
+#endif
+
+#if HAVE_GLIB
+struct GlibBatch {
+    GStringChunk *c = nullptr;
+    void open() { c = g_string_chunk_new(65536); }
+    template <class V> void drop(V *) { g_string_chunk_clear(c); }
+    void close()
+    {
+        if (c)
+            g_string_chunk_free(c);
+        c = nullptr;
+    }
+};
+#endif
+
+#if HAVE_PMR
+struct PmrBatch {
+    std::optional<std::pmr::monotonic_buffer_resource> mr;
+    void open() { mr.emplace(65536); }
+    template <class V> void drop(V *) { mr->release(); }
+    void close() { mr.reset(); }
+};
+#endif
+
+// ---- 1. Copy-in ----------------------------------------------------------------------
+
+// Registers copy/<size>/<warm|cold>/<impl> for one implementation.  `Make`
+// builds the instance, `Copy(impl, src, n)` stores one value.
+template <class Impl, class Copy> void copy_row(const char *impl_name, Copy copy)
+{
+    for (size_t size : kCopySizes)
+        for (bool cold : {false, true}) {
+            std::string name = "copy/" + sz(size) + (cold ? "/cold/" : "/warm/") + impl_name;
+            add(name, kBatch, [size, cold, copy](State &st) {
+                size_t n = opaque(size);
+                Source src(n);
+                Impl impl(n);
+                batch(st, impl, cold, [&](size_t i) { return copy(impl, src.at(i), n); });
+            });
+        }
+}
+
+[[maybe_unused]] void copy_absent(const char *impl_name)
+{
+    for (size_t size : kCopySizes)
+        for (const char *temp : {"/warm/", "/cold/"})
+            absent("copy/" + sz(size) + temp + impl_name, kNotInstalled);
+}
+
+// Adapts an instance type without a size argument.
+template <class T> struct Sized : T {
+    explicit Sized(size_t) {}
+};
+
+void register_copy()
+{
+    copy_row<ProxyBatch>("proxy", [](ProxyBatch &p, const char *s, size_t n) {
+        return std::memcpy(p.b.take(n), s, n);
+    });
+    copy_row<Sized<ArenaBatch>>("arena_copy", [](ArenaBatch &p, const char *s, size_t n) {
+        return arena_copy(&p.a, s, n, 0);
+    });
+    copy_row<Sized<ArenaBatch>>("arena_strndup", [](ArenaBatch &p, const char *s, size_t n) {
+        return arena_strndup(&p.a, s, n);
+    });
+    copy_row<Sized<ArenaBatch>>("arena_ref_copy", [](ArenaBatch &p, const char *s, size_t n) {
+        return arena_ref_copy(&p.a, s, n, 0);
+    });
+#if HAVE_OBSTACK
+    copy_row<Sized<ObstackBatch>>("obstack", [](ObstackBatch &p, const char *s, size_t n) {
+        return obstack_copy(&p.ob, s, n);
+    });
+#else
+    copy_absent("obstack");
+#endif
+#if HAVE_TALLOC
+    copy_row<Sized<TallocBatch>>("talloc", [](TallocBatch &p, const char *s, size_t n) {
+        return talloc_memdup(p.ctx, s, n);
+    });
+#else
+    copy_absent("talloc");
+#endif
+#if HAVE_APR
+    copy_row<Sized<AprBatch>>("apr", [](AprBatch &p, const char *s, size_t n) {
+        return apr_pmemdup(p.pool, s, n);
+    });
+#else
+    copy_absent("apr");
+#endif
+#if HAVE_GLIB
+    copy_row<Sized<GlibBatch>>("gstringchunk", [](GlibBatch &p, const char *s, size_t n) {
+        return g_string_chunk_insert_len(p.c, s, static_cast<gssize>(n));
+    });
+#else
+    copy_absent("gstringchunk");
+#endif
+#if HAVE_PMR
+    copy_row<Sized<PmrBatch>>("pmr_monotonic", [](PmrBatch &p, const char *s, size_t n) {
+        return std::memcpy(p.mr->allocate(n, alignof(std::max_align_t)), s, n);
+    });
+#else
+    copy_absent("pmr_monotonic");
+#endif
+}
+
+// ---- 2. Uninitialised allocation -----------------------------------------------------
+
+// 8 of them make 256 bytes: an element that holds a pointer.
+struct Item {
+    const char *p;
+    uint64_t a, b, c;
+};
+static_assert(sizeof(Item) == 32, "Item is 32 bytes");
+
+template <class Impl, class Alloc> void alloc_row(size_t size, const char *impl_name, Alloc alloc)
+{
+    add("alloc/" + sz(size) + "/" + impl_name, kBatch, [size, alloc](State &st) {
+        size_t n = opaque(size);
+        Impl impl(n);
+        batch(st, impl, false, [&](size_t) { return alloc(impl, n); });
+    });
+}
+
+// Not a limit: the proxy's bump pointer kept in memory, as any allocator
+// whose state is a struct reached through a pointer keeps it (the compiler
+// cannot hold it in a register across a call that may change it).  Shows
+// what of the gap to the proxy is the memory round trip itself.
+struct EscapedBatch : ProxyBatch {
+    explicit EscapedBatch(size_t n) : ProxyBatch(n) {}
+};
+
+__attribute__((noinline)) void grow_escaped(Bump *b) { benchmark::DoNotOptimize(b); }
+
+void register_alloc()
+{
+    alloc_row<EscapedBatch>(16, "bump_in_memory", [](EscapedBatch &p, size_t n) {
+        Bump *b = &p.b;
+        if (static_cast<size_t>(b->end - b->cur) < n)
+            grow_escaped(b); // never taken; makes *b escape, as a slow path does
+        char *q = b->cur;
+        b->cur = q + n;
+        return static_cast<void *>(q);
+    });
+    for (size_t size : {16, 256}) {
+        alloc_row<ProxyBatch>(size, "proxy", [](ProxyBatch &p, size_t n) {
+            return static_cast<void *>(p.b.take(n));
+        });
+        alloc_row<Sized<ArenaBatch>>(size, size == 16 ? "arena_alloc" : "arena_bytes",
+                                     [](ArenaBatch &p, size_t n) { return arena_alloc(&p.a, n); });
+    }
+    alloc_row<Sized<ArenaBatch>>(256, "arena_int64x32", [](ArenaBatch &p, size_t n) {
+        return ARENA_ALLOC_ARRAY(&p.a, int64_t, n / sizeof(int64_t));
+    });
+    alloc_row<Sized<ArenaBatch>>(256, "arena_structx8", [](ArenaBatch &p, size_t n) {
+        return ARENA_ALLOC_ARRAY(&p.a, Item, n / sizeof(Item));
+    });
+}
+
+// ---- 3. The pool ---------------------------------------------------------------------
+
+// The limit proxy: a bare intrusive LIFO free list over one slab, no checks.
+class FreeList {
+public:
+    FreeList(size_t size, size_t cap)
+        : slab_(static_cast<char *>(std::aligned_alloc(64, (size * cap + 63) & ~size_t(63))))
+    {
+        if (!slab_)
+            std::abort();
+        for (size_t i = cap; i-- > 0;)
+            give(slab_ + i * size);
+    }
+    ~FreeList() { std::free(slab_); }
+    FreeList(const FreeList &) = delete;
+    FreeList &operator=(const FreeList &) = delete;
+    void *take()
+    {
+        void *p = head_;
+        if (p)
+            head_ = *static_cast<void **>(p);
+        return p;
+    }
+    void give(void *p)
+    {
+        *static_cast<void **>(p) = head_;
+        head_ = p;
+    }
+
+private:
+    char *slab_;
+    void *head_ = nullptr;
+};
+
+template <class Run> void pool_rows(const std::string &impl, Run run)
+{
+    for (bool rolling : {false, true})
+        for (size_t size : kPoolSizes)
+            for (size_t cap : kPoolCaps)
+                add(pool_name(rolling, size, cap, impl), 2.0 * cap,
+                    [=](State &st) { run(st, rolling, size, cap); });
+}
+
+[[maybe_unused]] void pool_absent(const std::string &impl, const char *why)
+{
+    for (bool rolling : {false, true})
+        for (size_t size : kPoolSizes)
+            for (size_t cap : kPoolCaps)
+                absent(pool_name(rolling, size, cap, impl), why);
+}
+
+// Runs the batch or the rolling workload with `take` and `give`.
+template <class Take, class Give>
+void pool_run(State &st, bool rolling, size_t cap, Take take, Give give)
+{
+    if (rolling)
+        pool_rolling(st, cap, take, give);
+    else
+        pool_batch(st, cap, take, give);
+}
+
+void register_pool()
+{
+    pool_rows("proxy", [](State &st, bool rolling, size_t size, size_t cap) {
+        FreeList fl(opaque(size), cap);
+        pool_run(st, rolling, cap, [&] { return fl.take(); }, [&](void *p) { fl.give(p); });
+    });
+#if HAVE_ARENA_POOL
+    pool_rows("arena_pool", [](State &st, bool rolling, size_t size, size_t cap) {
+        arena_pool p;
+        if (!arena_pool_init(&p, opaque(size), alignof(std::max_align_t), cap, nullptr))
+            return st.SkipWithError("arena_pool_init failed");
+        pool_run(
+            st, rolling, cap, [&] { return arena_pool_alloc(&p); },
+            [&](void *q) { arena_pool_free(&p, q); });
+        arena_pool_destroy(&p);
+    });
+#else
+    pool_absent("arena_pool", "not built (no arena/pool.h)");
+#endif
+#if HAVE_BOOST_POOL
+    pool_rows("boost_pool", [](State &st, bool rolling, size_t size, size_t cap) {
+        boost::pool<> p(opaque(size), cap);
+        pool_run(st, rolling, cap, [&] { return p.malloc(); }, [&](void *q) { p.free(q); });
+    });
+#else
+    pool_absent("boost_pool", kNotInstalled);
+#endif
+#if HAVE_PMR
+    pool_rows("pmr_pool", [](State &st, bool rolling, size_t size, size_t cap) {
+        std::pmr::unsynchronized_pool_resource r;
+        size_t n = opaque(size);
+        pool_run(
+            st, rolling, cap, [&] { return r.allocate(n, alignof(std::max_align_t)); },
+            [&](void *q) { r.deallocate(q, n, alignof(std::max_align_t)); });
+    });
+#else
+    pool_absent("pmr_pool", kNotInstalled);
+#endif
+}
+
+// ---- 4. Scoped blocks ---------------------------------------------------------------
+
+constexpr size_t kScopedSizes[] = {512, 1024, 4096};
+constexpr size_t kStackBuf = 8192;
+
+template <class Scope> void scoped_row(const std::string &name, size_t size, Scope scope)
+{
+    add(name, kScopes, [size, scope](State &st) { scoped(st, opaque(size), scope); });
+}
+
+// The heap arena reused across scopes: `body(a, n)` is one scope.
+template <class Body> void scoped_heap_row(const std::string &name, size_t size, Body body)
+{
+    add(name, kScopes, [size, body](State &st) {
+        arena a;
+        arena_init(&a, 0);
+        scoped(st, opaque(size), [&](size_t n) { return body(&a, n); });
+        arena_release(&a);
+    });
+}
+
+void register_scoped()
+{
+    for (size_t size : kScopedSizes) {
+        std::string z = "scoped/" + sz(size) + "/zeroed/", u = "scoped/" + sz(size) + "/uninit/";
+        scoped_row(z + "proxy", size, [](size_t n) {
+            alignas(64) char buf[kStackBuf];
+            Bump b{buf, buf + sizeof buf};
+            return use_zeroed(std::memset(b.take(n), 0, n), n);
+        });
+        scoped_row(z + "arena_stack", size, [](size_t n) {
+            alignas(64) char buf[kStackBuf];
+            arena a;
+            arena_init_buffer(&a, buf, sizeof buf, nullptr);
+            bool ok = use_zeroed(arena_calloc(&a, 1, n), n);
+            arena_release(&a);
+            return ok;
+        });
+        scoped_heap_row(z + "arena_heap", size, [](arena *a, size_t n) {
+            bool ok = use_zeroed(arena_calloc(a, 1, n), n);
+            arena_reset(a);
+            return ok;
+        });
+        scoped_heap_row(z + "arena_rewind", size, [](arena *a, size_t n) {
+            arena_mark m = arena_save(a);
+            bool ok = use_zeroed(arena_calloc(a, 1, n), n);
+            arena_rewind(a, m);
+            return ok;
+        });
+        scoped_row(u + "proxy", size, [](size_t n) {
+            alignas(64) char buf[kStackBuf];
+            Bump b{buf, buf + sizeof buf};
+            return use_block(b.take(n), n);
+        });
+        scoped_row(u + "arena_stack", size, [](size_t n) {
+            alignas(64) char buf[kStackBuf];
+            arena a;
+            arena_init_buffer(&a, buf, sizeof buf, nullptr);
+            bool ok = use_block(arena_alloc(&a, n), n);
+            arena_release(&a);
+            return ok;
+        });
+        scoped_heap_row(u + "arena_heap", size, [](arena *a, size_t n) {
+            bool ok = use_block(arena_alloc(a, n), n);
+            arena_reset(a);
+            return ok;
+        });
+    }
+}
+
+// ---- 5. Tree -------------------------------------------------------------------------
+
+const std::string kTree = "tree/depth" + sz(kTreeDepth) + "/";
+
+void register_tree()
+{
+    add(kTree + "proxy", 1, [](State &st) {
+        // malloc's and the arena's layout: 24-byte nodes at a 32-byte stride.
+        const size_t stride = opaque(32);
+        std::vector<char> buf(kTreeNodes * 32);
+        Bump b{};
+        tree(
+            st, [&] { b = {buf.data(), buf.data() + buf.size()}; },
+            [&] { return reinterpret_cast<Node *>(b.take(stride)); }, [](Node *) {});
+    });
+    add(kTree + "arena", 1, [](State &st) {
+        arena a;
+        arena_init(&a, 0);
+        tree(
+            st, [] {}, [&] { return static_cast<Node *>(arena_alloc(&a, sizeof(Node))); },
+            [&](Node *) { arena_reset(&a); });
+        arena_release(&a);
+    });
+#if HAVE_APR
+    add(kTree + "apr", 1, [](State &st) {
+        AprBatch p;
+        p.open();
+        tree(
+            st, [] {}, [&] { return static_cast<Node *>(apr_palloc(p.pool, sizeof(Node))); },
+            [&](Node *) { apr_pool_clear(p.pool); });
+        p.close();
+    });
+#else
+    absent(kTree + "apr", kNotInstalled);
+#endif
+#if HAVE_TALLOC
+    add(kTree + "talloc", 1, [](State &st) {
+        void *ctx = talloc_new(nullptr);
+        tree(
+            st, [] {}, [&] { return talloc(ctx, Node); }, [&](Node *) { talloc_free_children(ctx); });
+        talloc_free(ctx);
+    });
+#else
+    absent(kTree + "talloc", kNotInstalled);
+#endif
+#if HAVE_OBSTACK
+    add(kTree + "obstack", 1, [](State &st) {
+        struct obstack ob;
+        obstack_begin(&ob, 65536);
+        tree(
+            st, [] {}, [&] { return static_cast<Node *>(obstack_alloc(&ob, sizeof(Node))); },
+            [&](Node *root) { obstack_free(&ob, root); }); // the root is allocated first
+        obstack_free(&ob, nullptr);
+    });
+#else
+    absent(kTree + "obstack", kNotInstalled);
+#endif
+#if HAVE_PMR
+    add(kTree + "pmr_monotonic", 1, [](State &st) {
+        std::pmr::monotonic_buffer_resource mr(65536);
+        tree(
+            st, [] {}, [&] { return static_cast<Node *>(mr.allocate(sizeof(Node), alignof(Node))); },
+            [&](Node *) { mr.release(); });
+    });
+#else
+    absent(kTree + "pmr_monotonic", kNotInstalled);
+#endif
+}
+
+// ---- 6. Refs at scale -----------------------------------------------------------------
+
+const std::string kRefs = "refs/" + sz(kRefCount) + "x" + sz(kRefValue) + "B/";
+
+// Reads every value: `get(i, &len)` resolves descriptor i.
+template <class Get> void walk(State &st, size_t n, Get get)
+{
+    uint64_t sum = 0;
+    for (auto _ : st) {
+        for (size_t i = 0; i < n; i++) {
+            size_t len;
+            const unsigned char *p = get(i, &len);
+            for (size_t j = 0; j + 8 <= len; j += 8) {
+                uint64_t w;
+                std::memcpy(&w, p + j, 8);
+                sum += w;
+            }
+        }
+        benchmark::DoNotOptimize(sum);
+    }
+}
+
+// Memory per value: the descriptor, and the descriptor plus the storage.
+void memory_counters(State &st, size_t desc, size_t storage, size_t n)
+{
+    st.counters["desc_B"] = static_cast<double>(desc);
+    st.counters["mem_B"] = static_cast<double>(desc) + static_cast<double>(storage) / n;
+}
+
+void register_refs()
+{
+    add(kRefs + "arena_ref", kRefCount, [](State &st) {
+        size_t n = opaque(kRefCount);
+        Source src(kRefValue);
+        arena a;
+        arena_init(&a, 0);
+        std::vector<arena_ref> refs(n);
+        for (size_t i = 0; i < n; i++)
+            if (arena_ref_empty(refs[i] = arena_ref_copy(&a, src.at(i), kRefValue, 0)))
+                return st.SkipWithError("allocation failed");
+        walk(st, n, [&](size_t i, size_t *len) {
+            *len = arena_ref_len(refs[i]);
+            return static_cast<const unsigned char *>(arena_ref_ptr(&a, refs[i]));
+        });
+        memory_counters(st, sizeof(arena_ref), arena_retained(&a), n);
+        arena_release(&a);
+    });
+    // The plain pointer: char *[] + lengths into the very same arena values.
+    add(kRefs + "proxy", kRefCount, [](State &st) {
+        size_t n = opaque(kRefCount);
+        Source src(kRefValue);
+        arena a;
+        arena_init(&a, 0);
+        std::vector<char *> ptrs(n);
+        std::vector<size_t> lens(n);
+        for (size_t i = 0; i < n; i++) {
+            if (!(ptrs[i] = static_cast<char *>(arena_copy(&a, src.at(i), kRefValue, 0))))
+                return st.SkipWithError("allocation failed");
+            lens[i] = kRefValue;
+        }
+        walk(st, n, [&](size_t i, size_t *len) {
+            *len = lens[i];
+            return reinterpret_cast<const unsigned char *>(ptrs[i]);
+        });
+        memory_counters(st, sizeof(char *) + sizeof(size_t), arena_retained(&a), n);
+        arena_release(&a);
+    });
+    add(kRefs + "glibc", kRefCount, [](State &st) {
+        size_t n = opaque(kRefCount);
+        Source src(kRefValue);
+        std::vector<char *> ptrs(n);
+        std::vector<size_t> lens(n);
+        size_t before = mallinfo2().uordblks;
+        for (size_t i = 0; i < n; i++) {
+            if (!(ptrs[i] = static_cast<char *>(std::malloc(kRefValue))))
+                return st.SkipWithError("allocation failed");
+            std::memcpy(ptrs[i], src.at(i), kRefValue);
+            lens[i] = kRefValue;
+        }
+        size_t heap = mallinfo2().uordblks - before + n * 8; // + glibc's chunk header
+        walk(st, n, [&](size_t i, size_t *len) {
+            *len = lens[i];
+            return reinterpret_cast<const unsigned char *>(ptrs[i]);
+        });
+        memory_counters(st, sizeof(char *) + sizeof(size_t), heap, n);
+        for (char *p : ptrs)
+            std::free(p);
+    });
+    add(kRefs + "glibc_ptr_len_cap", kRefCount, [](State &st) {
+        struct Str {
+            char *p;
+            size_t len, cap;
+        };
+        size_t n = opaque(kRefCount);
+        Source src(kRefValue);
+        std::vector<Str> v(n);
+        size_t before = mallinfo2().uordblks;
+        for (size_t i = 0; i < n; i++) {
+            if (!(v[i].p = static_cast<char *>(std::malloc(kRefValue))))
+                return st.SkipWithError("allocation failed");
+            std::memcpy(v[i].p, src.at(i), kRefValue);
+            v[i].len = v[i].cap = kRefValue;
+        }
+        size_t heap = mallinfo2().uordblks - before + n * 8;
+        walk(st, n, [&](size_t i, size_t *len) {
+            *len = v[i].len;
+            return reinterpret_cast<const unsigned char *>(v[i].p);
+        });
+        memory_counters(st, sizeof(Str), heap, n);
+        for (Str &s : v)
+            std::free(s.p);
+    });
+}
+
+// ---- 7. Ingest -----------------------------------------------------------------------
+
+struct ArenaStore {
+    arena a;
+    ArenaStore() { arena_init(&a, 0); }
+    ~ArenaStore() { arena_release(&a); }
+    char *copy(const char *s, size_t n) { return arena_strndup(&a, s, n); }
+    char *label(const char *s, size_t n) { return arena_strndup(&a, s, n); }
+    LogRow *row() { return ARENA_ALLOC_ARRAY(&a, LogRow, 1); }
+    void drop(LogRow **, size_t) { arena_reset(&a); }
+};
+
+void register_ingest()
+{
+    add("ingest/log/arena", -1, [](State &st) {
+        const char *path = ingest_file();
+        if (!path)
+            return st.SkipWithError("BENCH_INGEST_FILE is not set");
+        size_t bytes = 0, lines = 0;
+        for (auto _ : st) {
+            ArenaStore store;
+            benchmark::DoNotOptimize(ingest(path, store, &bytes, &lines));
+            if (!bytes)
+                return st.SkipWithError("ingest failed");
+        }
+        st.counters["ops"] = static_cast<double>(bytes);
+        st.counters["lines"] = static_cast<double>(lines);
+        st.counters["peak_rss_kib"] = static_cast<double>(peak_rss_kib());
+    });
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    check_malloc_is("libc.so");
+#if HAVE_APR
+    apr_initialize();
+#endif
+    register_copy();
+    register_alloc();
+    register_pool();
+    register_scoped();
+    register_tree();
+    register_refs();
+    register_ingest();
+    return run_main(argc, argv);
+}

@@ -1,0 +1,106 @@
+/*
+ * Shared by every benchmark binary: registration, the knobs every workload
+ * agrees on, the limit proxies, and the generated log file of the ingest
+ * workload.
+ *
+ * Naming.  A benchmark is "workload/case.../impl", e.g. "copy/16/warm/proxy".
+ * bench/run.py groups rows by everything before the last '/', and finds in
+ * each group the limit proxy ("proxy") and the glibc baseline (the first impl
+ * whose name starts with "glibc").  Every benchmark sets the counter "ops" to
+ * the work one iteration does; ns/op is the iteration's CPU time over it.
+ */
+#ifndef BENCH_HARNESS_H
+#define BENCH_HARNESS_H
+
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+
+namespace bench {
+
+// Values kept live per batch (copy-in, allocation, ingest rows).
+constexpr size_t kBatch = 4096;
+// The tree workload: 2^13 - 1 nodes.
+constexpr int kTreeDepth = 13;
+// The refs workload: 2^20 values of 32 bytes.
+constexpr size_t kRefCount = size_t(1) << 20;
+constexpr size_t kRefValue = 32;
+// Scopes per iteration of the scoped-block workload (one scope is a few ns).
+constexpr size_t kScopes = 256;
+
+using Fn = std::function<void(benchmark::State &)>;
+
+// Registers `name`, whose iterations each do `ops` units of work (ops <= 0:
+// `fn` sets the counter itself).
+void add(const std::string &name, double ops, Fn fn);
+// Registers `name` as a row that reports `why` (e.g. "not installed").
+void absent(const std::string &name, const char *why);
+
+// `v`, hidden from the optimiser, so that a size is never a constant that
+// would let the compiler specialise one implementation's copy.
+size_t opaque(size_t v);
+
+// Returns the free memory of this process's allocator to the OS; defined by
+// each binary (glibc: malloc_trim).  The cold rows call it between batches.
+void return_memory();
+
+// Exits with a message unless malloc resolves to a library whose file name
+// contains `lib` (the replacement pitfall: a "glibc" row measuring jemalloc).
+void check_malloc_is(const char *lib);
+
+// Peak resident set (VmHWM) of this process, KiB.
+long peak_rss_kib();
+
+// Parses the suite's own options, runs the benchmarks, returns the exit code.
+// `--generate-ingest PATH MIB` writes the ingest log file and exits.
+int run_main(int argc, char **argv);
+
+// A source of bytes to copy: `size` bytes at a few different offsets, so that
+// consecutive copies do not read the very same address.
+class Source {
+public:
+    explicit Source(size_t size);
+    ~Source() { std::free(buf_); }
+    Source(const Source &) = delete;
+    Source &operator=(const Source &) = delete;
+    const char *at(size_t i) const { return buf_ + ((i & 7) << 4); }
+
+private:
+    char *buf_;
+};
+
+// The limit proxy: a bare bump pointer with one bounds check over a buffer
+// sized for the batch.  No chunks, no counters, no alignment: the least work a
+// batch can be stored with.  Kept in locals by the compiler (nothing escapes).
+struct Bump {
+    char *cur, *end;
+    char *take(size_t n)
+    {
+        if (static_cast<size_t>(end - cur) < n)
+            std::abort();
+        char *p = cur;
+        cur += n;
+        return p;
+    }
+};
+
+// The ingest workload's log file: `path` of `mib` MiB, deterministic.
+bool generate_ingest(const char *path, size_t mib);
+// The file the ingest rows read (BENCH_INGEST_FILE), or NULL.
+const char *ingest_file();
+
+// Forces `p`'s pointee to be considered read and written.
+inline void touch(void *p)
+{
+    benchmark::DoNotOptimize(p);
+    benchmark::ClobberMemory();
+}
+
+} // namespace bench
+
+#endif

@@ -1,0 +1,679 @@
+#!/usr/bin/env python3
+"""Runs the benchmark suite and writes the comparison (issue 4).
+
+    bench/run.py [--build build-bench] [--quick] [--rounds N] [--docs]
+
+Runs every harness built in BUILD/bench (bench_arena, and bench_malloc_<x>,
+one process per malloc, so that no replacement malloc contaminates another
+row), ROUNDS times over, interleaved, and takes the median of the rounds for
+every row: the machine may be noisy, and ratios between rows of the same
+rounds are what the report is about.  Each ingest row runs in a process of
+its own, so that its peak RSS is its own.
+
+Prints the tables (machine at the top) and the targets of issue 4, and writes
+bench/results/latest.md and bench/results/speedups.svg (gnuplot).  --docs also
+writes docs/benchmarks.md and docs/benchmarks.svg.  Exits non-zero if a
+harness crashed or a row failed (a row that is "not installed" is not a
+failure).  BENCH_QUICK=1 is --quick: one short round, a small log file.
+
+Python 3 standard library only.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BINARIES = ["bench_arena", "bench_malloc_glibc", "bench_malloc_jemalloc",
+            "bench_malloc_mimalloc", "bench_malloc_tcmalloc"]
+NOT_INSTALLED = "not installed"
+
+# ---- What the rows are called ----------------------------------------------------------
+
+IMPL_NAMES = {
+    "proxy": "limit proxy",
+    "bump_in_memory": "(bump pointer kept in memory, not a peer)",
+    "arena": "libarena",
+    "arena_copy": "libarena arena_copy",
+    "arena_strndup": "libarena arena_strndup",
+    "arena_ref_copy": "libarena arena_ref_copy",
+    "arena_alloc": "libarena arena_alloc",
+    "arena_bytes": "libarena arena_alloc, bytes",
+    "arena_int64x32": "libarena ARENA_ALLOC_ARRAY int64_t[32]",
+    "arena_structx8": "libarena ARENA_ALLOC_ARRAY struct{ptr,..}[8]",
+    "arena_stack": "libarena, stack-buffer arena per scope",
+    "arena_heap": "libarena, heap arena reset per scope",
+    "arena_rewind": "libarena, heap arena save/rewind",
+    "arena_ref": "libarena arena_ref[]",
+    "arena_pool": "libarena arena_pool",
+    "obstack": "glibc obstack",
+    "talloc": "talloc",
+    "apr": "APR pool",
+    "gstringchunk": "GLib GStringChunk",
+    "pmr_monotonic": "std::pmr::monotonic_buffer_resource",
+    "pmr_pool": "std::pmr::unsynchronized_pool_resource",
+    "boost_pool": "Boost.Pool",
+    "mimalloc_heap": "mimalloc heap (mi_heap_destroy)",
+    "glibc_ptr_len_cap": "{ptr,len,cap}[], glibc malloc",
+}
+MALLOCS = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
+SPECIAL = {
+    "proxy": {"refs": "plain pointer: char*[] + len[] into the arena",
+              "pool": "limit proxy (bare free list)"},
+    "glibc": {"refs": "char*[] + len[], glibc malloc"},
+}
+
+
+def impl_name(workload, impl):
+    if impl in SPECIAL and workload in SPECIAL[impl]:
+        return SPECIAL[impl][workload]
+    if impl in IMPL_NAMES:
+        return IMPL_NAMES[impl]
+    for m in MALLOCS:
+        if impl == m:
+            return m + " malloc" if m == "glibc" else m
+        if impl == m + "_calloc":
+            return m + " calloc+free"
+        if impl == m + "_memset":
+            return m + " malloc+memset+free"
+    return impl
+
+
+def is_libarena(impl):
+    return impl.startswith("arena")
+
+
+def is_reference(impl):
+    """Rows that are yardsticks, not implementations: never a peer."""
+    return impl in ("proxy", "bump_in_memory")
+
+
+def is_malloc(impl):
+    return any(impl == m or impl.startswith(m + "_") for m in MALLOCS)
+
+
+# Sections of the report, in order: (key, title, unit).  A row belongs to the
+# first section whose key its name starts with.
+SECTIONS = [
+    ("copy/*/warm", "1. Copy-in, warm: a batch of 4096 values kept live, then dropped "
+                    "(the instance and its chunks reused)", "ns/value"),
+    ("copy/*/cold", "1. Copy-in, cold: the first batch of a fresh instance (its memory "
+                    "given back to the OS before; page faults included)", "ns/value"),
+    ("alloc", "2. Uninitialised allocation, batch of 4096 kept live", "ns/alloc"),
+    ("pool/batch", "3. Pool, batch: take every slot, give all back (LIFO)", "ns/op"),
+    ("pool/rolling", "3. Pool, rolling: cap/2 live, free the oldest, take one", "ns/op"),
+    ("scoped/*/zeroed", "4. Scoped zeroed block, filled with 3, dropped per scope", "ns/scope"),
+    ("scoped/*/uninit", "4. Scoped uninitialised block, filled with 3, dropped per scope",
+     "ns/scope"),
+    ("tree", "5. Binary tree, 8191 nodes, built, walked and dropped", "us/tree"),
+    ("refs", "6. Refs at scale: walk 2^20 descriptors of 32-byte values, read every value",
+     "ns/value"),
+    ("ingest", "7. Ingest pipeline: parse a log, intern labels, a row per line, "
+               "drop every 4096 rows", "MB/s"),
+]
+
+
+def section_of(name):
+    parts = name.split("/")
+    for i, (key, _, _) in enumerate(SECTIONS):
+        kp = key.split("/")
+        if len(parts) > len(kp) and all(k == "*" or k == p for k, p in zip(kp, parts)):
+            return i
+    return None
+
+
+def case_label(group):
+    """copy/16/warm -> '16 B'; pool/batch/16/1024 -> '16 B, cap 1024'."""
+    p = group.split("/")
+    w = p[0]
+    if w in ("copy", "alloc", "scoped"):
+        return fmt_bytes(int(p[1]))
+    if w == "pool":
+        return "%s, cap %s" % (fmt_bytes(int(p[2])), fmt_count(int(p[3])))
+    if w == "tree":
+        return "depth 13"
+    if w == "refs":
+        return "2^20 x 32 B"
+    if w == "ingest":
+        return "log file"
+    return "/".join(p[1:])
+
+
+def fmt_bytes(n):
+    if n >= 1024 and n % 1024 == 0:
+        return "%d KiB" % (n // 1024)
+    return "%d B" % n
+
+
+def fmt_count(n):
+    return "%dK" % (n // 1024) if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+# ---- Running ----------------------------------------------------------------------------
+
+class Progress:
+    """One status line, rewritten in place on a terminal, else a line per step."""
+
+    def __init__(self, total):
+        self.total, self.done, self.start = total, 0, time.time()
+        self.tty = sys.stderr.isatty()
+        self.last = ""
+
+    def show(self, where, what):
+        el = int(time.time() - self.start)
+        line = "[%3d/%d %2d:%02d] %s %s" % (self.done, self.total, el // 60, el % 60, where, what)
+        if self.tty:
+            sys.stderr.write("\r" + line[:118].ljust(118))
+            sys.stderr.flush()
+        elif where != self.last:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+            self.last = where
+
+    def end(self):
+        if self.tty:
+            sys.stderr.write("\n")
+        el = int(time.time() - self.start)
+        sys.stderr.write("bench: %d runs in %d:%02d\n" % (self.done, el // 60, el % 60))
+
+
+def list_tests(exe):
+    out = subprocess.run([exe, "--benchmark_list_tests"], check=True, capture_output=True,
+                         text=True).stdout
+    return [l.strip() for l in out.splitlines() if l.strip()]
+
+
+def run_binary(exe, bfilter, args, progress, where, env):
+    """Runs one harness; returns (returncode, [benchmark json], stderr tail)."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
+        out = tmp.name
+    cmd = [exe, "--benchmark_filter=" + bfilter, "--benchmark_out=" + out,
+           "--benchmark_out_format=json", "--benchmark_color=false"] + args
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    for line in proc.stdout:
+        tok = line.split(" ", 1)[0]
+        if "/" in tok:
+            progress.done += 1
+            progress.show(where, tok)
+    err = proc.stderr.read()
+    rc = proc.wait()
+    rows = []
+    try:
+        with open(out) as f:
+            rows = json.load(f).get("benchmarks", [])
+    except (OSError, ValueError):
+        pass
+    os.unlink(out)
+    return rc, rows, err[-2000:]
+
+
+def ns_per_iteration(b):
+    unit = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+    return b["cpu_time"] * unit
+
+
+# ---- The report -------------------------------------------------------------------------
+
+def machine_info(build):
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info.setdefault("cpu", platform.processor() or platform.machine())
+    info["cores"] = str(os.cpu_count())
+    info["kernel"] = platform.system() + " " + platform.release()
+    try:
+        info["libc"] = " ".join(os.confstr("CS_GNU_LIBC_VERSION").split())
+    except (ValueError, OSError):
+        info["libc"] = "?"
+    info["load"] = " ".join("%.2f" % x for x in os.getloadavg())
+    for fname, key in (("buildinfo.txt", "build"), ("peers.txt", "peers")):
+        d = {}
+        try:
+            with open(os.path.join(build, "bench", fname)) as f:
+                for line in f:
+                    if "\t" in line:
+                        k, v = line.rstrip("\n").split("\t", 1)
+                        d[k] = v.strip()
+        except OSError:
+            pass
+        info[key] = d
+    return info
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+class Results:
+    def __init__(self):
+        self.samples = {}   # name -> [ns per op]
+        self.counters = {}  # name -> {counter: [values]}
+        self.errors = {}    # name -> message
+        self.order = []
+
+    def add(self, b):
+        name = b.get("run_name", b["name"])
+        if name not in self.samples:
+            self.samples[name] = []
+            self.counters[name] = {}
+            self.order.append(name)
+        if b.get("error_occurred"):
+            self.errors[name] = b.get("error_message", "error")
+            return
+        ops = b.get("ops", 1.0) or 1.0
+        self.samples[name].append(ns_per_iteration(b) / ops)
+        for k in ("desc_B", "mem_B", "peak_rss_kib", "ops", "lines"):
+            if k in b:
+                self.counters[name].setdefault(k, []).append(b[k])
+
+    def ns(self, name):
+        return median(self.samples.get(name, []))
+
+    def counter(self, name, k):
+        return median(self.counters.get(name, {}).get(k, []))
+
+
+def groups(results):
+    """{section index: {group: [(impl, name)]}} in registration order."""
+    out = {}
+    for name in results.order:
+        s = section_of(name)
+        if s is None:
+            continue
+        g, impl = name.rsplit("/", 1)
+        out.setdefault(s, {}).setdefault(g, []).append((impl, name))
+    return out
+
+
+def baseline(rows):
+    """The glibc row of a group: plain malloc, or calloc for zeroed blocks."""
+    for impl, name in rows:
+        if impl in ("glibc", "glibc_calloc"):
+            return name
+    return None
+
+
+def fmt_ns(x, unit):
+    if x is None:
+        return "-"
+    if unit == "us/tree":
+        x /= 1000.0
+    if unit == "MB/s":
+        return "%.0f" % (1000.0 / x)
+    if x >= 100:
+        return "%.0f" % x
+    if x >= 10:
+        return "%.1f" % x
+    return "%.2f" % x
+
+
+def md_table(header, rows):
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    right = [i > 1 for i in range(len(header))]
+
+    def line(r):
+        return "| " + " | ".join(str(c).rjust(w) if right[i] else str(c).ljust(w)
+                                 for i, (c, w) in enumerate(zip(r, widths))) + " |"
+    sep = "|" + "|".join(("-" * (w + 1) + ":") if right[i] else ("-" * (w + 2))
+                         for i, w in enumerate(widths)) + "|"
+    return "\n".join([line(header), sep] + [line(r) for r in rows])
+
+
+def section_tables(results):
+    out = []
+    for s, gs in sorted(groups(results).items()):
+        _, title, unit = SECTIONS[s]
+        workload = next(iter(gs)).split("/")[0]
+        extra = []
+        if workload == "refs":
+            extra = ["descriptor B", "bytes/value"]
+        if workload == "ingest":
+            extra = ["peak RSS MiB"]
+        header = ["case", "implementation", unit, "speedup vs glibc", "x limit proxy"] + extra
+        rows = []
+        for g, members in gs.items():
+            base = results.ns(baseline(members)) if baseline(members) else None
+            proxy = next((results.ns(n) for i, n in members if i == "proxy"), None)
+            ordered = sorted(members, key=lambda m: (m[1] in results.errors,
+                                                     results.ns(m[1]) or float("inf")))
+            first = True
+            for impl, name in ordered:
+                label = case_label(g) if first else ""
+                first = False
+                disp = impl_name(workload, impl)
+                if is_libarena(impl):
+                    disp = "**" + disp + "**"
+                if name in results.errors:
+                    rows.append([label, disp, results.errors[name], "", ""] + [""] * len(extra))
+                    continue
+                x = results.ns(name)
+                sp = "%.2fx" % (base / x) if base and x else "-"
+                px = "%.2f" % (x / proxy) if proxy and x else "-"
+                if workload == "ingest":
+                    px = ""
+                ex = []
+                if workload == "refs":
+                    ex = ["%.0f" % (results.counter(name, "desc_B") or 0),
+                          "%.1f" % (results.counter(name, "mem_B") or 0)]
+                if workload == "ingest":
+                    rss = results.counter(name, "peak_rss_kib")
+                    ex = ["%.1f" % (rss / 1024.0) if rss else "-"]
+                rows.append([label, disp, fmt_ns(x, unit), sp, px] + ex)
+        out.append("### %s\n\n%s\n" % (title, md_table(header, rows)))
+    return out
+
+
+# ---- Targets ----------------------------------------------------------------------------
+
+def targets(results):
+    """[(target, case, row, figure, ok or None, note)]"""
+    t = []
+    ns = results.ns
+
+    def peers(group):
+        names = [n for n in results.order if n.rsplit("/", 1)[0] == group]
+        return [(n.rsplit("/", 1)[1], ns(n)) for n in names
+                if not is_libarena(n.rsplit("/", 1)[1]) and not is_reference(n.rsplit("/", 1)[1])
+                and n not in results.errors and ns(n)]
+
+    def check(target, group, impl, limit, need_peers=None, peer_filter=None, peer_slack=1.0):
+        name = group + "/" + impl
+        x, p = ns(name), ns(group + "/proxy")
+        if x is None or p is None:
+            t.append((target, group, impl, "no data", None, results.errors.get(name, "")))
+            return
+        ratio = x / p
+        ok = ratio <= limit
+        notes = ["%.2fx proxy (<= %.2f)" % (ratio, limit)]
+        if need_peers:
+            ps = [(i, v) for i, v in peers(group) if peer_filter is None or peer_filter(i)]
+            if ps:
+                best = min(ps, key=lambda iv: iv[1])
+                faster = x <= best[1] * peer_slack
+                ok = ok and faster
+                notes.append("best %s: %s %.2fx of ours" % (need_peers, impl_name(group.split("/")[0], best[0]), best[1] / x))
+        t.append((target, group, impl, "%.2f" % ratio, ok, "; ".join(notes)))
+
+    for size in (16, 256, 4096):
+        for impl in ("arena_copy", "arena_strndup", "arena_ref_copy"):
+            check("copy-in within 1.25x of proxy, faster than every peer",
+                  "copy/%d/warm" % size, impl, 1.25, need_peers="peer")
+    check("16 B alloc within 1.25x of proxy", "alloc/16", "arena_alloc", 1.25)
+    for name in results.order:
+        if name.startswith("pool/") and name.endswith("/arena_pool"):
+            g = name.rsplit("/", 1)[0]
+            check("pool within 1.3x of free list, faster than mimalloc", g, "arena_pool", 1.3,
+                  need_peers="mimalloc", peer_filter=lambda i: i == "mimalloc")
+    for size in (512, 1024, 4096):
+        for impl in ("arena_stack", "arena_heap"):
+            check("scoped zeroed within 1.2x of proxy, faster than every calloc%s"
+                  % (" (not slower at 4 KiB)" if size == 4096 else ""),
+                  "scoped/%d/zeroed" % size, impl, 1.2, need_peers="calloc",
+                  peer_filter=lambda i: i.endswith("_calloc"))
+    g = "tree/depth13"
+    check("tree within 1.2x of proxy", g, "arena", 1.2)
+    a, m = ns(g + "/arena"), ns(g + "/glibc")
+    if a and m:
+        t.append(("tree >= 3x faster than malloc/free", g, "arena", "%.2f" % (m / a),
+                  m / a >= 3.0, "%.2fx faster than glibc malloc/free" % (m / a)))
+    for name in results.order:
+        if name.startswith("refs/") and name.endswith("/arena_ref"):
+            check("ref resolution within 2x of a plain pointer", name.rsplit("/", 1)[0],
+                  "arena_ref", 2.0)
+    return t
+
+
+def targets_table(ts):
+    rows = []
+    for target, group, impl, fig, ok, note in ts:
+        verdict = "n/a" if ok is None else ("PASS" if ok else "MISS")
+        rows.append([target, group + " " + impl, verdict, note])
+    return md_table(["target", "row", "result", "figures"], rows)
+
+
+# ---- Chart ------------------------------------------------------------------------------
+
+CHART_CASES = [
+    ("copy/16/warm", "copy 16 B"), ("copy/256/warm", "copy 256 B"),
+    ("copy/4096/warm", "copy 4 KiB"), ("copy/65536/warm", "copy 64 KiB"),
+    ("copy/4096/cold", "copy 4 KiB cold"), ("alloc/16", "alloc 16 B"),
+    ("pool/batch/16/8192", "pool 16 B"), ("pool/batch/256/8192", "pool 256 B"),
+    ("pool/rolling/16/8192", "pool rolling"),
+    ("scoped/512/zeroed", "zeroed 512 B"), ("scoped/1024/zeroed", "zeroed 1 KiB"),
+    ("scoped/4096/zeroed", "zeroed 4 KiB"), ("tree/depth13", "tree"),
+    ("refs/1048576x32B", "refs walk"), ("ingest/log", "ingest"),
+]
+SERIES = ["libarena (best API)", "limit proxy", "mimalloc", "jemalloc", "tcmalloc",
+          "best other peer"]
+
+
+def chart(results, svg_path):
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:
+        sys.stderr.write("bench: gnuplot not found (apt-get install gnuplot-nox): no chart\n")
+        return False
+    lines = []
+    for group, label in CHART_CASES:
+        members = [n for n in results.order if n.rsplit("/", 1)[0] == group
+                   and n not in results.errors and results.ns(n)]
+        if not members:
+            continue
+        base = results.ns(baseline([(n.rsplit("/", 1)[1], n) for n in members]) or "")
+        if not base:
+            continue
+
+        def best(pred):
+            xs = [results.ns(n) for n in members if pred(n.rsplit("/", 1)[1])]
+            return "%.4f" % (base / min(xs)) if xs else "NaN"
+        vals = [best(is_libarena), best(lambda i: i == "proxy")]
+        for m in ("mimalloc", "jemalloc", "tcmalloc"):
+            vals.append(best(lambda i, m=m: i == m or i == m + "_calloc"))
+        vals.append(best(lambda i: not is_libarena(i) and not is_malloc(i) and not is_reference(i)))
+        lines.append('"%s" %s' % (label, " ".join(vals)))
+    if not lines:
+        return False
+    data = svg_path + ".dat"
+    with open(data, "w") as f:
+        f.write("# case " + " | ".join(SERIES) + "\n" + "\n".join(lines) + "\n")
+    if svg_path.endswith(".png"):
+        terminal = "set terminal pngcairo size 1200,520 font 'Helvetica,10'"
+    else:
+        terminal = "set terminal svg size 1200,520 dynamic font 'Helvetica,11' background '#ffffff'"
+    plot = ", ".join("'%s' using %d:xtic(1) title '%s'" % (data, i + 2, s)
+                     for i, s in enumerate(SERIES))
+    script = """
+%s
+set output '%s'
+set title 'Speedup over glibc malloc (higher is better; same run, medians)'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set logscale y 2
+set yrange [0.25:*]
+set grid ytics
+set ylabel 'x faster than glibc malloc'
+set xtics rotate by -30 scale 0
+set key outside top center horizontal
+set datafile missing 'NaN'
+plot %s
+""" % (terminal, svg_path, plot)
+    r = subprocess.run([gnuplot], input=script, text=True, capture_output=True)
+    os.unlink(data)
+    if r.returncode != 0:
+        sys.stderr.write("bench: gnuplot failed: %s\n" % r.stderr[-500:])
+        return False
+    return True
+
+
+# ---- Main -------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"))
+    ap.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--min-time", type=float)
+    ap.add_argument("--filter", default="", help="regex: only rows whose name matches")
+    ap.add_argument("--ingest-mib", type=int)
+    ap.add_argument("--docs", action="store_true", help="also write docs/benchmarks.md")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    a = ap.parse_args()
+
+    rounds = a.rounds or (1 if a.quick else 5)
+    min_time = a.min_time or (0.01 if a.quick else 0.05)
+    mib = a.ingest_mib or (8 if a.quick else 256)
+    bdir = os.path.join(a.build, "bench")
+    exes = [os.path.join(bdir, b) for b in BINARIES]
+    missing = [e for e in exes if not os.access(e, os.X_OK)]
+    if missing:
+        sys.exit("bench: not built: %s (run `make bench`)" % ", ".join(missing))
+
+    info = machine_info(a.build)
+    ingest = os.path.join(bdir, "ingest-%dMiB.log" % mib)
+    if not os.path.exists(ingest):
+        sys.stderr.write("bench: generating %s (%d MiB)\n" % (ingest, mib))
+        subprocess.run([exes[0], "--generate-ingest", ingest, str(mib)], check=True)
+    env = dict(os.environ, BENCH_INGEST_FILE=ingest)
+
+    pat = re.compile(a.filter) if a.filter else None
+    plan = []  # (exe, names): the ingest rows run one per process, for their own peak RSS
+    for exe in exes:
+        names = [n for n in list_tests(exe) if not pat or pat.search(n)]
+        rest = [n for n in names if not n.startswith("ingest/")]
+        if rest:
+            plan.append((exe, rest))
+        plan += [(exe, [n]) for n in names if n.startswith("ingest/")]
+    total = sum(len(p[1]) for p in plan) * rounds
+    gb_args = ["--benchmark_min_time=%g" % min_time, "--benchmark_repetitions=1"]
+
+    results, failures = Results(), []
+    progress = Progress(total)
+    for r in range(rounds):
+        for exe, names in plan:
+            where = "round %d/%d %s" % (r + 1, rounds, os.path.basename(exe))
+            filt = "^(" + "|".join(names) + ")$"
+            rc, rows, err = run_binary(exe, filt, gb_args, progress, where, env)
+            for b in rows:
+                results.add(b)
+            if rc != 0:
+                failures.append("%s exited with %d: %s" % (
+                    os.path.basename(exe), rc, err.strip()[-400:]))
+    progress.end()
+    for name, msg in results.errors.items():
+        if msg != NOT_INSTALLED:
+            failures.append("%s: %s" % (name, msg))
+
+    # ---- Report
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    b, peers = info["build"], info["peers"]
+    head = [
+        "# libarena benchmarks",
+        "",
+        "- machine: %s, %s cores, %s, %s (load average at start: %s)" % (
+            info["cpu"], info["cores"], info["kernel"], info["libc"], info["load"]),
+        "- compiler: %s; build type %s; C flags `%s`; C++ flags `%s`; Google Benchmark %s" % (
+            b.get("compiler", "?"), b.get("build_type", "?"), b.get("c_flags", "").strip(),
+            b.get("cxx_flags", "").strip(), b.get("benchmark", "?")),
+        "- peers: " + ", ".join("%s %s" % (k, v) for k, v in peers.items()),
+        "- run: %s; %s; %d round%s of every harness, median per row; CPU time; min time %gs "
+        "per row per round; ingest log %d MiB" % (
+            stamp, "QUICK mode" if a.quick else "full mode", rounds, "" if rounds == 1 else "s",
+            min_time, mib),
+        "- speedup vs glibc = glibc malloc's time / this row's (calloc for zeroed blocks); "
+        "x limit proxy = this row's time / the proxy's (a bare bump pointer or free list "
+        "doing the same copies: 1.00 is the floor)",
+    ]
+    body = section_tables(results)
+    ts = targets(results)
+    text = "\n".join(head) + "\n\n" + "\n".join(body) + "\n### Targets (issue 4)\n\n" + \
+        targets_table(ts) + "\n"
+    if failures:
+        text += "\n### FAILURES\n\n" + "\n".join("- " + f for f in failures) + "\n"
+    print(text)
+
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "latest.md"), "w") as f:
+        f.write(text)
+    svg = os.path.join(a.out, "speedups.svg")
+    have_chart = chart(results, svg)
+    if have_chart:
+        chart(results, os.path.join(a.out, "speedups.png"))
+    if have_chart:
+        with open(os.path.join(a.out, "latest.md"), "a") as f:
+            f.write("\n![speedups](speedups.svg)\n")
+    sys.stderr.write("bench: wrote %s%s\n" % (os.path.join(a.out, "latest.md"),
+                                              " and " + svg if have_chart else ""))
+    if a.docs:
+        write_docs(text, svg if have_chart else None, a)
+    if failures:
+        sys.stderr.write("bench: FAILED:\n  " + "\n  ".join(failures) + "\n")
+        return 1
+    return 0
+
+
+NOTES_MARKER = "<!-- notes: everything below is written by hand and kept by --docs -->"
+
+
+def write_docs(text, svg, a):
+    docs = os.path.join(ROOT, "docs")
+    intro = """# Benchmarks
+
+One representative full run of `make bench`; regenerate this page with
+
+```sh
+make bench BENCH_ARGS=--docs      # runs bench/run.py --docs after the build
+```
+
+The build machine is a small shared VM (2 vCPUs) on which other jobs compile
+and test while the suite runs: absolute times drift by tens of percent from
+run to run, so read the ratios, which compare rows of the same rounds (every
+harness runs five times over, interleaved, and each row is the median of its
+rounds, in CPU time). jemalloc, mimalloc and tcmalloc each run in a process
+of their own (`bench_malloc_<name>`), never linked beside glibc's malloc. The
+limit proxies (`bench/harness.h`, `bench/bench_arena.cc`) do the same copies
+with the least machinery: a bare bump pointer with one bounds check held in
+a register, and a bare intrusive LIFO free list. The workloads are described
+in `bench/workloads.h` and `bench/bench_arena.cc`.
+
+"""
+    body = text.replace("# libarena benchmarks\n", "", 1)
+    if svg:
+        # The PNG is half the size of the SVG: that one goes in the docs.
+        png = svg[:-4] + ".png"
+        name = "benchmarks.png" if os.path.exists(png) else "benchmarks.svg"
+        shutil.copyfile(png if name.endswith(".png") else svg, os.path.join(docs, name))
+        body = "![Speedup over glibc malloc per workload](%s)\n\n" % name + body
+    # What follows the notes marker is written by hand, and kept.
+    path, notes = os.path.join(docs, "benchmarks.md"), ""
+    try:
+        with open(path) as f:
+            old = f.read()
+        if NOTES_MARKER in old:
+            notes = old[old.index(NOTES_MARKER):]
+    except OSError:
+        pass
+    with open(path, "w") as f:
+        f.write(intro + body + "\n" + (notes or NOTES_MARKER + "\n"))
+    sys.stderr.write("bench: wrote docs/benchmarks.md\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

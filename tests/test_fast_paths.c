@@ -1,0 +1,267 @@
+/* The inline fast paths of arena_reset() and arena_release() (a one-chunk
+ * batch, a scope on a stack buffer) leave the arena exactly as the slow
+ * paths do: same counters, same next address, spares kept, marks expired,
+ * nothing allocated or freed when nothing should be. */
+#include "support.h"
+
+static void test_reset_one_chunk(void **state)
+{
+    test_backing tb;
+    arena_allocator al = tb_allocator(&tb);
+    arena a;
+    arena_mark m;
+    char *first;
+    (void)state;
+
+    record_errors();
+    arena_init_with(&a, 4096, &al);
+    first = arena_alloc(&a, 100);
+    assert_non_null(first);
+    m = arena_save(&a);
+    assert_non_null(arena_strndup(&a, "label", 5));
+    arena_reset(&a);
+    assert_int_equal(arena_size(&a), 0);
+    assert_int_equal(arena_retained(&a), 4096);
+    assert_int_equal(tb.calls, 1);
+    assert_int_equal(tb.frees, 0);
+    assert_true(arena_check(&a));
+    /* The next batch starts where the first did, and the old mark expired. */
+    assert_ptr_equal(arena_alloc(&a, 100), first);
+    arena_rewind(&a, m);
+    assert_int_equal(recorded_errors.count, 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_BAD_MARK);
+    assert_int_equal(arena_size(&a), 100);
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+    arena_set_error_handler(NULL, NULL);
+}
+
+static void test_reset_keeps_spares_and_frees_oversized(void **state)
+{
+    test_backing tb;
+    arena_allocator al = tb_allocator(&tb);
+    arena a;
+    size_t calls;
+    int i;
+    (void)state;
+
+    arena_init_with(&a, 1024, &al);
+    for (i = 0; i < 3; i++) /* three uniform chunks */
+        assert_non_null(arena_alloc(&a, 1000));
+    assert_non_null(arena_alloc(&a, 5000)); /* and an oversized one */
+    assert_int_equal(arena_retained(&a), 3 * 1024 + 5000);
+    arena_reset(&a); /* the slow path: four chunks in use */
+    assert_int_equal(arena_retained(&a), 3 * 1024);
+    assert_int_equal(tb.live, 4); /* three chunks and the index */
+    assert_non_null(arena_alloc(&a, 10));
+    arena_reset(&a); /* the fast path: one chunk in use, two spares */
+    assert_int_equal(arena_retained(&a), 3 * 1024);
+    assert_true(arena_check(&a));
+    calls = tb.calls;
+    for (i = 0; i < 3; i++) /* the spares serve the next batch */
+        assert_non_null(arena_alloc(&a, 1000));
+    assert_int_equal(tb.calls, calls);
+    assert_int_equal(arena_size(&a), 3000);
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+static void test_reset_empty(void **state)
+{
+    arena a = {0};
+    (void)state;
+    arena_reset(&a);
+    assert_int_equal(arena_retained(&a), 0);
+    assert_true(arena_check(&a));
+    assert_non_null(arena_alloc(&a, 1));
+    arena_release(&a);
+    arena_release(&a);
+    assert_int_equal(arena_retained(&a), 0);
+}
+
+/* Static buffers: on main, a released buffer arena leaves its buffer
+ * poisoned under ASan, so a stack buffer would trip the next function to use
+ * that stack (the safety work opens it on release). */
+static _Alignas(16) char buf1k[1024];
+static _Alignas(16) char buf256[256];
+
+static void test_release_stack_buffer(void **state)
+{
+    char *buf = buf1k;
+    arena a;
+    arena_mark m;
+    char *first;
+    size_t cap;
+    int round;
+    (void)state;
+
+    record_errors();
+    arena_init_buffer(&a, buf, sizeof buf1k, NULL);
+    cap = arena_retained(&a);
+    assert_int_equal(cap, sizeof buf1k);
+    for (round = 0; round < 3; round++) {
+        first = arena_calloc(&a, 1, 512);
+        assert_ptr_equal(first, buf);
+        m = arena_save(&a);
+        assert_non_null(arena_alloc(&a, 256));
+        assert_null(arena_alloc(&a, 512)); /* fixed size: full */
+        arena_release(&a);
+        assert_int_equal(arena_size(&a), 0);
+        assert_int_equal(arena_retained(&a), cap);
+        assert_true(arena_check(&a));
+        arena_rewind(&a, m); /* expired by the release */
+        assert_int_equal(recorded_errors.count, round + 1);
+        assert_int_equal(recorded_errors.last, ARENA_ERR_BAD_MARK);
+    }
+    arena_set_error_handler(NULL, NULL);
+}
+
+static void test_release_buffer_with_heap_chunks(void **state)
+{
+    char *buf = buf256;
+    test_backing tb;
+    arena_allocator al = tb_allocator(&tb);
+    arena a;
+    (void)state;
+
+    arena_init_buffer(&a, buf, sizeof buf256, &al);
+    assert_non_null(arena_alloc(&a, 200));
+    assert_non_null(arena_alloc(&a, 200)); /* a heap chunk, and a heap index */
+    assert_true(tb.live >= 2);
+    arena_reset(&a); /* two chunks in use: slow path; the heap chunk is a spare */
+    assert_non_null(arena_alloc(&a, 10));
+    arena_release(&a); /* a spare and a heap index: slow path, frees both */
+    assert_int_equal(tb.live, 0);
+    assert_int_equal(arena_retained(&a), sizeof buf256);
+    assert_ptr_equal(arena_alloc(&a, 16), buf);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+
+    /* A heap arena with one chunk is freed, never taken for a buffer arena. */
+    arena_init_with(&a, 512, &al);
+    assert_non_null(arena_alloc(&a, 16));
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+    assert_int_equal(arena_retained(&a), 0);
+}
+
+/* Refs stored by the inline paths resolve to their copies, across chunks. */
+static void test_refs_inline(void **state)
+{
+    arena a;
+    arena_ref r[20], s, e;
+    char data[32];
+    int i;
+    (void)state;
+
+    for (i = 0; i < 32; i++)
+        data[i] = (char)('a' + i);
+    arena_init(&a, 256);
+    for (i = 0; i < 20; i++) {
+        data[0] = (char)i;
+        r[i] = arena_ref_copy(&a, data, 32, 0);
+        assert_false(arena_ref_empty(r[i]));
+    }
+    assert_int_equal(arena_size(&a), 20 * 32);
+    for (i = 0; i < 20; i++) {
+        const char *p = arena_ref_ptr(&a, r[i]);
+        assert_non_null(p);
+        assert_int_equal(arena_ref_len(r[i]), 32);
+        assert_int_equal(p[0], (char)i);
+        assert_memory_equal(p + 1, data + 1, 31);
+        assert_int_equal((uintptr_t)p % ARENA_ALIGN, 0);
+        if (i > 0) /* chunk by chunk, in order */
+            assert_true(r[i].chunk == r[i - 1].chunk || r[i].chunk == r[i - 1].chunk + 1);
+    }
+    assert_true(r[19].chunk >= 2); /* at most 8 values per 256-byte chunk */
+    s = arena_ref_strndup(&a, "hello, world", 5);
+    assert_string_equal(arena_ref_str(&a, s), "hello");
+    assert_int_equal(arena_ref_len(s), 5);
+    assert_int_equal(arena_size(&a), 20 * 32 + 6);
+    e = arena_ref_strndup(&a, "x", 0);
+    assert_true(arena_ref_empty(e));
+    assert_string_equal(arena_ref_str(&a, e), "");
+    e = arena_ref_copy(&a, data, 0, 0);
+    assert_true(arena_ref_empty(e));
+    e = arena_ref_copy(&a, data, 8, 3); /* not a power of two */
+    assert_true(arena_ref_empty(e));
+    assert_int_equal(arena_size(&a), 20 * 32 + 6);
+    s = arena_ref_copy(&a, data, 7, 1);
+    assert_memory_equal(arena_ref_ptr(&a, s), data, 7);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
+/* The inline small-copy path (<= 32 bytes: overlapping fixed-width moves)
+ * copies every length exactly and touches nothing around the value. */
+static void test_small_copies(void **state)
+{
+    char src[64], *v[3][41];
+    arena_ref r[41];
+    arena a;
+    size_t n, i, k;
+    (void)state;
+
+    for (i = 0; i < sizeof src; i++)
+        src[i] = (char)(i * 7 + 1);
+    arena_init(&a, 0);
+    for (n = 0; n <= 40; n++) {
+        v[0][n] = arena_copy(&a, src + n % 5, n, 1);
+        v[1][n] = arena_strndup(&a, src + n % 3, n);
+        v[2][n] = arena_copy(&a, src + 1, n, 0);
+        r[n] = arena_ref_copy(&a, src + n % 7, n, 1);
+        assert_non_null(v[0][n]);
+        assert_non_null(v[1][n]);
+        assert_non_null(v[2][n]);
+    }
+    /* Checked after all of them are stored: no copy spilled into another. */
+    for (n = 0; n <= 40; n++) {
+        for (k = 0; k < n; k++) {
+            assert_int_equal(v[0][n][k], src[n % 5 + k]);
+            assert_int_equal(v[1][n][k], src[n % 3 + k]);
+            assert_int_equal(v[2][n][k], src[1 + k]);
+        }
+        assert_int_equal(v[1][n][n], '\0');
+        if (n == 0) {
+            assert_true(arena_ref_empty(r[n]));
+        } else {
+            assert_int_equal(arena_ref_len(r[n]), n);
+            assert_memory_equal(arena_ref_ptr(&a, r[n]), src + n % 7, n);
+        }
+    }
+    arena_release(&a);
+}
+
+/* The default backing hands out cache-line-aligned chunks. */
+static void test_default_chunks_line_aligned(void **state)
+{
+    arena a = {0};
+    int i;
+    (void)state;
+    for (i = 0; i < 3; i++) { /* three chunks: every chunk's first value */
+        char *p = arena_alloc(&a, ARENA_DEFAULT_CHUNK - 16);
+        assert_non_null(p);
+#if !defined(_WIN32)
+        assert_int_equal((uintptr_t)p % 64, 0);
+#endif
+    }
+    assert_non_null(arena_alloc(&a, 3 * ARENA_DEFAULT_CHUNK)); /* oversized */
+    arena_reset(&a);
+    assert_int_equal(arena_retained(&a), 3 * ARENA_DEFAULT_CHUNK);
+    arena_release(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reset_one_chunk),
+        cmocka_unit_test(test_reset_keeps_spares_and_frees_oversized),
+        cmocka_unit_test(test_reset_empty),
+        cmocka_unit_test(test_release_stack_buffer),
+        cmocka_unit_test(test_release_buffer_with_heap_chunks),
+        cmocka_unit_test(test_default_chunks_line_aligned),
+        cmocka_unit_test(test_refs_inline),
+        cmocka_unit_test(test_small_copies),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -421,6 +421,125 @@ static void test_destroyed_cache_in_another_threads_slot(void **state)
     arena_cache_destroy(st.b);
 }
 
+/* Producers fill arenas and hand them to consumers, which check and recycle
+ * them: acquire and recycle on different threads, all at once. */
+#define HANDOFFS 500
+#define QUEUE 8
+
+struct payload;
+
+struct handoff {
+    arena_cache *c;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    struct {
+        arena *a;
+        struct payload *p;
+    } q[QUEUE];
+    unsigned head, count, producers_left;
+    int errors;
+};
+
+struct payload {
+    uint32_t producer, seq, n;
+    uint64_t *words;
+};
+
+static void *produce(void *arg)
+{
+    struct worker *w = (struct worker *)arg;
+    struct handoff *h = (struct handoff *)(void *)w->barrier;
+    for (uint32_t i = 0; i < HANDOFFS; i++) {
+        arena *a = arena_cache_acquire(h->c);
+        struct payload *p = a ? ARENA_NEW(a, struct payload) : NULL;
+        if (!p) {
+            w->errors++;
+            if (a)
+                arena_cache_recycle(h->c, a);
+            continue;
+        }
+        p->producer = w->id;
+        p->seq = i;
+        p->n = 1 + i % 300;
+        p->words = ARENA_ALLOC_ARRAY(a, uint64_t, p->n);
+        for (uint32_t k = 0; p->words && k < p->n; k++)
+            p->words[k] = (uint64_t)w->id << 32 | i;
+        pthread_mutex_lock(&h->lock);
+        while (h->count == QUEUE)
+            pthread_cond_wait(&h->changed, &h->lock);
+        h->q[(h->head + h->count) % QUEUE].a = a;
+        h->q[(h->head + h->count++) % QUEUE].p = p;
+        pthread_cond_broadcast(&h->changed);
+        pthread_mutex_unlock(&h->lock);
+    }
+    pthread_mutex_lock(&h->lock);
+    h->producers_left--;
+    pthread_cond_broadcast(&h->changed);
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+static void *consume(void *arg)
+{
+    struct handoff *h = (struct handoff *)arg;
+    for (;;) {
+        pthread_mutex_lock(&h->lock);
+        while (h->count == 0 && h->producers_left)
+            pthread_cond_wait(&h->changed, &h->lock);
+        if (h->count == 0) {
+            pthread_mutex_unlock(&h->lock);
+            return NULL;
+        }
+        arena *a = h->q[h->head].a;
+        struct payload *p = h->q[h->head].p;
+        h->head = (h->head + 1) % QUEUE;
+        h->count--;
+        pthread_cond_broadcast(&h->changed);
+        pthread_mutex_unlock(&h->lock);
+
+        int bad = !p->words;
+        for (uint32_t k = 0; !bad && k < p->n; k++)
+            bad = p->words[k] != ((uint64_t)p->producer << 32 | p->seq);
+        arena_cache_recycle(h->c, a);
+        if (bad) {
+            pthread_mutex_lock(&h->lock);
+            h->errors++;
+            pthread_mutex_unlock(&h->lock);
+        }
+    }
+}
+
+static void test_handoff_between_threads(void **state)
+{
+    struct handoff h;
+    pthread_t prod[2], cons[2];
+    struct worker w[2];
+    (void)state;
+    memset(&h, 0, sizeof h);
+    arena_cache_config cfg = {8192, 4, 4 * 8192, NULL};
+    h.c = arena_cache_create(&cfg);
+    assert_non_null(h.c);
+    pthread_mutex_init(&h.lock, NULL);
+    pthread_cond_init(&h.changed, NULL);
+    h.producers_left = 2;
+    for (unsigned i = 0; i < 2; i++) {
+        w[i] = (struct worker){h.c, (pthread_barrier_t *)(void *)&h, i + 1, 0};
+        assert_int_equal(pthread_create(&prod[i], NULL, produce, &w[i]), 0);
+        assert_int_equal(pthread_create(&cons[i], NULL, consume, &h), 0);
+    }
+    for (unsigned i = 0; i < 2; i++) {
+        assert_int_equal(pthread_join(prod[i], NULL), 0);
+        assert_int_equal(pthread_join(cons[i], NULL), 0);
+        assert_int_equal(w[i].errors, 0);
+    }
+    assert_int_equal(h.errors, 0);
+    assert_int_equal(h.count, 0);
+    assert_true(arena_cache_count(h.c) <= 4);
+    pthread_cond_destroy(&h.changed);
+    pthread_mutex_destroy(&h.lock);
+    arena_cache_destroy(h.c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -435,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_destroyed_cache_in_another_threads_slot),
         cmocka_unit_test(test_thread_exit_returns_the_slot),
         cmocka_unit_test(test_recycle_on_another_thread),
+        cmocka_unit_test(test_handoff_between_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

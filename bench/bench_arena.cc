@@ -16,6 +16,7 @@
 #include "harness.h"
 #include "ingest.h"
 #include "workloads.h"
+#include "threads.h"
 
 #if __has_include(<arena/pool.h>)
 #  include <arena/pool.h>
@@ -691,5 +692,6 @@ int main(int argc, char **argv)
     register_tree();
     register_refs();
     register_ingest();
+    register_threads_arena();
     return run_main(argc, argv);
 }

@@ -16,6 +16,7 @@
 #include "harness.h"
 #include "ingest.h"
 #include "workloads.h"
+#include "threads.h"
 
 #if BENCH_INSTALLED && BENCH_MALLOC_MIMALLOC
 #  include <mimalloc.h>
@@ -250,5 +251,6 @@ int main(int argc, char **argv)
     register_scoped();
     register_tree();
     register_ingest();
+    register_threads_malloc(kName, row);
     return run_main(argc, argv);
 }

@@ -65,6 +65,9 @@ IMPL_NAMES = {
     "boost_pool": "Boost.Pool",
     "mimalloc_heap": "mimalloc heap (mi_heap_destroy)",
     "glibc_ptr_len_cap": "{ptr,len,cap}[], glibc malloc",
+    "arena_cache": "libarena arena_cache (acquire, recycle)",
+    "arena_shared": "libarena arena_shared (one arena, all threads)",
+    "atomic_bump": "one shared atomic bump pointer (reference)",
 }
 MALLOCS = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
 SPECIAL = {
@@ -120,6 +123,13 @@ SECTIONS = [
      "ns/value"),
     ("ingest", "7. Ingest pipeline: parse a log, intern labels, a row per line, "
                "drop every 4096 rows", "MB/s"),
+    ("request/512", "8. Request-scoped: take memory, one zeroed 512 B block filled with 3, "
+                    "end the request", "ns/request"),
+    ("request/100", "8. Request-scoped: 100 values of 16..128 B, each written, then the "
+                    "request ends", "ns/request"),
+    ("threads", "9. Threads: each thread stores 16 batches of 4096 32-byte copies, each "
+                "batch dropped at once; CPU time of the whole process per value (the same "
+                "figure at 2 threads as at 1 is perfect scaling)", "ns/value"),
 ]
 
 
@@ -146,6 +156,10 @@ def case_label(group):
         return "2^20 x 32 B"
     if w == "ingest":
         return "log file"
+    if w == "request":
+        return "512 B zeroed" if p[1] == "512" else "100 x 16..128 B"
+    if w == "threads":
+        return "%s thread%s" % (p[1], "" if p[1] == "1" else "s")
     return "/".join(p[1:])
 
 
@@ -278,8 +292,10 @@ class Results:
             self.errors[name] = b.get("error_message", "error")
             return
         ops = b.get("ops", 1.0) or 1.0
-        self.samples[name].append(ns_per_iteration(b) / ops)
-        for k in ("desc_B", "mem_B", "peak_rss_kib", "ops", "lines"):
+        # Rows with worker threads of their own report the process's CPU time.
+        ns = b["cpu_ns"] if "cpu_ns" in b else ns_per_iteration(b)
+        self.samples[name].append(ns / ops)
+        for k in ("desc_B", "mem_B", "peak_rss_kib", "ops", "lines", "wall_ns", "threads"):
             if k in b:
                 self.counters[name].setdefault(k, []).append(b[k])
 
@@ -346,6 +362,8 @@ def section_tables(results):
             extra = ["descriptor B", "bytes/value"]
         if workload == "ingest":
             extra = ["peak RSS MiB"]
+        if workload == "threads":
+            extra = ["M values/s (CPU)", "M values/s (wall)"]
         header = ["case", "implementation", unit, "speedup vs glibc", "x limit proxy"] + extra
         rows = []
         for g, members in gs.items():
@@ -375,6 +393,11 @@ def section_tables(results):
                 if workload == "ingest":
                     rss = results.counter(name, "peak_rss_kib")
                     ex = ["%.1f" % (rss / 1024.0) if rss else "-"]
+                if workload == "threads":
+                    th, wall = results.counter(name, "threads"), results.counter(name, "wall_ns")
+                    ops = results.counter(name, "ops")
+                    ex = ["%.0f" % (th * 1000.0 / x) if th else "-",
+                          "%.0f" % (ops * 1000.0 / wall) if wall and ops else "-"]
                 rows.append([label, disp, fmt_ns(x, unit), sp, px] + ex)
         out.append("### %s\n\n%s\n" % (title, md_table(header, rows)))
     return out
@@ -437,7 +460,38 @@ def targets(results):
         if name.startswith("refs/") and name.endswith("/arena_ref"):
             check("ref resolution within 2x of a plain pointer", name.rsplit("/", 1)[0],
                   "arena_ref", 2.0)
+    threads_targets(results, t)
     return t
+
+
+def threads_targets(results, t):
+    """Issue 6: request-scoped memory and threads (no limit proxy: ratios to peers)."""
+    ns = results.ns
+
+    def versus(target, group, impl, peer, factor):
+        x, p = ns(group + "/" + impl), ns(group + "/" + peer)
+        if x is None or p is None:
+            t.append((target, group, impl, "no data", None, "%s or %s missing" % (impl, peer)))
+            return
+        t.append((target, group, impl, "%.2f" % (p / x), p / x >= factor,
+                  "%.2fx faster than %s (>= %.2f)" % (p / x, impl_name(group.split("/")[0], peer),
+                                                       factor)))
+
+    for m in ("glibc", "mimalloc"):
+        versus("request (512 B zeroed) below calloc+free", "request/512/zeroed",
+               "arena_cache", m + "_calloc", 1.0)
+    versus("request (100 small) >= 5x below malloc/free", "request/100/small", "arena_cache",
+           "glibc", 5.0)
+    for th in ("1", "2"):
+        for impl in ("arena_cache", "arena_shared"):
+            for m in ("glibc", "mimalloc", "jemalloc"):
+                versus("threads: faster than every malloc", "threads/" + th, impl, m, 1.0)
+    for impl in ("arena_cache", "arena_shared"):
+        one, two = ns("threads/1/" + impl), ns("threads/2/" + impl)
+        if one and two:
+            t.append(("threads: scales (CPU per value at 2 threads <= 1.25x of 1)", "threads/2",
+                      impl, "%.2f" % (two / one), two / one <= 1.25,
+                      "%.2f ns/value at 1 thread, %.2f at 2" % (one, two)))
 
 
 def targets_table(ts):
@@ -459,6 +513,8 @@ CHART_CASES = [
     ("scoped/512/zeroed", "zeroed 512 B"), ("scoped/1024/zeroed", "zeroed 1 KiB"),
     ("scoped/4096/zeroed", "zeroed 4 KiB"), ("tree/depth13", "tree"),
     ("refs/1048576x32B", "refs walk"), ("ingest/log", "ingest"),
+    ("request/512/zeroed", "request 512 B"), ("request/100/small", "request 100 values"),
+    ("threads/2", "2 threads"),
 ]
 SERIES = ["libarena (best API)", "limit proxy", "mimalloc", "jemalloc", "tcmalloc",
           "best other peer"]

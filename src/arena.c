@@ -951,11 +951,35 @@ void arena__release_slow(arena *a)
     }
 }
 
-void arena__reset_slow(arena *a)
+/* Frees spare chunks (at [nused, nchunks)), the last first, while the arena
+ * retains more than `limit` bytes.  The caller's buffer is never freed.  An
+ * arena left with one chunk or none gives its heap index back too. */
+static void free_spares(arena *a, size_t limit)
 {
-    sync(a);
-    close_buffer(a);
-    drop_chunks_from(a, 0);
+    while (a->nchunks > a->nused && a->retained > limit) {
+        struct arena__chunk c = a->chunks[a->nchunks - 1];
+        if (c.base == a->buf)
+            break;
+        a->nchunks--;
+        a->retained -= usable(a, &c);
+        free_chunk(a, c);
+    }
+    if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
+        if (a->nchunks)
+            a->first = a->chunks[0];
+        back_free(a, a->chunks, a->ncap * sizeof *a->chunks);
+        a->chunks = &a->first;
+        a->ncap = 1;
+    }
+    if (a->nchunks == 0) {
+        a->chunks = NULL;
+        a->ncap = 0;
+    }
+}
+
+/* Makes the arena empty (size 0, a new epoch) with chunk 0, if any, current. */
+static void reopen(arena *a)
+{
     a->size = 0;
     a->epoch++;
     if (a->nchunks) {
@@ -966,6 +990,39 @@ void arena__reset_slow(arena *a)
     }
     if (ARENA_CHECKED)
         arena_check(a);
+}
+
+void arena__reset_slow(arena *a)
+{
+    sync(a);
+    close_buffer(a);
+    drop_chunks_from(a, 0);
+    reopen(a);
+}
+
+static ARENA_NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
+{
+    sync(a);
+    close_buffer(a);
+    drop_chunks_from(a, 0);
+    free_spares(a, retain_limit);
+    reopen(a);
+}
+
+void arena_reset_to(arena *a, size_t retain_limit)
+{
+    /* The common case of a request-sized batch (the arena cache recycles one
+     * per request): one chunk, kept, the inline window open on it. */
+    if (ARENA__INLINE_WINDOW && a->nchunks == 1 && a->retained <= retain_limit &&
+        arena__reset_first(a))
+        return;
+    reset_to_slow(a, retain_limit);
+}
+
+void arena_trim(arena *a, size_t max_retained)
+{
+    sync(a);
+    free_spares(a, max_retained);
 }
 
 /* True when `m` can be a mark of this arena's current epoch: its chunks are

@@ -1,6 +1,7 @@
 // The public headers compile as C++17 (-Wall -Wextra -Werror) and work.
 #include <arena/arena.h>
 #include <arena/pool.h>
+#include <arena/thread.h>
 
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,25 @@ int main()
     arena_ref r = arena_ref_copy(&a, "abc", 3, 1);
     bool ok = p && p->x == 0.0 && v && s && std::strcmp(s, "c++") == 0 &&
               arena_ref_len(r) == 3 && std::memcmp(arena_ref_ptr(&a, r), "abc", 3) == 0;
+    {
+        ARENA_SCOPE(&a);
+        ok = ok && arena_alloc(&a, 100) != nullptr;
+    }
+    arena_scope sc = arena_scope_begin(&a);
+    arena_scope_end(&sc);
+    arena_scratch s2 = arena_scratch_begin(nullptr, 0);
+    ok = ok && s2.arena && arena_strdup(s2.arena, "x");
+    arena_scratch_end(s2);
+    arena_cache *c = arena_cache_create(nullptr);
+    arena *ca = c ? arena_cache_acquire(c) : nullptr;
+    ok = ok && ca && arena_calloc(ca, 1, 512);
+    if (ca)
+        arena_cache_recycle(c, ca);
+    arena_cache_destroy(c);
+    arena_shared *sh = arena_shared_create(0, 0, nullptr);
+    ok = ok && sh && arena_shared_alloc(sh, 10);
+    arena_shared_destroy(sh);
+    arena_scratch_release_thread();
     arena_release(&a);
 
     arena_pool pool = {};

@@ -286,6 +286,27 @@ static inline void arena_reset(arena *a)
     arena__reset_slow(a);
 }
 
+/**
+ * arena_reset() that keeps at most `retain_limit` bytes of chunks ("retain
+ * with a limit"): uniform chunks are kept, the first ones first, while their
+ * capacity adds up to no more than `retain_limit`; the rest, and every
+ * oversized chunk, go back to the backing allocator.  With uniform chunks of
+ * B bytes the arena then retains min(held, floor(retain_limit / B) * B)
+ * bytes.  The caller's buffer is always kept (and counts).  retain_limit
+ * SIZE_MAX is arena_reset(); 0 frees every chunk the arena allocated and its
+ * bookkeeping, like arena_release().  Expires every value.  Never fails.
+ */
+ARENA_API void arena_reset_to(arena *a, size_t retain_limit);
+
+/**
+ * Frees spare uniform chunks (those a reset or rewind kept and no value uses
+ * now) until the arena retains at most `max_retained` bytes or has no spare
+ * left.  Chunks holding values are never freed, so every value, pointer, ref
+ * and mark stays valid: arena_retained() may stay above `max_retained`.
+ * Cheap when there is nothing to free (a few comparisons).  Never fails.
+ */
+ARENA_API void arena_trim(arena *a, size_t max_retained);
+
 /** Forgets everything stored after `m` was taken: arena_size() is what it was
  *  then, uniform chunks are kept, oversized chunks stored since are freed, and
  *  the next allocation of the same shape returns the same address as it would

@@ -1,0 +1,150 @@
+/*
+ * libarena's rows of the request and scaling workloads (threads.h): the arena
+ * cache (one arena per request), the shared arena (all threads storing into
+ * one arena), and, for reference, one shared atomic bump pointer (what the
+ * shared arena does not do).  Part of bench_arena.
+ */
+#include <arena/thread.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+
+#include "threads.h"
+
+namespace bench {
+
+namespace {
+
+using benchmark::State;
+
+void register_requests()
+{
+    add("request/512/zeroed/arena_cache", kScopes, [](State &st) {
+        arena_cache *c = arena_cache_create(nullptr);
+        scoped(st, opaque(512), [c](size_t n) {
+            arena *a = arena_cache_acquire(c);
+            return a && zeroed_request(
+                            n, [a](size_t k) { return arena_calloc(a, 1, k); },
+                            [c, a] { arena_cache_recycle(c, a); });
+        });
+        arena_cache_destroy(c);
+    });
+    add("request/100/small/arena_cache", 1, [](State &st) {
+        arena_cache *c = arena_cache_create(nullptr);
+        size_t base = 0, fails = 0;
+        for (auto _ : st) {
+            arena *a = arena_cache_acquire(c);
+            fails += !a || !small_request(
+                               base++, [a](size_t n) { return arena_alloc(a, n); },
+                               [c, a](void **) { arena_cache_recycle(c, a); });
+        }
+        arena_cache_destroy(c);
+        if (fails)
+            st.SkipWithError("allocation failed");
+    });
+}
+
+// One thread's batches, each in an arena of the cache.
+bool cache_batches(arena_cache *c)
+{
+    bool ok = true;
+    for (size_t b = 0; b < kThreadBatches; b++) {
+        arena *a = arena_cache_acquire(c);
+        if (!a)
+            return false;
+        for (size_t i = 0; i < kBatch; i++) {
+            void *p = arena_copy(a, thread_source(), kThreadValue, 0);
+            ok = ok && p;
+            touch(p);
+        }
+        arena_cache_recycle(c, a);
+    }
+    return ok;
+}
+
+// Threads that store into one shared arena and end each batch together: the
+// arena is reset only when no thread allocates (a barrier, one reset, a
+// barrier), as its contract asks.
+struct SharedBatches {
+    arena_shared *s = arena_shared_create(0, 0, nullptr);
+    pthread_barrier_t barrier;
+    explicit SharedBatches(int threads) { pthread_barrier_init(&barrier, nullptr, unsigned(threads)); }
+    ~SharedBatches()
+    {
+        pthread_barrier_destroy(&barrier);
+        arena_shared_destroy(s);
+    }
+    void end_batch()
+    {
+        if (pthread_barrier_wait(&barrier) == PTHREAD_BARRIER_SERIAL_THREAD)
+            arena_shared_reset(s, SIZE_MAX);
+        pthread_barrier_wait(&barrier);
+    }
+};
+
+bool shared_batches(SharedBatches &sh)
+{
+    bool ok = sh.s != nullptr;
+    for (size_t b = 0; b < kThreadBatches; b++) {
+        for (size_t i = 0; ok && i < kBatch; i++) {
+            void *p = arena_shared_alloc(sh.s, kThreadValue);
+            ok = p != nullptr;
+            if (p)
+                touch(std::memcpy(p, thread_source(), kThreadValue));
+        }
+        sh.end_batch();
+    }
+    return ok;
+}
+
+// The reference: every value takes one atomic add on a pointer all threads
+// share (ANCHORS.md: this collapses from 2 threads on).
+struct AtomicBump {
+    std::unique_ptr<char[]> buf;
+    std::atomic<size_t> top{0};
+    pthread_barrier_t barrier;
+    explicit AtomicBump(int threads) : buf(new char[size_t(threads) * kBatch * kThreadValue])
+    {
+        pthread_barrier_init(&barrier, nullptr, unsigned(threads));
+    }
+    ~AtomicBump() { pthread_barrier_destroy(&barrier); }
+};
+
+bool atomic_batches(AtomicBump &ab)
+{
+    for (size_t b = 0; b < kThreadBatches; b++) {
+        for (size_t i = 0; i < kBatch; i++) {
+            size_t at = ab.top.fetch_add(kThreadValue, std::memory_order_relaxed);
+            touch(std::memcpy(ab.buf.get() + at, thread_source(), kThreadValue));
+        }
+        if (pthread_barrier_wait(&ab.barrier) == PTHREAD_BARRIER_SERIAL_THREAD)
+            ab.top.store(0, std::memory_order_relaxed);
+        pthread_barrier_wait(&ab.barrier);
+    }
+    return true;
+}
+
+void register_scaling()
+{
+    for (int t : kThreadCounts) {
+        std::string g = "threads/" + std::to_string(t) + "/";
+        // Each row owns its cache, shared arena or pointer for its whole run.
+        auto cache = std::shared_ptr<arena_cache>(arena_cache_create(nullptr), arena_cache_destroy);
+        scaling_row(add, g + "arena_cache", t, [cache](int) { return cache_batches(cache.get()); });
+        auto shared = std::make_shared<SharedBatches>(t);
+        scaling_row(add, g + "arena_shared", t, [shared](int) { return shared_batches(*shared); });
+        auto bump = std::make_shared<AtomicBump>(t);
+        scaling_row(add, g + "atomic_bump", t, [bump](int) { return atomic_batches(*bump); });
+    }
+}
+
+} // namespace
+
+void register_threads_arena()
+{
+    register_requests();
+    register_scaling();
+}
+
+} // namespace bench

@@ -1,0 +1,222 @@
+/*
+ * Request-scoped memory and threads (issue 6): the shapes of the request and
+ * scaling workloads, shared by bench_arena.cc (libarena's cache and shared
+ * arena) and malloc_family.cc (one binary per malloc).
+ *
+ *   request/512/zeroed   a request takes memory, gets one zeroed 512 B block,
+ *                        fills it, and ends (kScopes per iteration);
+ *   request/100/small    a request stores 100 values of 16..128 B, writes
+ *                        each, and ends (all freed);
+ *   threads/<T>          T threads each store kThreadBatches batches of
+ *                        kBatch 32-byte copies, each batch dropped at once.
+ *
+ * The scaling rows run their own worker threads (Google Benchmark's
+ * ->Threads() would rename the rows), and report the CPU time of the whole
+ * process per value as the counter "cpu_ns" (what bench/run.py reads for
+ * them), plus the wall time as "wall_ns": on a shared machine the wall time
+ * counts what other processes take, CPU time does not, while contention
+ * between the threads (lines moving between cores, a lock) still burns CPU.
+ * Perfect scaling keeps cpu_ns flat from 1 to T threads.
+ */
+#ifndef BENCH_THREADS_H
+#define BENCH_THREADS_H
+
+#include <pthread.h>
+#include <time.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "workloads.h"
+
+namespace bench {
+
+// Values per request of request/100/small.
+constexpr size_t kSmallValues = 100;
+// Batches per thread per iteration of the scaling rows, and the value size.
+constexpr size_t kThreadBatches = 16;
+constexpr size_t kThreadValue = 32;
+// Thread counts of the scaling rows (a 2-core machine: 1 and 2).
+constexpr int kThreadCounts[] = {1, 2};
+
+// The size of value k of request i: 16..128 bytes.
+inline size_t small_size(size_t i) { return 16 + (i * 37) % 113; }
+
+// request/512/zeroed: `take(n)` returns the zeroed block of one request and
+// `end()` ends the request.
+template <class Take, class End> bool zeroed_request(size_t n, Take take, End end)
+{
+    bool ok = use_zeroed(take(n), n);
+    end();
+    return ok;
+}
+
+// request/100/small: `alloc(n)` stores one value (written and made visible);
+// `end(values)` ends the request.
+template <class Alloc, class End> bool small_request(size_t base, Alloc alloc, End end)
+{
+    void *v[kSmallValues];
+    bool ok = true;
+    for (size_t k = 0; k < kSmallValues; k++) {
+        size_t n = opaque(small_size(base + k));
+        v[k] = alloc(n);
+        if (!v[k]) {
+            ok = false;
+            continue;
+        }
+        std::memcpy(v[k], &k, sizeof k);
+        touch(v[k]);
+    }
+    end(v);
+    return ok;
+}
+
+inline double clock_ns(clockid_t id)
+{
+    timespec ts;
+    clock_gettime(id, &ts);
+    return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
+}
+
+// Worker threads that run `work(thread index)` once per iteration of the
+// benchmark loop, all together (a barrier before and after).
+class Crew {
+public:
+    using Work = std::function<bool(int)>;
+    Crew(int threads, Work work) : n_(threads), work_(std::move(work))
+    {
+        pthread_barrier_init(&go_, nullptr, unsigned(n_ + 1));
+        pthread_barrier_init(&done_, nullptr, unsigned(n_ + 1));
+        for (int i = 0; i < n_; i++)
+            pthread_create(&t_[i], nullptr, run, new Arg{this, i});
+    }
+    ~Crew()
+    {
+        stop_ = true;
+        pthread_barrier_wait(&go_);
+        for (int i = 0; i < n_; i++)
+            pthread_join(t_[i], nullptr);
+        pthread_barrier_destroy(&go_);
+        pthread_barrier_destroy(&done_);
+    }
+    Crew(const Crew &) = delete;
+    Crew &operator=(const Crew &) = delete;
+    // One iteration: every thread runs the work once.
+    void round()
+    {
+        pthread_barrier_wait(&go_);
+        pthread_barrier_wait(&done_);
+    }
+    size_t failures() const { return fails_; }
+
+private:
+    struct Arg {
+        Crew *crew;
+        int index;
+    };
+    static void *run(void *p)
+    {
+        Arg a = *static_cast<Arg *>(p);
+        delete static_cast<Arg *>(p);
+        for (;;) {
+            pthread_barrier_wait(&a.crew->go_);
+            if (a.crew->stop_)
+                return nullptr;
+            if (!a.crew->work_(a.index))
+                __atomic_add_fetch(&a.crew->fails_, 1, __ATOMIC_RELAXED);
+            pthread_barrier_wait(&a.crew->done_);
+        }
+    }
+    int n_;
+    Work work_;
+    pthread_t t_[16];
+    pthread_barrier_t go_, done_;
+    bool stop_ = false; // written before the go barrier it is read after
+    size_t fails_ = 0;
+};
+
+// Registers a scaling row: `threads` workers each run `work(index)` (one
+// thread's kThreadBatches batches) per iteration; "ops" is every value stored
+// by all threads; "cpu_ns" and "wall_ns" are per iteration.
+template <class Add>
+void scaling_row(Add add_row, const std::string &name, int threads, Crew::Work work)
+{
+    double ops = double(kThreadBatches * kBatch) * threads;
+    add_row(name, ops, [threads, work](benchmark::State &st) {
+        Crew crew(threads, work);
+        crew.round(); // warm: chunks, runs, the allocator's caches
+        double cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID), wall0 = clock_ns(CLOCK_MONOTONIC);
+        for (auto _ : st)
+            crew.round();
+        double it = double(st.iterations());
+        st.counters["cpu_ns"] = (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0) / it;
+        st.counters["wall_ns"] = (clock_ns(CLOCK_MONOTONIC) - wall0) / it;
+        st.counters["threads"] = threads;
+        if (crew.failures())
+            st.SkipWithError("allocation failed");
+    });
+}
+
+// The bytes every scaling row copies.
+inline const char *thread_source()
+{
+    static const char src[kThreadValue + 1] = "0123456789abcdef0123456789abcde";
+    return src;
+}
+
+// One thread's batches through malloc: kBatch copies, then all freed.
+inline bool malloc_batches()
+{
+    std::vector<void *> live(kBatch);
+    bool ok = true;
+    for (size_t b = 0; b < kThreadBatches; b++) {
+        for (size_t i = 0; i < kBatch; i++) {
+            void *p = std::malloc(kThreadValue);
+            ok = ok && p;
+            live[i] = p ? std::memcpy(p, thread_source(), kThreadValue) : p;
+        }
+        touch(live.data());
+        for (size_t i = 0; i < kBatch; i++)
+            std::free(live[i]);
+    }
+    return ok;
+}
+
+// The malloc rows, for one allocator (malloc_family.cc: `name` is
+// BENCH_MALLOC_NAME, `row` registers or reports "not installed").
+template <class Row> void register_threads_malloc(const std::string &name, Row row)
+{
+    row("request/512/zeroed/" + name + "_calloc", kScopes, [](benchmark::State &st) {
+        size_t n = opaque(512);
+        scoped(st, n, [](size_t m) {
+            void *p = nullptr;
+            return zeroed_request(
+                m, [&](size_t k) { return p = std::calloc(1, k); }, [&] { std::free(p); });
+        });
+    });
+    row("request/100/small/" + name, 1, [](benchmark::State &st) {
+        size_t base = 0, fails = 0;
+        for (auto _ : st)
+            fails += !small_request(
+                base++, [](size_t n) { return std::malloc(n); },
+                [](void **v) {
+                    for (size_t k = 0; k < kSmallValues; k++)
+                        std::free(v[k]);
+                });
+        if (fails)
+            st.SkipWithError("allocation failed");
+    });
+    for (int t : kThreadCounts)
+        scaling_row(row, "threads/" + std::to_string(t) + "/" + name, t,
+                    [](int) { return malloc_batches(); });
+}
+
+// libarena's rows (bench_threads.cc).
+void register_threads_arena();
+
+} // namespace bench
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * libarena: request-scoped memory and threads.
+ *
+ *   - arena_cache:   a thread-safe store of reset arenas.  A request takes one
+ *                    (arena_cache_acquire), uses it, and gives it back
+ *                    (arena_cache_recycle), which resets it and keeps its
+ *                    chunks, up to a byte bound, for the next request.
+ *   - scratch:       per-thread scratch arenas that are never one of the
+ *                    arenas the caller names as conflicts, with a mark taken
+ *                    at arena_scratch_begin() and rewound at arena_scratch_end().
+ *   - scopes:        ARENA_SCOPE(a) rewinds `a` when the enclosing block is
+ *                    left, early return included (gcc and clang); the
+ *                    arena_scope_begin()/arena_scope_end() pair everywhere.
+ *   - arena_shared:  one arena that many threads allocate from at once; each
+ *                    thread bumps through a private run of memory and takes a
+ *                    lock only to claim the next run.
+ *
+ * The trim policy every arena has, arena_reset_to() and arena_trim(), is in
+ * arena.h.
+ *
+ * The library uses POSIX threads (link with -pthread: the CMake target and
+ * pkg-config do it).  This header includes only arena.h: the cache and the
+ * shared arena are opaque, so no pthread or atomic type shows here, and it is
+ * usable from C++.
+ */
+#ifndef ARENA_THREAD_H
+#define ARENA_THREAD_H
+
+#include "arena/arena.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Arena cache ------------------------------------------------------------ */
+
+/** An opaque, thread-safe store of reset arenas. */
+typedef struct arena_cache arena_cache;
+
+/** How a cache is set up.  Zero fields take the defaults. */
+typedef struct arena_cache_config {
+    size_t chunk_bytes;  /* chunk budget of each arena (0: ARENA_DEFAULT_CHUNK) */
+    size_t max_arenas;   /* arenas kept in the shared store (0: 64); beyond it a
+                            recycled arena is released */
+    size_t max_retained; /* bytes of chunks a recycled arena keeps, as with
+                            arena_reset_to() (0: 16 chunks; SIZE_MAX: all;
+                            below chunk_bytes: none) */
+    const arena_allocator *backing; /* every arena's memory and the cache's
+                                       own (NULL: malloc); copied */
+} arena_cache_config;
+
+/**
+ * Creates a cache (`config` NULL: every default).  The cache and its arena
+ * structs come from the backing allocator.  NULL on out-of-memory or when
+ * the system refuses a mutex.  Thread-safe.
+ */
+ARENA_NODISCARD ARENA_API arena_cache *arena_cache_create(const arena_cache_config *config);
+
+/**
+ * Frees every arena the cache made (cached, waiting in a thread's slot, and
+ * also any still acquired: those become invalid) and the cache.  Requires that
+ * no other thread uses the cache during the call (join the workers, or have
+ * them stop using it, first); threads that used it may exit at any time.
+ * NULL: nothing.
+ */
+ARENA_API void arena_cache_destroy(arena_cache *c);
+
+/**
+ * An empty arena for one request: the one this thread recycled last, when it
+ * still waits in the thread's slot (no lock, no atomic operation), else one
+ * from the shared store (a short lock), else a fresh one (its chunks come on
+ * first use).  It keeps the chunks its previous request left, up to the
+ * cache's max_retained.  The caller owns it until arena_cache_recycle(); it
+ * is an ordinary arena (not thread-safe itself), which may be handed to
+ * another thread and recycled there.  Do not arena_init*() it.
+ * NULL on out-of-memory.  Thread-safe.
+ */
+ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
+
+/**
+ * Ends a request: resets `a` with arena_reset_to(a, max_retained) (every value
+ * in it expires) and keeps it for a later arena_cache_acquire(): in this
+ * thread's slot when the slot is free, else in the shared store while it holds
+ * fewer than max_arenas, else the arena is released and freed.  Never fails.
+ * Thread-safe.  `a` must come from arena_cache_acquire() of this cache;
+ * NULL is reported (ARENA_ERR_NULL_FREE), an arena already recycled
+ * (ARENA_ERR_DOUBLE_FREE) or from another cache (ARENA_ERR_FOREIGN_POINTER)
+ * too, and then nothing happens.  An arena that no cache made is undefined.
+ * A thread's slot holds one arena of one cache: recycling into another cache
+ * sends it back to its own cache's store first.  A thread that exits returns
+ * the arena waiting in its slot to the store, so max_arenas bounds the store
+ * and each thread holds at most one more.
+ */
+ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
+
+/** Arenas in the shared store now (not counting those waiting in threads'
+ *  slots).  Thread-safe; a snapshot. */
+ARENA_API size_t arena_cache_count(arena_cache *c);
+
+/* ---- Scopes --------------------------------------------------------------------- */
+
+/** A mark of an arena, to be rewound at the end of a scope.  A plain value. */
+typedef struct arena_scope {
+    struct arena *arena; /* NULL: nothing to rewind (`struct`: C++ allows the name) */
+    arena_mark mark; /* its position at the start of the scope */
+} arena_scope;
+
+/** Starts a scope of `a`: arena_scope_end() forgets everything stored in `a`
+ *  after this call.  Same thread-safety as the arena. */
+static inline arena_scope arena_scope_begin(arena *a)
+{
+    arena_scope s;
+    s.arena = a;
+    s.mark = arena_save(a);
+    return s;
+}
+
+/** Ends a scope: arena_rewind(s->arena, s->mark) (nothing when s->arena is
+ *  NULL).  Scopes of one arena must end in reverse order of their start; a
+ *  scope ended after an enclosing one is reported (ARENA_ERR_BAD_MARK). */
+static inline void arena_scope_end(arena_scope *s)
+{
+    if (s->arena)
+        arena_rewind(s->arena, s->mark);
+}
+
+#define ARENA__CAT2(a, b) a##b
+#define ARENA__CAT(a, b) ARENA__CAT2(a, b)
+
+#if defined(__GNUC__) || defined(__clang__)
+/** 1 where ARENA_SCOPE and ARENA_SCRATCH_SCOPE exist (gcc, clang). */
+#  define ARENA_HAVE_SCOPE 1
+/**
+ * ARENA_SCOPE(a);  as a statement inside a block: everything stored in `a`
+ * from here on is forgotten when the block is left, however it is left
+ * (end of block, return, break, goto out of it), through the cleanup
+ * attribute of gcc and clang.  Not longjmp, and not C++ exceptions in C code.
+ * Elsewhere (MSVC) the macro does not exist: use arena_scope_begin() and
+ * arena_scope_end() on every path.  At most one per line.
+ */
+#  define ARENA_SCOPE(a)                                                             \
+      arena_scope ARENA__CAT(arena__scope_, __LINE__)                                \
+          __attribute__((cleanup(arena_scope_end), unused)) = arena_scope_begin(a)
+#else
+#  define ARENA_HAVE_SCOPE 0
+#endif
+
+/* ---- Scratch arenas ------------------------------------------------------------ */
+
+/** Scratch arenas per thread. */
+#define ARENA_SCRATCH_COUNT 2
+
+/** A scratch arena and the mark to rewind it to.  `arena` is NULL when no
+ *  scratch arena could be given (see arena_scratch_begin()). */
+typedef struct arena_scratch {
+    struct arena *arena; /* `struct`: C++ allows the member the type's name */
+    arena_mark mark;
+} arena_scratch;
+
+/**
+ * One of this thread's ARENA_SCRATCH_COUNT scratch arenas that is none of the
+ * `n` arenas in `conflicts` (NULL entries and conflicts == NULL are fine),
+ * with its position saved: allocate from s.arena, then arena_scratch_end(s)
+ * forgets what was stored.  Pass as conflicts every arena that the caller
+ * wants results in, so that a function can use scratch memory while its
+ * result goes to its caller's scratch arena; nesting is fine as long as
+ * scratches end in reverse order.
+ *
+ * Scratch arenas belong to the calling thread, have ARENA_DEFAULT_CHUNK
+ * chunks from malloc, and are freed when the thread exits (or by
+ * arena_scratch_release_thread()).  Do not hand them to another thread, reset,
+ * release or trim them.  Fails, with s.arena NULL, when every scratch arena is
+ * a conflict, or on out-of-memory registering the thread's clean-up.
+ */
+ARENA_NODISCARD ARENA_API arena_scratch arena_scratch_begin(arena *const *conflicts, size_t n);
+
+/** Rewinds the scratch arena to s's mark (nothing when s.arena is NULL), then
+ *  frees its spare chunks beyond 1 MiB.  Every value stored since
+ *  arena_scratch_begin() expires.  The calling thread's only. */
+ARENA_API void arena_scratch_end(arena_scratch s);
+
+/** Frees this thread's scratch arenas now (the main thread, which need not
+ *  run thread-exit clean-up, or a thread that is done with scratch memory).
+ *  No scratch of this thread may be open.  They come back on next use. */
+ARENA_API void arena_scratch_release_thread(void);
+
+#if ARENA_HAVE_SCOPE
+static inline void arena__scratch_cleanup(arena_scratch *s) { arena_scratch_end(*s); }
+/**
+ * ARENA_SCRATCH_SCOPE(s, conflicts, n);  declares `arena_scratch s` from
+ * arena_scratch_begin(conflicts, n), ended when the enclosing block is left
+ * (as ARENA_SCOPE).  Check s.arena for NULL.  gcc and clang only.
+ */
+#  define ARENA_SCRATCH_SCOPE(s, conflicts, n)                                   \
+      arena_scratch s __attribute__((cleanup(arena__scratch_cleanup))) =          \
+          arena_scratch_begin((conflicts), (n))
+#endif
+
+/* ---- Shared arena ---------------------------------------------------------------- */
+
+/** An opaque arena that many threads allocate from at once. */
+typedef struct arena_shared arena_shared;
+
+/**
+ * Creates a shared arena whose chunks hold `chunk_bytes` each (0: 1 MiB;
+ * clamped to ARENA_REF_MAX), from `backing` (NULL: malloc).  Each allocating
+ * thread claims a private run of `run_bytes` (0: 16 KiB; at most chunk_bytes,
+ * at least 1 KiB) from the current chunk under a short lock, then bumps
+ * through it with no atomic operation.  A run's tail that does not fit the
+ * next value is left unused.  A thread keeps its runs in a table of four
+ * entries, one per shared arena by creation order modulo four: a thread that
+ * alternates between two shared arenas created four apart gives up a run tail
+ * at each switch (correct, but wasteful).  NULL on out-of-memory.  Allocates
+ * no chunk yet.
+ */
+ARENA_NODISCARD ARENA_API arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
+                                                            const arena_allocator *backing);
+
+/** Frees every chunk and the shared arena.  No thread may allocate from it
+ *  during or after the call.  NULL: nothing. */
+ARENA_API void arena_shared_destroy(arena_shared *s);
+
+/**
+ * `size` uninitialised bytes, ARENA_ALIGN-aligned, valid until the next
+ * arena_shared_reset() or arena_shared_destroy().  Thread-safe: any number of
+ * threads at once.  Values larger than a quarter of a run are placed under
+ * the lock.  Size 0 returns a non-NULL pointer not to be dereferenced.  NULL on
+ * out-of-memory or overflow, with the arena as it was (the thread's run too).
+ */
+ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
+ARENA_API void *arena_shared_alloc(arena_shared *s, size_t size);
+
+/** arena_shared_alloc() at `align`, a power of two (0: ARENA_ALIGN); any
+ *  other alignment returns NULL.  Thread-safe. */
+ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
+ARENA_API void *arena_shared_alloc_aligned(arena_shared *s, size_t size, size_t align);
+
+/** `count * size` zeroed bytes, ARENA_ALIGN-aligned; NULL when the product
+ *  overflows or on out-of-memory.  Thread-safe. */
+ARENA_NODISCARD ARENA_MALLOC
+ARENA_API void *arena_shared_calloc(arena_shared *s, size_t count, size_t size);
+
+/**
+ * Forgets every value and keeps up to `retain_limit` bytes of chunks for the
+ * next batch (as arena_reset_to(); SIZE_MAX: all uniform chunks, 0: none).
+ * Every thread's run is abandoned.  Requires that no thread allocates from
+ * `s` during the call, and that the threads that allocate afterwards are
+ * ordered after it (join them, or use a barrier or a mutex, between the
+ * batch and the reset).  Never fails.
+ */
+ARENA_API void arena_shared_reset(arena_shared *s, size_t retain_limit);
+
+/** Capacity of the chunks held, in bytes.  Thread-safe (a snapshot). */
+ARENA_API size_t arena_shared_retained(arena_shared *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARENA_THREAD_H */

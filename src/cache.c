@@ -1,0 +1,296 @@
+/*
+ * The arena cache: reset arenas kept for the next request.
+ *
+ * Two levels.  Each thread has a one-arena slot in thread-local storage,
+ * tagged with the generation of the cache the arena belongs to (a number
+ * from a process-wide counter, new at every create): a request that starts
+ * and ends on one thread takes and gives back its arena with no call into
+ * libc, no lock and no atomic operation, which is what makes acquire +
+ * recycle cheaper than a malloc and free of the same request.  Behind the
+ * slots is a shared stack (LIFO, so the warmest arena goes out first) under a
+ * mutex, bounded by max_arenas; an arena recycled while the slot is taken
+ * goes there, and beyond the bound it is freed.
+ *
+ * A thread that exits gives its slot's arena back (a process-wide pthread key
+ * whose destructor runs at thread exit).  The cache may be gone by then, so
+ * live caches are listed in a registry under a process-wide mutex, which
+ * create, destroy and thread exit take (rarely): the exiting thread returns
+ * the arena only if its cache is still listed, and destroy unlists the cache
+ * before it frees anything.
+ *
+ * Every arena the cache made is also on a list (`all`), so that destroy frees
+ * them wherever they are: on the stack, in some thread's slot, or acquired.
+ * A slot that still names a destroyed cache is never used again: no later
+ * cache has its generation.
+ *
+ * Costs: acquire and recycle through the slot are a few loads and stores plus
+ * arena_reset_to() (O(chunks)); the stack adds one lock; a fresh arena is one
+ * allocation for its struct.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "arena/thread.h"
+#include "internal.h"
+
+enum { ACQUIRED = 1, STACKED, PARKED };
+
+struct node {
+    arena a; /* first: recycle maps the arena back to its node */
+    struct arena_cache *owner;
+    struct node *next;             /* the stack */
+    struct node *prev_all, *next_all; /* every node of the cache */
+    int state;
+};
+
+struct arena_cache {
+    uint64_t gen;       /* read by the slot fast path; set once at create */
+    char pad[64];       /* keeps the lock's cache line away from gen */
+    struct arena_cache *next_live; /* the registry, under registry_lock */
+    pthread_mutex_t lock;
+    struct node *stack; /* under lock */
+    size_t nstack;      /* under lock */
+    struct node all;    /* sentinel of the list of every node; under lock */
+    size_t chunk_bytes, max_arenas, max_retained;
+    arena_allocator backing; /* alloc NULL: malloc */
+};
+
+/* This thread's slot: an arena recycled into `gen`'s cache, or NULL. */
+struct slot {
+    uint64_t gen;
+    struct node *node;
+    bool registered; /* slot_key set: the slot is emptied at thread exit */
+};
+
+static ARENA__TLS struct slot tls_slot;
+static _Atomic uint64_t next_gen = 1;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static arena_cache *registry; /* live caches, under registry_lock */
+static pthread_key_t slot_key;
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+static bool slot_key_ok;
+
+static void *cache_alloc(const arena_allocator *b, size_t n)
+{
+    return b->alloc ? b->alloc(b->ctx, n) : malloc(n);
+}
+
+static void cache_free(const arena_allocator *b, void *p, size_t n)
+{
+    if (b->alloc)
+        b->free(b->ctx, p, n);
+    else
+        free(p);
+}
+
+/* Unlinks `n` from every list (lock held) and frees it. */
+static void free_node(arena_cache *c, struct node *n)
+{
+    n->prev_all->next_all = n->next_all;
+    n->next_all->prev_all = n->prev_all;
+    arena_release(&n->a);
+    cache_free(&c->backing, n, sizeof *n);
+}
+
+/* Puts `n` (reset) on the stack, or frees it when the stack is full. */
+static void stack_push(arena_cache *c, struct node *n)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->nstack < c->max_arenas) {
+        n->state = STACKED;
+        n->next = c->stack;
+        c->stack = n;
+        c->nstack++;
+    } else {
+        free_node(c, n);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Empties this thread's slot: its arena goes back to its cache's stack if
+ * the cache is still alive (if not, destroy has freed it already). */
+static void slot_evict(struct slot *sl)
+{
+    arena_cache *c;
+
+    pthread_mutex_lock(&registry_lock);
+    for (c = registry; c && c->gen != sl->gen; c = c->next_live)
+        ;
+    if (c)
+        stack_push(c, sl->node);
+    pthread_mutex_unlock(&registry_lock);
+    sl->node = NULL;
+}
+
+/* Key destructor: the exiting thread's slot is emptied. */
+static void slot_exit(void *value)
+{
+    struct slot *sl = (struct slot *)value;
+    sl->registered = false;
+    if (sl->node)
+        slot_evict(sl);
+}
+
+static void make_slot_key(void) { slot_key_ok = pthread_key_create(&slot_key, slot_exit) == 0; }
+
+/* Arranges for this thread's slot to be emptied at thread exit.  False when
+ * that cannot be arranged (then the slot is not used). */
+static bool register_slot(struct slot *sl)
+{
+    pthread_once(&slot_once, make_slot_key);
+    if (!slot_key_ok || pthread_setspecific(slot_key, sl) != 0)
+        return false;
+    sl->registered = true;
+    return true;
+}
+
+arena_cache *arena_cache_create(const arena_cache_config *config)
+{
+    arena_cache_config cfg = {0, 0, 0, NULL};
+    arena_allocator backing = {NULL, NULL, NULL};
+    arena_cache *c;
+
+    if (config)
+        cfg = *config;
+    if (cfg.backing && cfg.backing->alloc)
+        backing = *cfg.backing;
+    c = (arena_cache *)cache_alloc(&backing, sizeof *c);
+    if (!c)
+        return NULL;
+    memset(c, 0, sizeof *c);
+    c->backing = backing;
+    c->chunk_bytes = cfg.chunk_bytes ? cfg.chunk_bytes : ARENA_DEFAULT_CHUNK;
+    if (c->chunk_bytes > ARENA_REF_MAX)
+        c->chunk_bytes = ARENA_REF_MAX;
+    c->max_arenas = cfg.max_arenas ? cfg.max_arenas : 64;
+    c->max_retained = cfg.max_retained ? cfg.max_retained
+                      : c->chunk_bytes > SIZE_MAX / 16 ? SIZE_MAX
+                                                       : c->chunk_bytes * 16;
+    c->all.prev_all = c->all.next_all = &c->all;
+    c->gen = atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed);
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        cache_free(&backing, c, sizeof *c);
+        return NULL;
+    }
+    pthread_mutex_lock(&registry_lock);
+    c->next_live = registry;
+    registry = c;
+    pthread_mutex_unlock(&registry_lock);
+    return c;
+}
+
+void arena_cache_destroy(arena_cache *c)
+{
+    arena_cache **link;
+    arena_allocator backing;
+    if (!c)
+        return;
+    pthread_mutex_lock(&registry_lock);
+    for (link = &registry; *link != c; link = &(*link)->next_live)
+        ;
+    *link = c->next_live;
+    pthread_mutex_unlock(&registry_lock);
+    if (tls_slot.gen == c->gen)
+        tls_slot.node = NULL;
+    while (c->all.next_all != &c->all)
+        free_node(c, c->all.next_all);
+    pthread_mutex_destroy(&c->lock);
+    backing = c->backing;
+    cache_free(&backing, c, sizeof *c);
+}
+
+/* An arena from the stack, else a fresh one.  Out of line, so that the slot
+ * path saves no registers. */
+static ARENA_NOINLINE arena *acquire_slow(arena_cache *c)
+{
+    struct node *n;
+
+    pthread_mutex_lock(&c->lock);
+    n = c->stack;
+    if (n) {
+        c->stack = n->next;
+        c->nstack--;
+        n->state = ACQUIRED;
+        pthread_mutex_unlock(&c->lock);
+        return &n->a;
+    }
+    pthread_mutex_unlock(&c->lock);
+
+    n = (struct node *)cache_alloc(&c->backing, sizeof *n);
+    if (!n)
+        return NULL;
+    arena_init_with(&n->a, c->chunk_bytes, &c->backing);
+    n->owner = c;
+    n->next = NULL;
+    n->state = ACQUIRED;
+    pthread_mutex_lock(&c->lock);
+    n->next_all = c->all.next_all;
+    n->prev_all = &c->all;
+    c->all.next_all->prev_all = n;
+    c->all.next_all = n;
+    pthread_mutex_unlock(&c->lock);
+    return &n->a;
+}
+
+arena *arena_cache_acquire(arena_cache *c)
+{
+    struct slot *sl = &tls_slot;
+    struct node *n = sl->node;
+
+    if (ARENA_LIKELY(n != NULL && sl->gen == c->gen)) {
+        sl->node = NULL;
+        n->state = ACQUIRED;
+        return &n->a;
+    }
+    return acquire_slow(c);
+}
+
+void arena_cache_recycle(arena_cache *c, arena *a)
+{
+    struct node *n = (struct node *)(void *)a;
+    struct slot *sl;
+
+    if (!a) {
+        arena__report(ARENA_ERR_NULL_FREE, "arena_cache_recycle: NULL arena (cache %p)",
+                      (void *)c);
+        return;
+    }
+    if (n->owner != c) {
+        arena__report(ARENA_ERR_FOREIGN_POINTER,
+                      "arena_cache_recycle: arena %p belongs to cache %p, not %p", (void *)a,
+                      (void *)n->owner, (void *)c);
+        return;
+    }
+    if (n->state != ACQUIRED) {
+        arena__report(ARENA_ERR_DOUBLE_FREE,
+                      "arena_cache_recycle: arena %p is already recycled (cache %p)",
+                      (void *)a, (void *)c);
+        return;
+    }
+    arena_reset_to(&n->a, c->max_retained);
+    sl = &tls_slot;
+    /* A slot taken by another cache's arena (one this thread recycled there
+     * last, or that of a destroyed cache) is given up: this thread now
+     * works with `c`. */
+    if (sl->node && sl->gen != c->gen)
+        slot_evict(sl);
+    if (!sl->node && (sl->registered || register_slot(sl))) {
+        n->state = PARKED;
+        sl->gen = c->gen;
+        sl->node = n;
+        return;
+    }
+    stack_push(c, n);
+}
+
+size_t arena_cache_count(arena_cache *c)
+{
+    size_t n;
+    pthread_mutex_lock(&c->lock);
+    n = c->nstack;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}

@@ -47,6 +47,7 @@ struct arena_shared {
     unsigned slot; /* this arena's entry in the thread's run table */
     size_t run_bytes;
     size_t big; /* values above this go to `inner` directly */
+    /* cppcheck-suppress unusedStructMember ; padding on purpose */
     char pad[64]; /* keeps the lock's cache line away from the fields above */
     pthread_mutex_t lock;
     arena inner; /* under lock */

@@ -278,6 +278,7 @@ static void model_op_alloc(model *m, model_before *b)
     } else if (kind == 2 && align == 8) {
         size = (size + 7) / 8 * 8;
         p = (unsigned char *)ARENA_ALLOC_ARRAY(&m->a, uint64_t, size / 8);
+        align = _Alignof(uint64_t); /* 4 on i386 */
     } else {
         p = (unsigned char *)arena_alloc_aligned(&m->a, size, align);
     }

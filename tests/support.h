@@ -17,6 +17,7 @@
 #include <arena/arena.h>
 
 #define TB_MAX_LIVE 16384
+#define TB_PAGE ((size_t)4096)
 
 /* Requests above this many bytes are refused as out-of-memory without
  * calling malloc: tests of sizes near SIZE_MAX or ARENA_REF_MAX must not
@@ -55,7 +56,10 @@ static void *tb_alloc(void *ctx, size_t n)
         return NULL;
     }
     assert_true(tb->live < TB_MAX_LIVE);
-    p = malloc(n ? n : 1);
+    /* Page-aligned blocks: the padding of a value aligned up to 4096 is then
+     * the same in every run, so a workload makes the same backing calls each
+     * time (the failure sweeps rely on it) whatever addresses malloc picks. */
+    p = aligned_alloc(TB_PAGE, (n + TB_PAGE - 1) / TB_PAGE * TB_PAGE + (n == 0) * TB_PAGE);
     if (!p) {
         tb->failed++;
         return NULL;

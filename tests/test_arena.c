@@ -186,7 +186,7 @@ static void test_budget_packs_exactly(void **state)
 static void test_budget_clamped_to_ref_max(void **state)
 {
     arena a;
-    size_t budgets[] = {(size_t)ARENA_REF_MAX + 1, (size_t)UINT32_MAX + 5, SIZE_MAX};
+    size_t budgets[] = {(size_t)ARENA_REF_MAX + 1, SIZE_MAX / 2 + 5, SIZE_MAX};
     size_t i;
     (void)state;
 
@@ -1294,8 +1294,8 @@ static void check_huge_sizes(arena *a, char *v, size_t vlen, uint64_t vid)
     static const size_t huge[] = {SIZE_MAX,           SIZE_MAX - 1,
                                   SIZE_MAX - 15,      SIZE_MAX - 16,
                                   SIZE_MAX - 4095,    SIZE_MAX - 4096,
-                                  SIZE_MAX / 2,       SIZE_MAX / 2 + 1,
-                                  SIZE_MAX / 4 + 1,   (SIZE_MAX >> 16) + 8};
+                                  (size_t)PTRDIFF_MAX + 1, SIZE_MAX / 2 + 2,
+                                  SIZE_MAX / 4 * 3,   SIZE_MAX / 8 * 7};
     static const size_t aligns[] = {0, 1, 16, 64, 4096, (size_t)1 << 20};
     size_t size = arena_size(a), retained = arena_retained(a);
     size_t i, j;

@@ -366,6 +366,16 @@ static inline char *arena__take(arena *a, uintptr_t at, size_t size)
     return (char *)at;
 }
 
+/* gcc's middle-end sees a constant huge size reach the inline copies below
+ * on paths the room check makes unreachable (ARENA_REF_MAX + 1 on a 32-bit
+ * target, say) and warns about them; these warnings are false here. */
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wstringop-overflow"
+#  pragma GCC diagnostic ignored "-Warray-bounds"
+#  pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
 /* Copies `n` bytes.  Values up to 32 bytes -- labels, keys, small fields, the
  * bulk of what a decoder interns -- are moved with two overlapping loads and
  * stores of a fixed width (which compile to plain moves), instead of a call
@@ -648,6 +658,10 @@ static inline const char *arena_ref_str(const arena *a, arena_ref r)
     const char *s = (const char *)arena_ref_ptr(a, r);
     return s ? s : "";
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic pop
+#endif
 
 /* ---- Checks ------------------------------------------------------------------------- */
 

@@ -127,37 +127,13 @@ __attribute__((constructor)) static void detect_valgrind(void)
 
 /* ---- Backing allocator --------------------------------------------------------- */
 
-/* The default backing: the C library's heap, with every block aligned to a
- * cache line (64 bytes) instead of malloc's 16.  A value at the start of a
- * chunk (the scratch block of an arena reset per scope, the first row of a
- * batch) then never straddles a line more than it must: with 16-byte chunk
- * starts, zeroing a 512-byte scope block took half again as long (AVX-512
- * memset, docs/benchmarks.md).  Freed with free(). */
-static void *default_alloc(size_t n)
-{
-#if defined(_WIN32)
-    return malloc(n);
-#else
-    if (n > SIZE_MAX - 63)
-        return NULL;
-    return aligned_alloc(64, (n + 63) & ~(size_t)63);
-#endif
-}
+static void *back_alloc(arena *a, size_t n) { return arena__back_alloc(&a->backing, n); }
 
-static void *back_alloc(arena *a, size_t n)
-{
-    if (a->backing.alloc)
-        return a->backing.alloc(a->backing.ctx, n);
-    return default_alloc(n);
-}
-
+/* Memory goes back open (unpoisoned, accessible): the backing may reuse it. */
 static void back_free(arena *a, void *p, size_t n)
 {
     arena__open(p, n);
-    if (a->backing.alloc)
-        a->backing.free(a->backing.ctx, p, n);
-    else
-        free(p);
+    arena__back_free(&a->backing, p, n);
 }
 
 static size_t budget(const arena *a) { return a->budget ? a->budget : ARENA_DEFAULT_CHUNK; }

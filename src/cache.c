@@ -73,26 +73,13 @@ static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static bool slot_key_ok;
 
-static void *cache_alloc(const arena_allocator *b, size_t n)
-{
-    return b->alloc ? b->alloc(b->ctx, n) : malloc(n);
-}
-
-static void cache_free(const arena_allocator *b, void *p, size_t n)
-{
-    if (b->alloc)
-        b->free(b->ctx, p, n);
-    else
-        free(p);
-}
-
 /* Unlinks `n` from every list (lock held) and frees it. */
 static void free_node(arena_cache *c, struct node *n)
 {
     n->prev_all->next_all = n->next_all;
     n->next_all->prev_all = n->prev_all;
     arena_release(&n->a);
-    cache_free(&c->backing, n, sizeof *n);
+    arena__back_free(&c->backing, n, sizeof *n);
 }
 
 /* Puts `n` (reset) on the stack, or frees it when the stack is full. */
@@ -157,7 +144,7 @@ arena_cache *arena_cache_create(const arena_cache_config *config)
         cfg = *config;
     if (cfg.backing && cfg.backing->alloc)
         backing = *cfg.backing;
-    c = (arena_cache *)cache_alloc(&backing, sizeof *c);
+    c = (arena_cache *)arena__back_alloc(&backing, sizeof *c);
     if (!c)
         return NULL;
     memset(c, 0, sizeof *c);
@@ -172,7 +159,7 @@ arena_cache *arena_cache_create(const arena_cache_config *config)
     c->all.prev_all = c->all.next_all = &c->all;
     c->gen = atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed);
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
-        cache_free(&backing, c, sizeof *c);
+        arena__back_free(&backing, c, sizeof *c);
         return NULL;
     }
     pthread_mutex_lock(&registry_lock);
@@ -201,7 +188,7 @@ void arena_cache_destroy(arena_cache *c)
         free_node(c, c->all.next_all); /* NOLINT(clang-analyzer-unix.Malloc) */
     pthread_mutex_destroy(&c->lock);
     backing = c->backing;
-    cache_free(&backing, c, sizeof *c);
+    arena__back_free(&backing, c, sizeof *c);
 }
 
 /* An arena from the stack, else a fresh one.  Out of line, so that the slot
@@ -221,7 +208,7 @@ static ARENA_NOINLINE arena *acquire_slow(arena_cache *c)
     }
     pthread_mutex_unlock(&c->lock);
 
-    n = (struct node *)cache_alloc(&c->backing, sizeof *n);
+    n = (struct node *)arena__back_alloc(&c->backing, sizeof *n);
     if (!n)
         return NULL;
     arena_init_with(&n->a, c->chunk_bytes, &c->backing);

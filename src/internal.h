@@ -118,6 +118,13 @@ static inline uintptr_t arena__align_down(uintptr_t p, size_t align)
     return p & ~(uintptr_t)(align - 1);
 }
 
+/* ---- Backing allocator ------------------------------------------------------- */
+
+/* b->alloc, or the C library's heap (64-byte aligned blocks) when it is NULL. */
+ARENA__HIDDEN void *arena__back_alloc(const arena_allocator *b, size_t n);
+/* Gives `p` of `n` bytes back to where arena__back_alloc() took it. */
+ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n);
+
 /* ---- Errors --------------------------------------------------------------------- */
 
 /* Formats a message and hands it to the current error handler. */

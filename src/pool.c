@@ -130,19 +130,6 @@ static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t ob
     arena__close(base, capacity * l->stride);
 }
 
-static void *back_alloc(const arena_allocator *b, size_t n)
-{
-    return b->alloc ? b->alloc(b->ctx, n) : malloc(n);
-}
-
-static void back_free(const arena_allocator *b, void *ptr, size_t n)
-{
-    if (b->alloc)
-        b->free(b->ctx, ptr, n);
-    else
-        free(ptr);
-}
-
 bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t capacity,
                      const arena_allocator *backing)
 {
@@ -161,7 +148,7 @@ bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t ca
     if (l.total > SIZE_MAX - slack)
         return false;
     n = l.total + slack;
-    block = back_alloc(&b, n);
+    block = arena__back_alloc(&b, n);
     if (!block)
         return false;
     lay_out(p, (char *)block + (size_t)(-(uintptr_t)block & (uintptr_t)(obj_align - 1)), &l,
@@ -203,7 +190,7 @@ void arena_pool_destroy(arena_pool *p)
     if (p->cap)
         arena__open(p->base, p->cap * p->stride);
     if (p->block)
-        back_free(&p->backing, p->block, p->block_size);
+        arena__back_free(&p->backing, p->block, p->block_size);
     memset(p, 0, sizeof *p);
 }
 

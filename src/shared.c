@@ -83,16 +83,12 @@ arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
     /* The struct itself comes from the backing allocator, as the arena's
      * bookkeeping does: through a throw-away arena's view of it. */
     arena_init_with(&tmp, chunk_bytes, backing);
-    s = (arena_shared *)(tmp.backing.alloc ? tmp.backing.alloc(tmp.backing.ctx, sizeof *s)
-                                           : malloc(sizeof *s));
+    s = (arena_shared *)arena__back_alloc(&tmp.backing, sizeof *s);
     if (!s)
         return NULL;
     memset(s, 0, sizeof *s);
     if (pthread_mutex_init(&s->lock, NULL) != 0) {
-        if (tmp.backing.alloc)
-            tmp.backing.free(tmp.backing.ctx, s, sizeof *s);
-        else
-            free(s);
+        arena__back_free(&tmp.backing, s, sizeof *s);
         return NULL;
     }
     s->inner = tmp;
@@ -111,10 +107,7 @@ void arena_shared_destroy(arena_shared *s)
     b = s->inner.backing;
     arena_release(&s->inner);
     pthread_mutex_destroy(&s->lock);
-    if (b.alloc)
-        b.free(b.ctx, s, sizeof *s);
-    else
-        free(s);
+    arena__back_free(&b, s, sizeof *s);
 }
 
 /* Places a value that missed the thread's run: directly in `inner` when it

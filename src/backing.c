@@ -1,0 +1,38 @@
+/*
+ * The backing allocator: every byte the library holds (arena chunks and
+ * bookkeeping, pool storage, cache and shared-arena structs) comes from an
+ * arena_allocator, or from the C library's heap when it has none.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* The default backing: the C library's heap, with every block aligned to a
+ * cache line (64 bytes) instead of malloc's 16.  A value at the start of a
+ * chunk (the scratch block of an arena reset per scope, the first row of a
+ * batch) then never straddles a line more than it must: with 16-byte chunk
+ * starts, zeroing a 512-byte scope block took half again as long (AVX-512
+ * memset, docs/benchmarks.md).  Freed with free(). */
+static void *heap_alloc(size_t n)
+{
+#if defined(_WIN32)
+    return malloc(n);
+#else
+    if (n > SIZE_MAX - 63)
+        return NULL;
+    return aligned_alloc(64, (n + 63) & ~(size_t)63);
+#endif
+}
+
+void *arena__back_alloc(const arena_allocator *b, size_t n)
+{
+    return b->alloc ? b->alloc(b->ctx, n) : heap_alloc(n);
+}
+
+void arena__back_free(const arena_allocator *b, void *p, size_t n)
+{
+    if (b->alloc)
+        b->free(b->ctx, p, n);
+    else
+        free(p);
+}

@@ -958,7 +958,9 @@ static void reopen(arena *a)
 {
     a->size = 0;
     a->epoch++;
-    if (a->nchunks) {
+    /* chunks is never NULL while nchunks > 0; testing both keeps gcc's
+     * -fanalyzer, which loses that link across free_spares(), convinced. */
+    if (a->nchunks && a->chunks) {
         a->nused = 1;
         enter_chunk(a, 0, a->chunks[0].base);
     } else {

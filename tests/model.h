@@ -630,4 +630,18 @@ static void model_step(model *m)
         model_check_values(m);
 }
 
+/* The model a suite runs (one per test program), and the cmocka wrapper that
+ * records errors around each test and frees the model after it. */
+static model md;
+
+static int teardown_model(void **state)
+{
+    (void)state;
+    model_free(&md);
+    restore_errors();
+    return 0;
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup_record_errors, teardown_model)
+
 #endif /* ARENA_TEST_MODEL_H */

@@ -15,7 +15,6 @@
 #include <stdalign.h>
 
 static test_backing tb;
-static model md;
 
 #define STEPS 800
 
@@ -173,16 +172,6 @@ static void test_every_entry_point_out_of_memory(void **state)
     arena_release(&a);
     assert_int_equal(tb.live, 0);
 }
-
-static int teardown_model(void **state)
-{
-    (void)state;
-    model_free(&md);
-    restore_errors();
-    return 0;
-}
-
-#define T(f) cmocka_unit_test_setup_teardown(f, setup_record_errors, teardown_model)
 
 int main(void)
 {

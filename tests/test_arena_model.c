@@ -12,7 +12,6 @@
 #include <stdalign.h>
 
 static test_backing tb;
-static model md;
 
 static size_t env_size(const char *name, size_t fallback)
 {
@@ -131,16 +130,6 @@ static void test_model_zero_value_malloc(void **state)
     model_check_values(&md);
     model_op_release(&md);
 }
-
-static int teardown_model(void **state)
-{
-    (void)state;
-    model_free(&md);
-    restore_errors();
-    return 0;
-}
-
-#define T(f) cmocka_unit_test_setup_teardown(f, setup_record_errors, teardown_model)
 
 int main(void)
 {

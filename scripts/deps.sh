@@ -37,6 +37,7 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" -ne 0 ]; then
     echo "deps.sh: missing packages. Run:" >&2
+    case "$missing" in *:i386*) echo "    sudo dpkg --add-architecture i386" >&2 ;; esac
     echo "    sudo apt-get update && sudo apt-get install -y$missing" >&2
     exit 1
 fi

@@ -660,21 +660,7 @@ struct ArenaStore {
 
 void register_ingest()
 {
-    add("ingest/log/arena", -1, [](State &st) {
-        const char *path = ingest_file();
-        if (!path)
-            return st.SkipWithError("BENCH_INGEST_FILE is not set");
-        size_t bytes = 0, lines = 0;
-        for (auto _ : st) {
-            ArenaStore store;
-            benchmark::DoNotOptimize(ingest(path, store, &bytes, &lines));
-            if (!bytes)
-                return st.SkipWithError("ingest failed");
-        }
-        st.counters["ops"] = static_cast<double>(bytes);
-        st.counters["lines"] = static_cast<double>(lines);
-        st.counters["peak_rss_kib"] = static_cast<double>(peak_rss_kib());
-    });
+    add("ingest/log/arena", -1, run_ingest<ArenaStore>);
 }
 
 } // namespace

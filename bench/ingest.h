@@ -252,6 +252,25 @@ template <class Store> uint64_t ingest(const char *path, Store &st, size_t *byte
     return check;
 }
 
+// The ingest row's body, the same for every Store: runs the pipeline over the
+// generated log once per iteration and reports bytes, lines and peak RSS.
+template <class Store> void run_ingest(benchmark::State &st)
+{
+    const char *path = ingest_file();
+    if (!path)
+        return st.SkipWithError("BENCH_INGEST_FILE is not set");
+    size_t bytes = 0, lines = 0;
+    for (auto _ : st) {
+        Store store;
+        benchmark::DoNotOptimize(ingest(path, store, &bytes, &lines));
+        if (!bytes)
+            return st.SkipWithError("ingest failed");
+    }
+    st.counters["ops"] = static_cast<double>(bytes);
+    st.counters["lines"] = static_cast<double>(lines);
+    st.counters["peak_rss_kib"] = static_cast<double>(peak_rss_kib());
+}
+
 } // namespace bench
 
 #endif

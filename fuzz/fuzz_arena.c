@@ -359,12 +359,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t setup = take8(&in);
     size_t budget = (size_t)(take16(&in) & 4095u) * 4; /* small chunks: more of them */
 
-    memset(errors, 0, sizeof errors);
-    arena_set_error_handler(record, NULL);
-    memset(&m.fb, 0, sizeof m.fb);
-    m.al.alloc = fb_alloc;
-    m.al.free = fb_free;
-    m.al.ctx = &m.fb;
+    fuzz_begin(&m.fb, &m.al);
     m.nv = m.nmarks = m.size = m.floor = m.nstale = 0;
     m.have_old = false;
     m.expected_errors = 0;

@@ -125,4 +125,16 @@ static inline int total_errors(void)
     return n;
 }
 
+/* The start of every input: no errors recorded, the recording handler
+ * installed, and `al` wired to a fresh recording backing `fb`. */
+static inline void fuzz_begin(fuzz_backing *fb, arena_allocator *al)
+{
+    memset(errors, 0, sizeof errors);
+    arena_set_error_handler(record, NULL);
+    memset(fb, 0, sizeof *fb);
+    al->alloc = fb_alloc;
+    al->free = fb_free;
+    al->ctx = fb;
+}
+
 #endif /* ARENA_FUZZ_COMMON_H */

@@ -68,12 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t cap = 1 + take16(&in) % MAX_CAP;
     bool ok;
 
-    memset(errors, 0, sizeof errors);
-    arena_set_error_handler(record, NULL);
-    memset(&m.fb, 0, sizeof m.fb);
-    m.al.alloc = fb_alloc;
-    m.al.free = fb_free;
-    m.al.ctx = &m.fb;
+    fuzz_begin(&m.fb, &m.al);
     m.nlive = m.nfreed = 0;
     m.expected_errors = 0;
     if (setup & 1) {

@@ -60,9 +60,9 @@ enum {
  * fills them with ARENA__CLOBBER and verifies them at reset and rewind.
  *
  * The header (checked build) holds the value's size and a tag drawn from a
- * per-arena serial; a ref carries the same tag in bits its fields cannot use,
- * so resolving a ref whose value has expired (and maybe been overwritten) is
- * detected in O(1).
+ * per-arena serial; a ref carries the same tag in bits its fields cannot use
+ * (see make_ref()), so resolving a ref whose value has expired (and maybe
+ * been overwritten) is detected in O(1).
  *
  * A guard is cut short at the end of a uniform chunk, so values still fill a
  * chunk exactly.  In the checked build every chunk the arena allocates has
@@ -75,9 +75,7 @@ enum {
  */
 #define GRANULE ((size_t)8)
 #define HDR_MAGIC 0x5A6C0000u /* top bits of a header's first word */
-#define TAG_BITS 13u          /* 1 spare bit of len + CHUNK_TAG_BITS of chunk */
-#define CHUNK_TAG_BITS 12u
-#define CHUNK_LIMIT ((uint32_t)1 << (32u - CHUNK_TAG_BITS)) /* chunks a checked ref can name */
+#define TAG_BITS 12u          /* of a value's tag, in its header (see make_ref()) */
 
 struct header {
     uint32_t word;  /* HDR_MAGIC | tag */
@@ -489,17 +487,17 @@ static bool index_reserve(arena *a)
 
 /* Allocates a chunk of `cap` bytes and records it at index nused (a spare
  * there moves to the end).  Returns its index, or UINT32_MAX (arena unchanged).
- * No object can exceed PTRDIFF_MAX bytes, so such a chunk is refused before
- * the backing sees it (a sanitizer or Valgrind would flag the request). */
+ * The index has at most 2^31 slots (index_reserve()), so an index is below
+ * 2^31 (which refs rely on: see make_ref()).  No object can exceed
+ * PTRDIFF_MAX bytes, so such a chunk is refused before the backing sees it
+ * (a sanitizer or Valgrind would flag the request). */
 static uint32_t add_chunk(arena *a, size_t cap)
 {
     uint32_t at = a->nused;
-    uint32_t limit = ARENA_CHECKED ? CHUNK_LIMIT - 1 : UINT32_MAX;
     size_t extra = extra_for(a, cap);
     char *base;
 
-    if ((a->flags & FIXED) || a->nchunks >= limit || cap > (size_t)PTRDIFF_MAX - extra ||
-        !index_reserve(a))
+    if ((a->flags & FIXED) || cap > (size_t)PTRDIFF_MAX - extra || !index_reserve(a))
         return UINT32_MAX;
     base = (char *)back_alloc(a, cap + extra);
     if (!base)
@@ -700,6 +698,71 @@ static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
     }
 }
 
+/* Checked build: the size of the live value that starts at `p`, from its
+ * header, in *size; false when p is not the start of one (in no chunk in
+ * use, off a granule, at or past the position, or without a header).  The
+ * chunk is found before anything is loaded: the current one first (where
+ * grown values mostly are), then the others, newest first. */
+static bool live_value_size(const arena *a, const char *p, uint64_t *size)
+{
+    const struct arena__chunk *c = NULL;
+    const char *end = NULL;
+    uint32_t i, tag;
+
+    /* (Compared as integers: p may point anywhere.) */
+    if (a->lim && (uintptr_t)p - (uintptr_t)a->chunks[a->cur].base <
+                      (uintptr_t)a->lim - (uintptr_t)a->chunks[a->cur].base) {
+        c = &a->chunks[a->cur];
+        end = cursor(a);
+    }
+    for (i = a->nused; !c && i-- > 0;) {
+        if ((uintptr_t)p - (uintptr_t)a->chunks[i].base < a->chunks[i].cap) {
+            c = &a->chunks[i];
+            end = c->base + c->cap;
+        }
+    }
+    /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
+    if (!c || (size_t)(p - c->base) < HDR || ((uintptr_t)p & (GRANULE - 1)) || p >= end)
+        return false;
+    return header_load(p - HDR, &tag, size) && *size <= (size_t)(end - p);
+}
+
+/* Reports the misuse of arena_grow() that can be seen: an old size that
+ * reaches past the position, when `p` lies in the current chunk before it
+ * (no live value does); in the checked build, a `p` that is not the start
+ * of a live value, or an old size above the value's size.  Nothing is read
+ * when old_size is 0, so nothing is checked then. */
+static bool grow_misused(const arena *a, const char *p, size_t old_size)
+{
+    const char *pos = cursor(a);
+    uint64_t n;
+
+    if (old_size == 0)
+        return false;
+    if (ARENA_CHECKED) {
+        if (!live_value_size(a, p, &n))
+            return arena__report(ARENA_ERR_FOREIGN_POINTER,
+                                 "arena_grow: %p is not the start of a live value of arena %p",
+                                 (const void *)p, (const void *)a),
+                   true;
+        if (old_size > n)
+            return arena__report(ARENA_ERR_BAD_SIZE,
+                                 "arena_grow: old size %zu exceeds the %llu-byte value at %p "
+                                 "(arena %p)",
+                                 old_size, (unsigned long long)n, (const void *)p,
+                                 (const void *)a),
+                   true;
+        return false;
+    }
+    if (a->lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
+        return arena__report(ARENA_ERR_BAD_SIZE,
+                             "arena_grow: old size %zu of the value at %p reaches past the end "
+                             "of what arena %p holds (%zu bytes from it)",
+                             old_size, (const void *)p, (const void *)a, (size_t)(pos - p)),
+               true;
+    return false;
+}
+
 void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
 {
     char *p = (char *)ptr;
@@ -708,6 +771,9 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
     char *q;
     bool last;
 
+    /* Reported before sync(): the arena's bytes stay as they were. */
+    if (p && grow_misused(a, p, old_size))
+        return NULL;
     sync(a);
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
@@ -732,8 +798,23 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
 
 /* ---- Refs ------------------------------------------------------------------------------- */
 
-/* The checked build carries the value's tag in the spare top bit of len and
- * the top CHUNK_TAG_BITS of chunk (see CHUNK_LIMIT). */
+/* The checked build carries the value's tag in bits of the ref that its
+ * fields cannot use, without limiting what the ref can name: bit 0 in the
+ * top bit of len (a length is <= ARENA_REF_MAX), and, while the chunk index
+ * is below SHORT_INDEX (arenas of up to a million chunks), the other 11 in
+ * the chunk field, whose top bit then says so:
+ *
+ *     chunk = 1 | tag bits 1-11 | index (20 bits)     index < 2^20: 12 tag bits
+ *     chunk = 0 | index (31 bits)                     index >= 2^20: 1 tag bit
+ *
+ * An index is below 2^31 (add_chunk()), so every chunk has a name, and a
+ * ref into one of the first 2^20 chunks is always in the short form.  The
+ * long form degrades the detection of a ref to a value overwritten at the
+ * same offset (the bounds and the header are still checked), never the
+ * arena's capacity. */
+#define SHORT_INDEX ((uint32_t)1 << 20)
+#define SHORT_FORM 0x80000000u
+
 static arena_ref make_ref(const arena *a, const char *p, uint32_t chunk, size_t len)
 {
     arena_ref r;
@@ -743,7 +824,8 @@ static arena_ref make_ref(const arena *a, const char *p, uint32_t chunk, size_t 
     if (ARENA_CHECKED) {
         uint32_t tag = (a->flags >> 8) & ((1u << TAG_BITS) - 1);
         r.len |= (tag & 1u) << 31;
-        r.chunk |= (tag >> 1) << (32u - CHUNK_TAG_BITS);
+        if (chunk < SHORT_INDEX)
+            r.chunk = SHORT_FORM | (tag >> 1) << 20 | chunk;
     }
     return r;
 }
@@ -753,14 +835,15 @@ arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t al
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
     char *p;
-    sync(a);
 
+    /* Misuse is reported before sync(): the arena's bytes stay as they were. */
     if (size > ARENA_REF_MAX) {
         arena__report(ARENA_ERR_REF_TOO_LARGE,
                       "arena_ref_copy: a value of %zu bytes at %p exceeds ARENA_REF_MAX (%zu)",
                       size, src, (size_t)ARENA_REF_MAX);
         return r;
     }
+    sync(a);
     if (align == 0)
         align = ARENA_ALIGN;
     /* An offset must fit 32 bits: the padding of an oversized value is < align. */
@@ -778,7 +861,6 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
     char *p;
-    sync(a);
 
     if (len >= ARENA_REF_MAX) {
         arena__report(ARENA_ERR_REF_TOO_LARGE,
@@ -786,6 +868,7 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
                       len, (const void *)s, (size_t)ARENA_REF_MAX);
         return r;
     }
+    sync(a);
     if (len == 0)
         return r;
     p = place(a, len + 1, 1, &chunk);
@@ -797,9 +880,12 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
 }
 
 /* True when the ref's value (of its chunk, offset and length) is inside
- * the part of the arena that holds live values, and (checked build) the
- * header before it carries the ref's tag and a size that matches. */
-static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len, uint32_t tag)
+ * the part of the arena that holds live values, and (checked build) starts
+ * on a granule after a header whose tag matches the ref's bits of it (under
+ * `mask`) and whose size matches.  Everything is checked before the header
+ * is loaded: a garbage ref causes no misaligned or out-of-chunk read. */
+static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len, uint32_t tag,
+                     uint32_t mask)
 {
     const struct arena__chunk *c;
     uint32_t htag;
@@ -816,27 +902,35 @@ static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len,
         return true;
     /* A string's header counts its NUL (and a grown value's, more). */
     /* cppcheck-suppress unsignedPositive ; HDR is 0 only where this never runs */
-    return off >= HDR && header_load(c->base + off - HDR, &htag, &n) && htag == tag &&
+    return off >= HDR && (off & (GRANULE - 1)) == 0 &&
+           header_load(c->base + off - HDR, &htag, &n) && ((htag ^ tag) & mask) == 0 &&
            n >= len;
 }
 
 void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 {
     uint32_t len = r.len & (uint32_t)INT32_MAX;
-    uint32_t chunk = r.chunk, tag = 0;
+    uint32_t chunk = r.chunk, tag = 0, mask = 0;
 
     if (len == 0)
         return NULL;
     if (ARENA_CHECKED) {
-        chunk &= CHUNK_LIMIT - 1;
-        tag = (r.len >> 31) | ((r.chunk >> (32u - CHUNK_TAG_BITS)) << 1);
+        tag = r.len >> 31;
+        mask = 1;
+        if (r.chunk & SHORT_FORM) {
+            chunk = r.chunk & (SHORT_INDEX - 1);
+            tag |= (r.chunk & ~SHORT_FORM) >> 20 << 1;
+            mask = (1u << TAG_BITS) - 1;
+        } else if (chunk < SHORT_INDEX) {
+            chunk = UINT32_MAX; /* make_ref() writes no such ref */
+        }
     }
-    if (!ref_live(a, chunk, r.off, len, tag)) {
+    if (!ref_live(a, chunk, r.off, len, tag, mask)) {
         arena__report(ARENA_ERR_STALE_REF,
-                      "arena_ref_ptr: ref {chunk %u, off %u, len %u} does not describe a live "
-                      "value of arena %p (expired by a reset, release or rewind, or from "
-                      "another arena)",
-                      (unsigned)chunk, (unsigned)r.off, (unsigned)len, (const void *)a);
+                      "arena_ref_ptr: ref {chunk %#x, off %u, len %#x} does not describe a "
+                      "live value of arena %p (expired by a reset, release or rewind, from "
+                      "another arena, or not a ref)",
+                      (unsigned)r.chunk, (unsigned)r.off, (unsigned)r.len, (const void *)a);
         return NULL;
     }
     return a->chunks[chunk].base + r.off;
@@ -912,7 +1006,7 @@ void arena__release_slow(arena *a)
     a->ncap = a->nchunks = a->nused = 0;
     a->retained = 0;
     a->size = 0;
-    a->epoch++;
+    a->expired = a->saves;
     leave_chunks(a);
     if (a->buf) {
         /* The caller may take its buffer back now: it is left open (and
@@ -953,11 +1047,12 @@ static void free_spares(arena *a, size_t limit)
     }
 }
 
-/* Makes the arena empty (size 0, a new epoch) with chunk 0, if any, current. */
+/* Makes the arena empty (size 0, every mark expired) with chunk 0, if any,
+ * current. */
 static void reopen(arena *a)
 {
     a->size = 0;
-    a->epoch++;
+    a->expired = a->saves;
     /* chunks is never NULL while nchunks > 0; testing both keeps gcc's
      * -fanalyzer, which loses that link across free_spares(), convinced. */
     if (a->nchunks && a->chunks) {
@@ -1003,19 +1098,66 @@ void arena_trim(arena *a, size_t max_retained)
     free_spares(a, max_retained);
 }
 
-/* True when `m` can be a mark of this arena's current epoch: its chunks are
- * still in use and its position lies in its chunk.
+/* ---- Marks ----------------------------------------------------------------------------------
  *
- * A mark ahead of the current position in the same chunk is NOT evidence of
- * expiry: shrinking a value stored before the mark (arena_grow giving the
- * tail back) moves the position and the size below a mark that is still
- * valid.  Such a mark is accepted, so a rewind to a mark expired by a rewind
- * to an earlier one in the same chunk goes unreported; it stays memory-safe
- * (the position is inside a chunk the arena holds). */
-static bool mark_plausible(const arena *a, arena_mark m)
+ * Marks form a stack: a rewind to a mark expires the marks taken after it,
+ * and leaves it valid.  The position cannot tell an expired mark from a
+ * valid one (shrinking a value stored before a valid mark moves the
+ * position below it), so each save counts: a mark carries its serial, and
+ * the arena knows the last serial (`saves`), the last one a reset or
+ * release expired (`expired`), and the serial spans (from, to] of marks the
+ * latest rewinds expired (`dead`, oldest first, disjoint).  A rewind to the
+ * mark of serial s expires (s, saves]: the spans inside it merge into it.
+ *
+ * Deciding exactly which marks are valid would take memory in proportion to
+ * the marks (each scope that ends with scopes inside it leaves a span), so
+ * the arena keeps the ARENA__DEAD_SPANS latest spans and forgets older ones:
+ * a mark in a forgotten span is taken for a valid one (never the reverse).
+ * Saving costs an increment; a rewind, a scan of at most four spans. */
+
+/* True when the mark of serial `s` has not expired.  A serial above `saves`
+ * was never handed out by this arena (a zeroed mark's 0 is never valid). */
+static bool serial_live(const arena *a, uint64_t s)
+{
+    uint32_t i;
+    if (s <= a->expired || s > a->saves)
+        return false;
+    for (i = 0; i < a->ndead; i++) {
+        if (s > a->dead[i].from && s <= a->dead[i].to)
+            return false;
+    }
+    return true;
+}
+
+/* After a rewind to the valid mark of serial `s`: the marks taken after it
+ * expire.  Kept spans are those below s (a span is never astride a valid
+ * serial) and above `expired` (older ones name expired marks anyway); when
+ * every slot is taken, the oldest span is forgotten. */
+static void expire_marks_after(arena *a, uint64_t s)
+{
+    uint32_t i, n = 0;
+    if (s == a->saves)
+        return;
+    for (i = 0; i < a->ndead; i++) {
+        if (a->dead[i].from < s && a->dead[i].to > a->expired)
+            a->dead[n++] = a->dead[i];
+    }
+    if (n == ARENA__DEAD_SPANS) {
+        memmove(a->dead, a->dead + 1, (ARENA__DEAD_SPANS - 1) * sizeof a->dead[0]);
+        n--;
+    }
+    a->dead[n].from = s;
+    a->dead[n].to = a->saves;
+    a->ndead = n + 1;
+}
+
+/* True when `m` is a valid mark of this arena: its serial has not expired,
+ * its chunks are still in use and its position lies in its chunk (which
+ * also keeps a foreign mark that passes the serial test memory-safe). */
+static bool mark_valid(const arena *a, arena_mark m)
 {
     const struct arena__chunk *c;
-    if (m.epoch != a->epoch || m.nused > a->nused)
+    if (!serial_live(a, m.serial) || m.nused > a->nused)
         return false;
     if (!m.pos)
         return true;
@@ -1025,16 +1167,18 @@ static bool mark_plausible(const arena *a, arena_mark m)
     return m.pos >= c->base && (size_t)(m.pos - c->base) <= c->cap;
 }
 
-void arena_rewind(arena *a, arena_mark m)
+bool arena__rewind(arena *a, arena_mark m)
 {
-    sync(a);
-    if (!mark_plausible(a, m)) {
+    /* Reported before sync(): the arena's bytes stay as they were. */
+    if (!mark_valid(a, m)) {
         arena__report(ARENA_ERR_BAD_MARK,
-                      "arena_rewind: arena %p cannot have made this mark (expired by a reset, "
-                      "release or earlier rewind, or from another arena)",
-                      (void *)a);
-        return;
+                      "arena_rewind: mark %llu of arena %p has expired (by a reset, a release, "
+                      "or a rewind to an earlier mark: scopes ended out of order), or is not "
+                      "this arena's",
+                      (unsigned long long)m.serial, (void *)a);
+        return false;
     }
+    sync(a);
     close_buffer(a);
     drop_chunks_from(a, m.nused);
     a->size = m.size;
@@ -1048,9 +1192,13 @@ void arena_rewind(arena *a, arena_mark m)
     } else {
         leave_chunks(a);
     }
+    expire_marks_after(a, m.serial);
     if (ARENA_CHECKED)
         arena_check(a);
+    return true;
 }
+
+void arena_rewind(arena *a, arena_mark m) { (void)arena__rewind(a, m); }
 
 size_t arena_retained(const arena *a) { return a->retained; }
 

@@ -12,7 +12,9 @@
  *     pointer and ref into it is dead from then on;
  *   - do not copy an arena struct after its first use (it may point into
  *     itself); pass `arena *` around instead;
- *   - a mark is valid until a reset, a release, or a rewind to an earlier mark.
+ *   - a mark is valid until a reset, a release, or a rewind to a mark taken
+ *     before it (marks are a stack: a rewind pops the marks taken after its
+ *     own, and rewinding to a mark leaves that mark valid).
  *
  * Errors: out-of-memory is not an error, it returns NULL (or an empty ref)
  * and leaves the arena exactly as it was.  Misuse (see arena_error) goes to the
@@ -117,13 +119,18 @@ static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
 /** Misuse codes passed to the error handler.  Out-of-memory is not misuse. */
 typedef enum arena_error {
     ARENA_ERR_NULL_FREE = 1,   /* arena_pool_free(p, NULL) */
-    ARENA_ERR_FOREIGN_POINTER, /* not the start of a slot of this pool */
+    ARENA_ERR_FOREIGN_POINTER, /* not the start of a slot of this pool (checked builds:
+                                  arena_grow() of a pointer that is not the start of a
+                                  live value of this arena) */
     ARENA_ERR_DOUBLE_FREE,     /* the slot is already free */
     ARENA_ERR_REF_TOO_LARGE,   /* a ref cannot describe the value */
-    ARENA_ERR_STALE_REF,       /* checked builds: a ref from before the last rewind */
-    ARENA_ERR_BAD_MARK,        /* arena_rewind() to a mark this arena cannot have made
-                                  (expired, from another arena, or never taken) */
-    ARENA_ERR_CORRUPT          /* arena_check()/arena_pool_check() found an inconsistency */
+    ARENA_ERR_STALE_REF,       /* checked builds: a ref from before the last rewind, or
+                                  one no call of this arena made */
+    ARENA_ERR_BAD_MARK,        /* arena_rewind() to a mark that has expired (a reset, a
+                                  release, or a rewind to an earlier mark since), from
+                                  another arena, or never taken */
+    ARENA_ERR_CORRUPT,         /* arena_check()/arena_pool_check() found an inconsistency */
+    ARENA_ERR_BAD_SIZE         /* arena_grow() told an old size larger than the value */
 } arena_error;
 
 /** An error handler.  `message` names the function and the offending value;
@@ -167,6 +174,14 @@ struct arena__chunk {
     size_t cap; /* capacity in bytes */
 };
 
+/* Serials (from, to] of marks that a rewind expired.  Internal. */
+struct arena__span {
+    uint64_t from, to;
+};
+
+/* Spans an arena remembers (see arena_rewind()). */
+#define ARENA__DEAD_SPANS 4
+
 /*
  * The arena.  Only the first three fields are read by the inline fast path;
  * everything else is the library's.  `arena a = {0};` is a valid empty arena
@@ -199,20 +214,26 @@ typedef struct arena {
     struct arena__chunk first;    /* the index while it has one slot */
     arena_allocator backing;      /* alloc == NULL: malloc */
     uint32_t flags;               /* internal */
-    uint32_t epoch;               /* bumped by reset and release: marks before it expire */
+    uint32_t ndead;               /* spans in `dead` */
+    uint64_t saves;               /* marks taken: the serial of the latest */
+    uint64_t expired;             /* marks up to this serial expired (reset, release) */
+    struct arena__span dead[ARENA__DEAD_SPANS]; /* marks expired by rewinds, by serial:
+                                                   the latest spans, oldest first */
 } arena;
 
 /** A saved position; a plain value.  See arena_save(). */
 typedef struct arena_mark {
-    char *pos;      /* position in the current chunk, NULL: none */
-    size_t size;    /* arena_size() at the save */
-    uint32_t cur;   /* current chunk */
-    uint32_t nused; /* chunks in use */
-    uint32_t epoch; /* the arena's epoch at the save */
+    char *pos;       /* position in the current chunk, NULL: none */
+    size_t size;     /* arena_size() at the save */
+    uint32_t cur;    /* current chunk */
+    uint32_t nused;  /* chunks in use */
+    uint64_t serial; /* which of the arena's saves this is (1, 2, ...) */
 } arena_mark;
 
 /** A 12-byte, pointer-free descriptor of a stored value.  The all-zero ref is
- *  the empty ref.  Resolve it with arena_ref_ptr()/arena_ref_str(). */
+ *  the empty ref.  Resolve it with arena_ref_ptr()/arena_ref_str(), and read
+ *  its length with arena_ref_len(): a checked build also keeps a tag in the
+ *  top bits of `chunk` and `len`. */
 typedef struct arena_ref {
     uint32_t chunk; /* index of the chunk */
     uint32_t off;   /* offset in the chunk */
@@ -257,7 +278,7 @@ static inline bool arena__reset_first(arena *a)
         return false;
     base = a->chunks[0].base;
     a->size = 0;
-    a->epoch++;
+    a->expired = a->saves;
     a->pos = base;
     a->ptr = base;
     a->run = base;
@@ -307,11 +328,22 @@ ARENA_API void arena_reset_to(arena *a, size_t retain_limit);
  */
 ARENA_API void arena_trim(arena *a, size_t max_retained);
 
-/** Forgets everything stored after `m` was taken: arena_size() is what it was
- *  then, uniform chunks are kept, oversized chunks stored since are freed, and
- *  the next allocation of the same shape returns the same address as it would
- *  have then.  A mark that this arena cannot have made (expired, foreign) is
- *  reported as ARENA_ERR_BAD_MARK where it is detectable; then nothing happens. */
+/**
+ * Forgets everything stored after `m` was taken: arena_size() is what it was
+ * then, uniform chunks are kept, oversized chunks stored since are freed, and
+ * the next allocation of the same shape returns the same address as it would
+ * have then.  Marks taken after `m` expire; `m` stays valid.
+ *
+ * A mark that has expired -- by a reset or release, or by a rewind to a mark
+ * taken before it (scopes ended out of order) -- is reported as
+ * ARENA_ERR_BAD_MARK, in every build, and then nothing happens; so is a
+ * mark this arena never made, where detectable (a zeroed one; one from
+ * another arena that does not fit this one's saves or chunks).  Expiry by a
+ * rewind is tracked with a serial per mark and the serial spans of the
+ * latest ARENA__DEAD_SPANS rewinds that expired marks (O(1) memory): a mark
+ * expired by an older rewind, with four later rewinds that each expired
+ * marks of their own, goes unreported.  A valid mark is never reported.
+ */
 ARENA_API void arena_rewind(arena *a, arena_mark m);
 
 /** Bytes stored since the last reset/release (string NULs included; alignment
@@ -324,15 +356,17 @@ static inline size_t arena_size(const arena *a)
 /** Capacity of every chunk held, uniform and oversized, in bytes. */
 ARENA_API size_t arena_retained(const arena *a);
 
-/** The current position, to give to arena_rewind(). */
-static inline arena_mark arena_save(const arena *a)
+/** The current position, to give to arena_rewind().  Counts the save (each
+ *  mark has its own serial, which tells a rewind whether it has expired):
+ *  a few loads and stores, no call. */
+static inline arena_mark arena_save(arena *a)
 {
     arena_mark m;
     m.pos = a->ptr ? a->ptr : a->pos;
     m.size = arena_size(a);
     m.cur = a->cur;
     m.nused = a->nused;
-    m.epoch = a->epoch;
+    m.serial = ++a->saves;
     return m;
 }
 
@@ -531,6 +565,15 @@ static inline char *arena_strdup(arena *a, const char *s)
  * (giving the tail back when ptr is the most recent allocation).  ptr == NULL
  * is arena_alloc(a, new_size).  Values stored with an alignment above
  * ARENA_ALIGN must not be grown.  NULL on failure, arena and *ptr unchanged.
+ *
+ * Requires: `ptr` is NULL or a live value of this arena, and `old_size` is
+ * at most the size it was stored or last grown with (a string's counts its
+ * NUL).  A larger old_size would copy bytes past the value.  Every build
+ * reports an old_size that reaches past the position of the current chunk
+ * when ptr lies in it (ARENA_ERR_BAD_SIZE); a checked build, which keeps
+ * each value's size, reports any old_size above it (ARENA_ERR_BAD_SIZE) and
+ * a ptr that is not the start of a live value (ARENA_ERR_FOREIGN_POINTER).
+ * After a report, NULL, and the arena is unchanged.
  */
 ARENA_NODISCARD
 ARENA_API void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size);

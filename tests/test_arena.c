@@ -1437,6 +1437,7 @@ static void test_error_names(void **state)
     assert_string_equal(arena_error_name(ARENA_ERR_STALE_REF), "ARENA_ERR_STALE_REF");
     assert_string_equal(arena_error_name(ARENA_ERR_BAD_MARK), "ARENA_ERR_BAD_MARK");
     assert_string_equal(arena_error_name(ARENA_ERR_CORRUPT), "ARENA_ERR_CORRUPT");
+    assert_string_equal(arena_error_name(ARENA_ERR_BAD_SIZE), "ARENA_ERR_BAD_SIZE");
     assert_string_equal(arena_error_name((arena_error)0), "unknown");
     assert_string_equal(arena_error_name((arena_error)9999), "unknown");
     assert_int_equal(ARENA_ERR_NULL_FREE, 1);
@@ -1444,6 +1445,9 @@ static void test_error_names(void **state)
     assert_int_equal(ARENA_ERR_DOUBLE_FREE, 3);
     assert_int_equal(ARENA_ERR_REF_TOO_LARGE, 4);
     assert_int_equal(ARENA_ERR_STALE_REF, 5);
+    assert_int_equal(ARENA_ERR_BAD_MARK, 6);
+    assert_int_equal(ARENA_ERR_CORRUPT, 7);
+    assert_int_equal(ARENA_ERR_BAD_SIZE, 8); /* added last: earlier codes keep their values */
 }
 
 /* ---- Values never move, and arena_check catches corruption ------------------------- */

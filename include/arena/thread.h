@@ -117,7 +117,9 @@ static inline arena_scope arena_scope_begin(arena *a)
 
 /** Ends a scope: arena_rewind(s->arena, s->mark) (nothing when s->arena is
  *  NULL).  Scopes of one arena must end in reverse order of their start; a
- *  scope ended after an enclosing one is reported (ARENA_ERR_BAD_MARK). */
+ *  scope ended after an enclosing one is reported (ARENA_ERR_BAD_MARK, in
+ *  every build: see arena_rewind()), and then nothing happens.  Ending a
+ *  scope again is fine. */
 static inline void arena_scope_end(arena_scope *s)
 {
     if (s->arena)
@@ -176,7 +178,9 @@ ARENA_NODISCARD ARENA_API arena_scratch arena_scratch_begin(arena *const *confli
 
 /** Rewinds the scratch arena to s's mark (nothing when s.arena is NULL), then
  *  frees its spare chunks beyond 1 MiB.  Every value stored since
- *  arena_scratch_begin() expires.  The calling thread's only. */
+ *  arena_scratch_begin() expires.  A scratch ended after an enclosing one of
+ *  the same arena is reported (ARENA_ERR_BAD_MARK), and then nothing happens
+ *  (no rewind, no trim).  The calling thread's only. */
 ARENA_API void arena_scratch_end(arena_scratch s);
 
 /** Frees this thread's scratch arenas now (the main thread, which need not

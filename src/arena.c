@@ -734,7 +734,7 @@ static bool live_value_size(const arena *a, const char *p, uint64_t *size)
  * when old_size is 0, so nothing is checked then. */
 static bool grow_misused(const arena *a, const char *p, size_t old_size)
 {
-    const char *pos = cursor(a);
+    const char *pos;
     uint64_t n;
 
     if (old_size == 0)
@@ -754,6 +754,7 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
                    true;
         return false;
     }
+    pos = cursor(a);
     if (a->lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
         return arena__report(ARENA_ERR_BAD_SIZE,
                              "arena_grow: old size %zu of the value at %p reaches past the end "
@@ -1151,6 +1152,23 @@ static void expire_marks_after(arena *a, uint64_t s)
     a->ndead = n + 1;
 }
 
+/* The invariant of the spans: at most ARENA__DEAD_SPANS, each non-empty,
+ * in order and apart, within the serials handed out. */
+static bool spans_ordered(const arena *a)
+{
+    uint64_t low = 0;
+    uint32_t i;
+    if (a->ndead > ARENA__DEAD_SPANS || a->expired > a->saves)
+        return false;
+    for (i = 0; i < a->ndead; i++) {
+        if (a->dead[i].from < low || a->dead[i].from >= a->dead[i].to ||
+            a->dead[i].to > a->saves)
+            return false;
+        low = a->dead[i].to + 1;
+    }
+    return true;
+}
+
 /* True when `m` is a valid mark of this arena: its serial has not expired,
  * its chunks are still in use and its position lies in its chunk (which
  * also keeps a foreign mark that passes the serial test memory-safe). */
@@ -1240,6 +1258,9 @@ bool arena_check(const arena *a)
             !verify_span(a, i, c->base, c->base + c->cap))
             return false;
     }
+    if (!spans_ordered(a))
+        return CORRUPT("arena_check: arena %p: the record of expired marks is malformed",
+                       (const void *)a);
     if (held != a->retained)
         return CORRUPT("arena_check: arena %p: retained %zu but chunks hold %zu",
                        (const void *)a, a->retained, held);

@@ -1487,6 +1487,21 @@ static void test_check_reports_corruption(void **state)
     assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
     a.retained -= 1;
     assert_true(arena_check(&a));
+
+    /* The record of expired marks: a span past the serials handed out. */
+    {
+        arena_mark m = arena_save(&a);
+        (void)arena_save(&a);
+        arena_rewind(&a, m);
+        assert_int_equal(a.ndead, 1);
+        assert_true(arena_check(&a));
+        a.dead[0].to += 5;
+        assert_false(arena_check(&a));
+        assert_int_equal(recorded_errors.count, 2);
+        assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
+        a.dead[0].to -= 5;
+        assert_true(arena_check(&a));
+    }
     release_tb(&a);
 }
 

@@ -338,11 +338,12 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * taken before it (scopes ended out of order) -- is reported as
  * ARENA_ERR_BAD_MARK, in every build, and then nothing happens; so is a
  * mark this arena never made, where detectable (a zeroed one; one from
- * another arena that does not fit this one's saves or chunks).  Expiry by a
- * rewind is tracked with a serial per mark and the serial spans of the
- * latest ARENA__DEAD_SPANS rewinds that expired marks (O(1) memory): a mark
- * expired by an older rewind, with four later rewinds that each expired
- * marks of their own, goes unreported.  A valid mark is never reported.
+ * another arena that does not fit this one's saves or chunks).  A valid
+ * mark is never reported.  Each mark has a serial, and the arena remembers
+ * which serials its latest four rewinds that expired marks expired (in a
+ * fixed 64 bytes; a rewind to an earlier mark merges what it covers): a
+ * mark expired by an older rewind than those four goes unreported.
+ * The check costs a few comparisons.
  */
 ARENA_API void arena_rewind(arena *a, arena_mark m);
 

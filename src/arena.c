@@ -1140,11 +1140,15 @@ static void expire_marks_after(arena *a, uint64_t s)
     if (s == a->saves)
         return;
     for (i = 0; i < a->ndead; i++) {
-        if (a->dead[i].from < s && a->dead[i].to > a->expired)
-            a->dead[n++] = a->dead[i];
+        if (a->dead[i].from < s && a->dead[i].to > a->expired) {
+            if (n != i)
+                a->dead[n] = a->dead[i];
+            n++;
+        }
     }
     if (n == ARENA__DEAD_SPANS) {
-        memmove(a->dead, a->dead + 1, (ARENA__DEAD_SPANS - 1) * sizeof a->dead[0]);
+        for (i = 1; i < n; i++)
+            a->dead[i - 1] = a->dead[i];
         n--;
     }
     a->dead[n].from = s;

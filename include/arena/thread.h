@@ -106,7 +106,7 @@ ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
 ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
 
 /** Arenas in the shared store now (not counting those waiting in threads'
- *  slots).  Thread-safe; a snapshot. */
+ *  slots, nor the structs of released ones).  Thread-safe; a snapshot. */
 ARENA_API size_t arena_cache_count(arena_cache *c);
 
 /* ---- Scopes --------------------------------------------------------------------- */

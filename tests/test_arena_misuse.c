@@ -214,6 +214,30 @@ static void test_marks_lifo_rule(void **state)
     EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_rewind(&a, m3));
     assert_int_equal(arena_size(&a), 0);
 
+    /* Four scopes in a row, each ended with a scope inside it still open:
+     * every abandoned inner mark is remembered as expired (four separate
+     * records), every outer one stays valid until an earlier one is
+     * rewound to. */
+    {
+        arena_mark outer[4], inner[4];
+        int i;
+        for (i = 0; i < 4; i++) {
+            outer[i] = arena_save(&a);
+            assert_non_null(arena_alloc(&a, 10));
+            inner[i] = arena_save(&a);
+            assert_non_null(arena_alloc(&a, 10));
+            EXPECT_FINE(arena_rewind(&a, outer[i]));
+        }
+        for (i = 0; i < 4; i++)
+            EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_rewind(&a, inner[i]));
+        for (i = 3; i >= 0; i--)
+            EXPECT_FINE(arena_rewind(&a, outer[i]));
+        for (i = 1; i < 4; i++)
+            EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_rewind(&a, outer[i]));
+        EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_rewind(&a, inner[0]));
+        EXPECT_FINE(arena_rewind(&a, m1));
+    }
+
     /* A mark expired by a reset, a release, or never taken by this arena
      * (a zeroed one, and one from another arena that took more marks). */
     m1 = arena_save(&a);

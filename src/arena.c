@@ -1114,38 +1114,39 @@ void arena_trim(arena *a, size_t max_retained)
  * the marks (each scope that ends with scopes inside it leaves a span), so
  * the arena keeps the ARENA__DEAD_SPANS latest spans and forgets older ones:
  * a mark in a forgotten span is taken for a valid one (never the reverse).
- * Saving costs an increment; a rewind, a scan of at most four spans. */
+ * Saving costs an increment; a rewind, a comparison or two for the newest
+ * spans (a scan of at most four). */
 
 /* True when the mark of serial `s` has not expired.  A serial above `saves`
- * was never handed out by this arena (a zeroed mark's 0 is never valid). */
+ * was never handed out by this arena (a zeroed mark's 0 is never valid).
+ * The spans are scanned newest first: a rewind to a recent mark (the
+ * innermost scope) is above the newest span, and done in one comparison. */
 static bool serial_live(const arena *a, uint64_t s)
 {
     uint32_t i;
     if (s <= a->expired || s > a->saves)
         return false;
-    for (i = 0; i < a->ndead; i++) {
-        if (s > a->dead[i].from && s <= a->dead[i].to)
+    for (i = a->ndead; i-- > 0;) {
+        if (s > a->dead[i].to)
+            return true;
+        if (s > a->dead[i].from)
             return false;
     }
     return true;
 }
 
 /* After a rewind to the valid mark of serial `s`: the marks taken after it
- * expire.  Kept spans are those below s (a span is never astride a valid
- * serial) and above `expired` (older ones name expired marks anyway); when
- * every slot is taken, the oldest span is forgotten. */
+ * expire.  The spans above s (the newest ones: none is astride a valid
+ * serial) lie inside the new span and merge into it; when every slot is
+ * taken, the oldest span is forgotten.  Spans a reset or release made moot
+ * (below `expired`) are the oldest, so they go first. */
 static void expire_marks_after(arena *a, uint64_t s)
 {
-    uint32_t i, n = 0;
+    uint32_t i, n = a->ndead;
     if (s == a->saves)
         return;
-    for (i = 0; i < a->ndead; i++) {
-        if (a->dead[i].from < s && a->dead[i].to > a->expired) {
-            if (n != i)
-                a->dead[n] = a->dead[i];
-            n++;
-        }
-    }
+    while (n > 0 && a->dead[n - 1].from >= s)
+        n--;
     if (n == ARENA__DEAD_SPANS) {
         for (i = 1; i < n; i++)
             a->dead[i - 1] = a->dead[i];

@@ -1142,12 +1142,13 @@ static bool serial_live(const arena *a, uint64_t s)
  * (below `expired`) are the oldest, so they go first. */
 static void expire_marks_after(arena *a, uint64_t s)
 {
-    uint32_t i, n = a->ndead;
+    uint32_t n = a->ndead;
     if (s == a->saves)
         return;
     while (n > 0 && a->dead[n - 1].from >= s)
         n--;
     if (n == ARENA__DEAD_SPANS) {
+        uint32_t i;
         for (i = 1; i < n; i++)
             a->dead[i - 1] = a->dead[i];
         n--;

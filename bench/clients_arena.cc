@@ -158,12 +158,12 @@ public:
         if (p == MAP_FAILED)
             std::abort();
         base_ = static_cast<char *>(p);
-        proxy_end = base_ + kProxyReserve;
     }
     ~ProxyClient() override { munmap(base_, kProxyReserve); }
     void *begin() override
     {
         proxy_cur = base_;
+        proxy_end = base_ + kProxyReserve;
         return base_;
     }
     void end() override {}

@@ -94,6 +94,7 @@ static inline size_t client_sweep(client_fn *fn, size_t budget, const output *wa
         }
     }
     assert_true(oom > 0);
+    print_message("sweep: %zu backing calls, %zu runs ended in out-of-memory\n", total, oom);
     return oom;
 }
 

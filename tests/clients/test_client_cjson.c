@@ -62,6 +62,10 @@ static int cjson_body(output *out, bool drop)
         cJSON_Delete(n);
         goto done;
     }
+    /* cJSON 1.7.15 does not check its copy of the key here: out of memory
+     * leaves the item in place with no key (a later cJSON checks it) */
+    if (!n->string)
+        goto done;
     if (!cJSON_AddNumberToObject(root, "pi", 3.14159265358979) ||
         !cJSON_AddArrayToObject(root, "empty") || !cJSON_AddNullToObject(root, "nothing"))
         goto done;
@@ -169,8 +173,8 @@ static void out_of_memory_is_null(void **state)
 {
     (void)state;
     reference(12);
-    client_sweep(with_arena, 512, &want);
-    client_sweep(with_arena_dropped, 512, &want);
+    client_sweep(with_arena, 1, &want);
+    client_sweep(with_arena_dropped, 1, &want);
 }
 
 static int teardown_hooks(void **state)

@@ -109,9 +109,9 @@ static void same_output_as_malloc(void **state)
 static void out_of_memory_is_lua_errmem(void **state)
 {
     (void)state;
-    reference(150);
-    client_sweep(with_arena, 4096, &want);
-    client_sweep(with_arena_dropped, 4096, &want);
+    reference(30);
+    client_sweep(with_arena, 256, &want);
+    client_sweep(with_arena_dropped, 256, &want);
 }
 
 int main(void)

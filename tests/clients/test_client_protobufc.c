@@ -132,8 +132,8 @@ static void out_of_memory_is_null(void **state)
 {
     (void)state;
     reference(30);
-    client_sweep(with_arena, 512, &want);
-    client_sweep(with_arena_dropped, 512, &want);
+    client_sweep(with_arena, 1, &want);
+    client_sweep(with_arena_dropped, 1, &want);
 }
 
 int main(void)

@@ -175,7 +175,7 @@ static void out_of_memory_is_z_mem_error(void **state)
     make_input(20000);
     for (i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         reference(&settings[i]);
-        client_sweep(with_arena, 4096, &want);
+        client_sweep(with_arena, 1, &want);
     }
 }
 

@@ -93,15 +93,28 @@ void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new
     return arena_grow(a, ptr, old_size, new_size);
 }
 
+/* The backing blocks of arena_allocator_of() start ARENA_ALIGN bytes into a
+ * value of `a`: a nested arena's chunk then never starts where one of `a`'s
+ * own chunks starts, which Valgrind needs (both arenas describe their chunks
+ * as mempools, named by their start address). */
+static void *backing_alloc(void *arena_ctx, size_t size)
+{
+    char *p;
+    if (size > SIZE_MAX - ARENA_ALIGN)
+        return NULL;
+    p = (char *)arena_alloc((arena *)arena_ctx, size + ARENA_ALIGN);
+    return p ? p + ARENA_ALIGN : NULL;
+}
+
 static void backing_free(void *arena_ctx, void *ptr, size_t size)
 {
-    arena_free((arena *)arena_ctx, ptr, size);
+    arena_free((arena *)arena_ctx, (char *)ptr - ARENA_ALIGN, size + ARENA_ALIGN);
 }
 
 arena_allocator arena_allocator_of(arena *a)
 {
     arena_allocator al;
-    al.alloc = arena_hook_alloc;
+    al.alloc = backing_alloc;
     al.free = backing_free;
     al.ctx = a;
     return al;

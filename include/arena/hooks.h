@@ -97,9 +97,11 @@ ARENA_NODISCARD
 ARENA_API void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new_size);
 
 /**
- * The arena `a` as an arena_allocator: alloc is arena_hook_alloc, free is
- * arena_free (the bytes come back when the block is `a`'s most recent value,
- * which is how a nested arena's last chunk returns to `a`).  Lets an arena
+ * The arena `a` as an arena_allocator: alloc stores a value in `a` (with
+ * ARENA_ALIGN bytes before the block, so that a nested arena's chunk never
+ * starts where one of `a`'s does, as Valgrind's description of chunks needs),
+ * free gives it back when it is `a`'s most recent value (arena_free), which is
+ * how a nested arena's last chunk returns to `a`.  Lets an arena
  * back a pool (arena_pool_init), another arena (arena_init_with) or anything
  * else that takes an arena_allocator.  Everything allocated through it dies
  * with `a`'s batch: release the pool or the inner arena before `a` is reset.

@@ -172,7 +172,7 @@ static void heap_document_in_an_arena_scope(void **state)
 static void out_of_memory_is_null(void **state)
 {
     (void)state;
-    reference(12);
+    reference(6);
     client_sweep(with_arena, 1, &want);
     client_sweep(with_arena_dropped, 1, &want);
 }

@@ -98,8 +98,8 @@ static void same_output_as_malloc(void **state)
 {
     size_t calls;
     (void)state;
-    reference(20000);
-    assert_true(want.len > 1000);
+    reference(5000);
+    assert_true(want.len > 500);
     assert_int_equal(client_run(with_arena, 0, 0, 0, &calls), CLIENT_OK);
     assert_same_output(&client_got, &want);
     assert_int_equal(client_run(with_arena_dropped, 0, 0, 0, &calls), CLIENT_OK);

@@ -131,7 +131,7 @@ static void same_output_as_malloc(void **state)
 static void out_of_memory_is_null(void **state)
 {
     (void)state;
-    reference(30);
+    reference(12);
     client_sweep(with_arena, 1, &want);
     client_sweep(with_arena_dropped, 1, &want);
 }

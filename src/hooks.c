@@ -236,7 +236,7 @@ char *arena_cur_strdup(const char *s)
 
 /* A block the program gave up that stays in its arena until the batch ends:
  * closed whole, so that a use after free or after realloc is reported. */
-static void give_up(char *h, size_t size) { arena__poison(h, HDR + size); }
+static void give_up(const char *h, size_t size) { arena__poison(h, HDR + size); }
 
 void arena_cur_free(void *ptr)
 {

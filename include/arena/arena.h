@@ -118,7 +118,8 @@ static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
 /** Misuse codes passed to the error handler.  Out-of-memory is not misuse. */
 typedef enum arena_error {
     ARENA_ERR_NULL_FREE = 1,   /* arena_pool_free(p, NULL) */
-    ARENA_ERR_FOREIGN_POINTER, /* not the start of a slot of this pool */
+    ARENA_ERR_FOREIGN_POINTER, /* not the start of a slot of this pool, or not a
+                                  block of the arena_cur_* family */
     ARENA_ERR_DOUBLE_FREE,     /* the slot is already free */
     ARENA_ERR_REF_TOO_LARGE,   /* a ref cannot describe the value */
     ARENA_ERR_STALE_REF,       /* checked builds: a ref from before the last rewind */
@@ -541,9 +542,10 @@ ARENA_API void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size
  * value of the arena's current chunk (the next allocation then reuses them),
  * else does nothing (the value goes with the batch).  `size` must be the
  * value's size (arena_free(a, p, n) is arena_grow(a, p, n, 0) with the result
- * dropped).  ptr NULL: nothing.  Cheap when the value is not the most recent
- * (one comparison, no call, while the inline window is open).  Not
+ * dropped).  ptr NULL: nothing.  Cheap when the value is not the most recent:
+ * while the inline window is open it returns after one comparison.  Not
  * warn_unused_result, so that it can serve as a free hook.  Never fails.
+ * Not thread-safe (as every call on an arena).
  */
 ARENA_API void arena_free(arena *a, void *ptr, size_t size);
 

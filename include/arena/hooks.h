@@ -168,7 +168,10 @@ ARENA_API void *arena_cur_calloc(size_t count, size_t size);
  * overflow, with the block unchanged.
  * Misuse: a pointer that is not from this family, or whose header was
  * overwritten, is reported (ARENA_ERR_FOREIGN_POINTER) when the header shows
- * it (a checked build always does); if the handler returns, NULL.
+ * it: a cheap test in every build catches most such headers, the checked
+ * build's check word all but a forged one.  Under ASan the header is
+ * poisoned, so the write that overwrites it is reported itself.  If the
+ * handler returns, NULL and nothing changes.
  */
 ARENA_NODISCARD
 ARENA_API void *arena_cur_realloc(void *ptr, size_t size);

@@ -428,6 +428,24 @@ static void cur_malloc_heap_without_current(void **state)
     assert_null(arena_cur_calloc(SIZE_MAX / 2 + 1, 2));
     assert_int_equal(arena_cur_size(NULL), 0);
     arena_cur_free(NULL);
+    {
+        /* realloc that fails, on the heap: NULL, the block intact */
+        char *p = (char *)arena_cur_malloc(10), *q;
+        assert_non_null(p);
+        memcpy(p, "123456789", 10);
+        assert_null(arena_cur_realloc(p, opaque_size(SIZE_MAX)));
+        assert_null(arena_cur_realloc(p, opaque_size(SIZE_MAX - HDR_BYTES + 1)));
+        /* the largest size allowed reaches realloc(), which refuses it where
+         * that is beyond the address space (a 32-bit process may have 2 GiB) */
+        if (sizeof(size_t) >= 8)
+            assert_null(arena_cur_realloc(p, opaque_size((size_t)PTRDIFF_MAX - HDR_BYTES)));
+        assert_string_equal(p, "123456789");
+        assert_int_equal(arena_cur_size(p), 10);
+        q = (char *)arena_cur_realloc(p, 100000);
+        assert_non_null(q);
+        assert_string_equal(q, "123456789");
+        arena_cur_free(q);
+    }
 }
 
 static void cur_malloc_from_current(void **state)
@@ -615,6 +633,7 @@ static void cur_realloc_keeps_lifetimes(void **state)
     assert_non_null(ina);
     memcpy(ina, "123456789", 10);
     arena_set_current(NULL);
+    assert_null(arena_cur_realloc(ina, opaque_size(SIZE_MAX))); /* too large: NULL */
     heap = (char *)arena_cur_realloc(ina, 20);
     assert_non_null(heap);
     assert_string_equal(heap, "123456789");

@@ -10,12 +10,8 @@
 #include <cstring>
 
 #include <arena/arena.h>
+#include <arena/hooks.h>
 #include <arena/thread.h>
-#if __has_include(<arena/hooks.h>)
-#  include <arena/hooks.h>
-#else
-#  include "arena_hooks_shim.h"
-#endif
 
 #if HAVE_TALLOC
 #  include <talloc.h>

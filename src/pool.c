@@ -2,7 +2,7 @@
  * The fixed-capacity pool: the out-of-line half.
  *
  * Algorithm.  One region holds `cap` slots of `stride` bytes, then a stack of
- * free slot indices (uint32), then one state (uint16) per slot.  alloc pops an
+ * free slot indices (uint32), then one state (uint32) per slot.  alloc pops an
  * index off the stack and marks its slot live; free checks that the pointer
  * is a slot start (arena__pool_index in pool.h: one multiply by the inverse of
  * the stride's odd part and one rotate, a range and stride check in one, exact
@@ -14,14 +14,14 @@
  * next pointer in the freed slot, so a write through a dangling pointer
  * redirects the next allocation anywhere.  Here a freed slot holds nothing the
  * pool reads: a stray write spoils garbage, and the stack and states stay
- * exact.  It costs 6 bytes of metadata per slot and a few instructions per
+ * exact.  It costs 8 bytes of metadata per slot and a few instructions per
  * call (docs/fast-path.md), and buys speed where it matters most: the stack
  * is a dense array the CPU streams through, while an intrusive list reads
  * every slot it hands out (a cache miss per alloc once the slots outgrow the
  * cache).  The state is what makes double-free detection exact rather than a
  * heuristic.
  * A state per slot rather than a bit: a plain store, no read-modify-write.
- * A uint16_t rather than a byte: a char store may alias anything, so the
+ * A uint32_t rather than a byte: a char store may alias anything, so the
  * compiler would have to reload the pool's fields after each one (pool.h).
  *
  * Closing the inline paths.  Under AddressSanitizer (or a checked build) the
@@ -61,7 +61,7 @@ struct layout {
  * see pool.h). */
 static char *slots_of(const arena_pool *p) { return (char *)p->base; }
 static uint32_t *stack_of(const arena_pool *p) { return (uint32_t *)p->stack; }
-static uint16_t *states_of(const arena_pool *p) { return (uint16_t *)p->state; }
+static uint32_t *states_of(const arena_pool *p) { return (uint32_t *)p->state; }
 
 /* Fills `l`; false for arguments init refuses or sizes that overflow.
  * Every addition and product is checked before it is made. */
@@ -84,10 +84,10 @@ static bool plan(size_t obj_size, size_t obj_align, size_t capacity, struct layo
     if (slots > SIZE_MAX - (sizeof(uint32_t) - 1))
         return false;
     l->stack = (size_t)arena__align_up(slots, sizeof(uint32_t));
-    if (capacity > (SIZE_MAX - l->stack) / (sizeof(uint32_t) + sizeof(uint16_t)))
+    if (capacity > (SIZE_MAX - l->stack) / (2 * sizeof(uint32_t)))
         return false;
     l->state = l->stack + capacity * sizeof(uint32_t);
-    l->total = l->state + capacity * sizeof(uint16_t);
+    l->total = l->state + capacity * sizeof(uint32_t);
     return true;
 }
 
@@ -113,7 +113,7 @@ static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t ob
 {
     size_t j, d = l->stride, k = 0;
     uint32_t *stack = (uint32_t *)(void *)(base + l->stack);
-    uint16_t *state = (uint16_t *)(void *)(base + l->state);
+    uint32_t *state = (uint32_t *)(void *)(base + l->state);
 
     while ((d & 1) == 0) {
         d >>= 1;
@@ -277,7 +277,7 @@ static void report_foreign(const arena_pool *p, void *obj)
 void arena__pool_free_slow(arena_pool *p, void *obj)
 {
     size_t i;
-    const uint16_t *state = states_of(p);
+    const uint32_t *state = states_of(p);
 
     if (!obj) {
         arena__report(ARENA_ERR_NULL_FREE, "arena_pool_free: NULL pointer given to pool %p",
@@ -302,7 +302,7 @@ void arena__pool_free_slow(arena_pool *p, void *obj)
 
 /* ---- Consistency ---------------------------------------------------------------- */
 
-#define SEEN 0x8000u /* marks a state while check walks the stack */
+#define SEEN 0x80000000u /* marks a state while check walks the stack */
 
 #define CORRUPT(...) (arena__report(ARENA_ERR_CORRUPT, __VA_ARGS__), false)
 
@@ -337,7 +337,7 @@ static bool check_shape(const arena_pool *p)
 
 bool arena_pool_check(const arena_pool *p)
 {
-    uint16_t *st = states_of(p);
+    uint32_t *st = states_of(p);
     const uint32_t *stack = stack_of(p);
     size_t i, j, nfree = 0, bad = 0;
     const char *why = NULL;
@@ -365,14 +365,14 @@ bool arena_pool_check(const arena_pool *p)
         else if (st[i] == ARENA__POOL_LIVE)
             why = "live";
         else
-            st[i] = (uint16_t)(st[i] | SEEN);
+            st[i] |= SEEN;
         bad = j;
     }
     /* Restore the marks before anything is reported. */
     for (j = 0; j < p->nfree; j++) {
         i = stack[j];
         if (i < p->cap)
-            st[i] = (uint16_t)(st[i] & ~SEEN);
+            st[i] &= ~SEEN;
     }
     if (why)
         return CORRUPT("arena_pool_check: pool %p: free stack entry %zu names slot %zu, which "

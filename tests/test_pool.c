@@ -23,7 +23,7 @@ static uint64_t rng(void)
 /* The pool's region, typed (the struct holds the addresses as integers). */
 static char *base_of(const arena_pool *p) { return (char *)p->base; }
 static uint32_t *stack_of(const arena_pool *p) { return (uint32_t *)p->stack; }
-static uint16_t *states_of(const arena_pool *p) { return (uint16_t *)p->state; }
+static uint32_t *states_of(const arena_pool *p) { return (uint32_t *)p->state; }
 static char *slot(const arena_pool *p, size_t i) { return base_of(p) + i * p->stride; }
 
 /* ---- Capacity, LIFO, stability ---------------------------------------------- */
@@ -167,7 +167,7 @@ static void expect_misuse(arena_pool *p, void *bad, arena_error code)
 {
     size_t used = arena_pool_used(p), avail = arena_pool_available(p);
     arena_pool before = *p;
-    uint16_t *states = (uint16_t *)malloc(p->cap * sizeof *states);
+    uint32_t *states = (uint32_t *)malloc(p->cap * sizeof *states);
     uint32_t *stack = (uint32_t *)malloc(p->cap * sizeof *stack);
     char name[64];
     void *next;
@@ -516,10 +516,10 @@ static void test_overflow_and_bad_arguments(void **state)
     assert_int_equal(arena_pool_buffer_size(16, 8, 0), 0);
     assert_int_equal(arena_pool_buffer_size(16, 6, 4), 0);
     assert_int_equal(arena_pool_buffer_size(16, 0, 4), 0);
-    /* Slots, then 4 bytes of stack and 2 of state per slot. */
-    assert_int_equal(arena_pool_buffer_size(16, 8, 10), 160 + 40 + 20);
-    assert_int_equal(arena_pool_buffer_size(3, 1, 3), 12 + 12 + 6);
-    assert_int_equal(arena_pool_buffer_size(0, 1, 1), 4 + 4 + 2);
+    /* Slots (rounded up to 4 bytes), then 4 bytes of stack and 4 of state per slot. */
+    assert_int_equal(arena_pool_buffer_size(16, 8, 10), 160 + 40 + 40);
+    assert_int_equal(arena_pool_buffer_size(3, 1, 3), 12 + 12 + 12);
+    assert_int_equal(arena_pool_buffer_size(0, 1, 1), 4 + 4 + 4);
     assert_int_equal(recorded_errors.count, 0);
 }
 
@@ -573,7 +573,7 @@ static void expect_corrupt(const arena_pool *p)
 static void test_check_finds_corruption(void **state)
 {
     arena_pool p;
-    uint16_t saved_state[8];
+    uint32_t saved_state[8];
     uint32_t saved_stack[8];
     void *a, *b;
     (void)state;

@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-/* Slot states, one uint16_t per slot (internal).  A free slot remembers
+/* Slot states, one uint32_t per slot (internal).  A free slot remembers
  * whether it was ever handed out, so that a bad free can say which mistake it
  * was. */
 #define ARENA__POOL_NEVER 0u /* free, never handed out */
@@ -41,21 +41,23 @@ extern "C" {
  * a stray write into a freed slot cannot corrupt the pool: it can only spoil
  * bytes that are the program's own garbage.  Layout of the one region:
  *
- *     [ cap slots of `stride` bytes | stack: cap uint32 | states: cap uint16 ]
+ *     [ cap slots of `stride` bytes | stack: cap uint32 | states: cap uint32 ]
  *
- * Why these types.  A loop of inline pool calls stores slot indices (uint32),
- * slot states (uint16) and, as a rule, the pointers it gets (void *).  None
- * of those types may alias a uintptr_t or size_t field, so the compiler may
- * keep all eight hot fields in registers across the loop.  A pointer field
- * would be reloaded after every store of a pointer (any pointer store may
- * alias it), and a state of type char after every state store (a char store
- * may alias anything): each such reload puts the next call behind the last
- * one's stores.  The addresses are therefore held as integers.
+ * Why these types.  A loop of inline pool calls stores slot indices and slot
+ * states (uint32_t) and, as a rule, the pointers it gets (void *).  None of
+ * those may alias a uintptr_t or size_t field, so the compiler may keep all
+ * eight hot fields in registers across the loop.  A pointer field would be
+ * reloaded after every store of a pointer (a pointer store may alias any
+ * pointer field), and a state of type char after every state store (a char
+ * store may alias anything); the addresses are therefore held as integers,
+ * and a state takes 4 bytes (a uint16_t would do for the types, but gcc
+ * stores a 16-bit constant through a scratch register: one more instruction
+ * on both paths).
  */
 typedef struct arena_pool {
     uintptr_t base;  /* address of slot 0; slot i starts at base + i * stride */
     uintptr_t stack; /* address of the free stack (uint32_t); its top is [nfree - 1] */
-    uintptr_t state; /* address of the states: one ARENA__POOL_* uint16_t per slot */
+    uintptr_t state; /* address of the states: one ARENA__POOL_* uint32_t per slot */
     size_t nfree;    /* free slots */
     size_t open;     /* cap while the inline paths are open; 0 closes them */
     size_t inv;      /* inverse of the stride's odd part, modulo 2^N (N: size_t bits) */
@@ -180,7 +182,7 @@ static inline arena__pool_regs arena__pool_load(const arena_pool *p)
 static inline size_t arena__pool_pop(arena__pool_regs *r)
 {
     size_t i = ((const uint32_t *)r->stack)[--r->nfree];
-    ((uint16_t *)r->state)[i] = (uint16_t)ARENA__POOL_LIVE;
+    ((uint32_t *)r->state)[i] = ARENA__POOL_LIVE;
     return i;
 }
 
@@ -188,7 +190,7 @@ static inline size_t arena__pool_pop(arena__pool_regs *r)
 static inline void arena__pool_push(arena__pool_regs *r, size_t i)
 {
     ((uint32_t *)r->stack)[r->nfree++] = (uint32_t)i;
-    ((uint16_t *)r->state)[i] = (uint16_t)ARENA__POOL_FREED;
+    ((uint32_t *)r->state)[i] = ARENA__POOL_FREED;
 }
 
 /*
@@ -268,7 +270,7 @@ static inline void arena_pool_free(arena_pool *p, void *obj)
     arena__pool_regs r = arena__pool_load(p);
     size_t i = arena__pool_slot(r.base, r.inv, r.shift, obj);
     if (ARENA_LIKELY(i < r.open) &&
-        ARENA_LIKELY(((const uint16_t *)r.state)[i] == ARENA__POOL_LIVE)) {
+        ARENA_LIKELY(((const uint32_t *)r.state)[i] == ARENA__POOL_LIVE)) {
         arena__pool_push(&r, i);
     } else {
         arena__pool_free_slow(p, obj);

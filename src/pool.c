@@ -29,7 +29,9 @@
  * with ASan never inlines (ARENA__INLINE_WINDOW in arena.h); a program built
  * without it but linked to an instrumented library sees `open == 0`, which
  * fails both inline tests (nfree - 1 < 0 and index < 0), so every call comes
- * here.  Poisoning and any future annotation go in take() and give().
+ * here.  Poisoning and any future annotation go in take() and give().  The
+ * inline paths load the pool's fields again after calling out, so a slow
+ * path (or an error handler it calls) may change any of them.
  *
  * Tools.  Under ASan a free slot (freed, or never handed out) is poisoned.
  * Under Valgrind the slots are a mempool (anchored at base): a live object is

@@ -12,7 +12,8 @@ libcjson-dev liblua5.4-dev zlib1g-dev libexpat1-dev libprotobuf-c-dev protobuf-c
 pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy gcc-multilib g++-multilib \
 libcmocka-dev:i386"
 pkgs_bench="$pkgs_test python3 libbenchmark-dev libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev \
-libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox"
+libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox \
+libcjson-dev liblua5.4-dev libprotobuf-c-dev protobuf-c-compiler libexpat1-dev"
 
 want=""
 for profile in "${@:-test}"; do

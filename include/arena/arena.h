@@ -616,10 +616,11 @@ static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, s
         align = ARENA_ALIGN;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
         ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
-        arena_ref r = arena__window_ref(a, (char *)at, size);
         char *p = arena__take(a, at, size, align);
         arena__copy_bytes(p, src, size);
-        return r;
+        /* The ref is made after the copy: made before it, its fields had to
+         * outlive the call to memcpy (values over 32 bytes) on the stack. */
+        return arena__window_ref(a, p, size);
     }
     return arena__ref_copy_slow(a, src, size, align);
 }
@@ -633,11 +634,10 @@ static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
     uintptr_t at;
     if (ARENA__INLINE_WINDOW && len != 0 && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
         char *p = a->ptr;
-        arena_ref r = arena__window_ref(a, p, len);
         a->ptr = p + len + 1;
         arena__copy_bytes(p, s, len);
         p[len] = '\0';
-        return r;
+        return arena__window_ref(a, p, len); /* after the copy, as above */
     }
     return arena__ref_strndup_slow(a, s, len);
 }

@@ -74,6 +74,7 @@ MALLOCS = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
 SPECIAL = {
     "proxy": {"refs": "plain pointer: char*[] + len[] into the arena",
               "pool": "limit proxy (bare free list)",
+              "threads": "limit proxy (a bump pointer per thread, same batch end)",
               "client": "limit proxy (bare bump, never frees)"},
     "glibc": {"refs": "char*[] + len[], glibc malloc"},
     "arena": {"client": "libarena, dropped by arena_reset"},
@@ -523,10 +524,13 @@ def threads_targets(results, t):
                 versus("threads: faster than every malloc", "threads/" + th, impl, m, 1.0)
     for impl in ("arena_cache", "arena_shared"):
         one, two = ns("threads/1/" + impl), ns("threads/2/" + impl)
+        p1, p2 = ns("threads/1/proxy"), ns("threads/2/proxy")
         if one and two:
             t.append(("threads: scales (CPU per value at 2 threads <= 1.25x of 1)", "threads/2",
                       impl, "%.2f" % (two / one), two / one <= 1.25,
-                      "%.2f ns/value at 1 thread, %.2f at 2" % (one, two)))
+                      "%.2f ns/value at 1 thread, %.2f at 2" % (one, two) +
+                      ("; limit proxy %.2fx (ending the batches together)" % (p2 / p1)
+                       if p1 and p2 else "")))
 
 
 def client_targets(results, t, peers):

@@ -106,6 +106,11 @@ static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
 /** Default chunk budget, in bytes of capacity. */
 #define ARENA_DEFAULT_CHUNK 65536
 
+/** Batches a reset remembers: a spike in a batch's memory is given back at
+ *  the reset ending the ARENA_RETAIN_BATCHES-th smaller batch after it (see
+ *  arena_reset()). */
+#define ARENA_RETAIN_BATCHES 8
+
 /** Alignment of arena_alloc(), of chunks and of the backing allocator. */
 #define ARENA_ALIGN ((size_t)ARENA__MAX_ALIGN)
 
@@ -200,6 +205,12 @@ typedef struct arena {
     arena_allocator backing;      /* alloc == NULL: malloc */
     uint32_t flags;               /* internal */
     uint32_t epoch;               /* bumped by reset and release: marks before it expire */
+    size_t peak;                  /* the retention target: see arena_reset() */
+    size_t runner;                /* the largest demand of the batches since */
+    uint32_t ntouched;            /* [0, ntouched): chunks used this batch */
+    uint32_t nrun;                /* [0, nrun): used since the target was set */
+    uint32_t nwin;                /* [0, nwin): used since it last came down */
+    uint32_t age;                 /* resets since the target was set */
 } arena;
 
 /** A saved position; a plain value.  See arena_save(). */
@@ -245,15 +256,16 @@ ARENA_API void arena_init_buffer(arena *a, void *buf, size_t len, const arena_al
 ARENA_API void arena__release_slow(arena *a);
 ARENA_API void arena__reset_slow(arena *a);
 
-/* Reset of an arena whose only chunk in use is chunk 0, with the inline
- * window open on it (so nothing is instrumented, and chunk 0 is uniform or
- * the caller's buffer): size 0, marks expired, the position back at the
- * chunk's start.  Spares stay as they are.  False when the arena is in any
- * other state, which the slow path handles. */
+/* Reset of an arena that holds one chunk, in use, with the inline window
+ * open on it (so nothing is instrumented, and the chunk is regular or the
+ * caller's buffer): size 0, marks expired, the position back at the chunk's
+ * start.  There is nothing for the retention policy to give back.  False
+ * when the arena is in any other state (spares included), which the slow
+ * path handles. */
 static inline bool arena__reset_first(arena *a)
 {
     char *base;
-    if (!a->ptr || a->nused != 1)
+    if (!a->ptr || a->nchunks != 1)
         return false;
     base = a->chunks[0].base;
     a->size = 0;

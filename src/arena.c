@@ -1046,13 +1046,48 @@ void arena__release_slow(arena *a)
     }
 }
 
-/* Frees spare chunks (at [nused, nchunks)), the last (least recently used)
- * first, while the arena retains more than `limit` bytes or the last one
- * stands at index `keep` or beyond.  The caller's buffer is never freed.  An
- * arena left with one chunk or none gives its heap index back too. */
+/* Keeps the spares in index order while they fit `limit` beside the chunks
+ * in use (and the caller's buffer), frees the others, and closes up the
+ * index.  O(chunks). */
+static void keep_within(arena *a, size_t limit)
+{
+    size_t kept = 0;
+    uint32_t i, j = 0, t = 0, r = 0, w = 0;
+
+    for (i = 0; i < a->nchunks; i++)
+        if (i < a->nused || a->chunks[i].base == a->buf)
+            kept += usable(a, &a->chunks[i]);
+    for (i = 0; i < a->nchunks; i++) {
+        struct arena__chunk c = a->chunks[i];
+        size_t cap = usable(a, &c);
+        if (i >= a->nused && c.base != a->buf) {
+            if (kept > limit || cap > limit - kept) {
+                a->retained -= cap;
+                free_chunk(a, c);
+                continue;
+            }
+            kept += cap;
+        }
+        t += i < a->ntouched;
+        r += i < a->nrun;
+        w += i < a->nwin;
+        a->chunks[j++] = c;
+    }
+    a->nchunks = j;
+    a->ntouched = t;
+    a->nrun = r;
+    a->nwin = w;
+}
+
+/* Frees the spare chunks (at [nused, nchunks)) at index `keep` or beyond
+ * (those unused longest), then, while the arena retains more than `limit`
+ * bytes, keeps the spares in index order while they fit the limit beside
+ * the chunks in use and frees the others.  The caller's buffer is never
+ * freed (and counts).  An arena left with one chunk or none gives its heap
+ * index back too.  O(1) when there is nothing to free. */
 static void free_spares(arena *a, size_t limit, uint32_t keep)
 {
-    while (a->nchunks > a->nused && (a->retained > limit || a->nchunks > keep)) {
+    while (a->nchunks > a->nused && a->nchunks > keep) {
         struct arena__chunk c = a->chunks[a->nchunks - 1];
         if (c.base == a->buf)
             break;
@@ -1060,6 +1095,8 @@ static void free_spares(arena *a, size_t limit, uint32_t keep)
         forget_spare(a, a->nchunks - 1);
         free_chunk(a, c);
     }
+    if (a->retained > limit)
+        keep_within(a, limit);
     if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
         if (a->nchunks)
             a->first = a->chunks[0];
@@ -1074,22 +1111,29 @@ static void free_spares(arena *a, size_t limit, uint32_t keep)
 }
 
 /* Makes the arena empty (size 0, a new epoch), every chunk a spare, with
- * the caller's buffer, or else the first regular chunk, current as chunk 0
- * (none when every chunk is oversized: the first value then picks one). */
+ * the caller's buffer, or else the first chunk of the budget's size, or else
+ * the first regular one, current as chunk 0 (none when every chunk is
+ * oversized: the first value then picks one). */
 static void reopen(arena *a)
 {
-    uint32_t i = 0;
+    uint32_t i, pick = a->buf ? 0 : UINT32_MAX;
 
     a->size = 0;
     a->epoch++;
     a->ntouched = 0;
     /* chunks is never NULL while nchunks > 0; testing both keeps gcc's
      * -fanalyzer, which loses that link across free_spares(), convinced. */
-    if (!a->buf && a->chunks)
-        while (i < a->nchunks && usable(a, &a->chunks[i]) > regular_max(a))
-            i++;
-    if (i < a->nchunks && a->chunks) {
-        take_spare(a, i);
+    for (i = 0; !a->buf && a->chunks && i < a->nchunks; i++) {
+        size_t cap = usable(a, &a->chunks[i]);
+        if (cap == budget(a)) {
+            pick = i;
+            break;
+        }
+        if (cap <= regular_max(a) && pick == UINT32_MAX)
+            pick = i;
+    }
+    if (pick < a->nchunks && a->chunks) {
+        take_spare(a, pick);
         enter_chunk(a, 0, a->chunks[0].base);
     } else {
         leave_chunks(a);

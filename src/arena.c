@@ -80,8 +80,8 @@ enum {
  * so resolving a ref whose value has expired (and maybe been overwritten) is
  * detected in O(1).
  *
- * A guard is cut short at the end of a uniform chunk, so values still fill a
- * chunk exactly.  In the checked build every chunk the arena allocates has
+ * A guard is cut short at the end of a chunk of the budget's size, so values
+ * still fill such a chunk exactly.  In the checked build every chunk the arena allocates has
  * EXTRA bytes (a header) on top of its capacity, so that a value that fits
  * the budget still fits a fresh chunk, and an oversized chunk has room for
  * its value's guard too (extra_for()); arena_retained() reports capacities
@@ -156,8 +156,10 @@ static size_t budget(const arena *a) { return a->budget ? a->budget : ARENA_DEFA
 
 /* Overhead a chunk allocated by this arena carries beyond its capacity
  * `cap`: a header's worth (checked build), and for an oversized chunk a
- * granule of guard after its one value too (a uniform chunk's last value may
- * end at the chunk's end: values fill it exactly, as without guards). */
+ * granule of guard after its value too (the last value of a chunk of the
+ * budget's size may end at the chunk's end: values fill it exactly, as
+ * without guards).  The kind of a chunk shows in its capacity, so a kept
+ * chunk of either kind may serve a value of the other. */
 static size_t extra_for(const arena *a, size_t cap)
 {
     if (!instrumented())
@@ -1048,19 +1050,21 @@ void arena__release_slow(arena *a)
 
 /* Keeps the spares in index order while they fit `limit` beside the chunks
  * in use (and the caller's buffer), frees the others, and closes up the
- * index.  O(chunks). */
+ * index.  O(spares). */
 static void keep_within(arena *a, size_t limit)
 {
-    size_t kept = 0;
-    uint32_t i, j = 0, t = 0, r = 0, w = 0;
+    size_t kept = a->retained;
+    uint32_t i, j = a->nused;
+    uint32_t t = a->ntouched < j ? a->ntouched : j;
+    uint32_t r = a->nrun < j ? a->nrun : j, w = a->nwin < j ? a->nwin : j;
 
-    for (i = 0; i < a->nchunks; i++)
-        if (i < a->nused || a->chunks[i].base == a->buf)
-            kept += usable(a, &a->chunks[i]);
-    for (i = 0; i < a->nchunks; i++) {
+    for (i = a->nused; i < a->nchunks; i++)
+        if (a->chunks[i].base != a->buf)
+            kept -= usable(a, &a->chunks[i]);
+    for (i = a->nused; i < a->nchunks; i++) {
         struct arena__chunk c = a->chunks[i];
         size_t cap = usable(a, &c);
-        if (i >= a->nused && c.base != a->buf) {
+        if (c.base != a->buf) {
             if (kept > limit || cap > limit - kept) {
                 a->retained -= cap;
                 free_chunk(a, c);
@@ -1095,7 +1099,7 @@ static void free_spares(arena *a, size_t limit, uint32_t keep)
         forget_spare(a, a->nchunks - 1);
         free_chunk(a, c);
     }
-    if (a->retained > limit)
+    if (a->retained > limit && a->nchunks > a->nused)
         keep_within(a, limit);
     if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
         if (a->nchunks)

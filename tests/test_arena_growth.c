@@ -585,12 +585,12 @@ static void test_stale_ref_into_a_reused_chunk(void **state)
 /* ---- Failure atomicity on the new paths ------------------------------------------------- */
 
 /* A script over several batches that takes spares, replaces outgrown ones,
- * trims and rewinds.  Every store that fails must leave the arena as it
- * was.  Returns the backing calls made. */
+ * trims and rewinds (4 KiB chunks, to keep it quick).  Every store that
+ * fails must leave the arena as it was.  Returns the backing calls made. */
 static size_t script(size_t fail_at, size_t fail_from, size_t *failures)
 {
-    static const size_t sizes[] = {100, 5000, 200 * KIB, 300, 70 * KIB, 150 * KIB,
-                                   BUDGET, 400 * KIB, 40, BUDGET + 1, 3 * BUDGET};
+    static const size_t sizes[] = {100, 300, 12 * KIB, 40, 5 * KIB, 9 * KIB,
+                                   4 * KIB, 25 * KIB, 40, 4 * KIB + 1, 12 * KIB};
     arena_allocator al = tb_allocator(&tb);
     arena a;
     size_t calls;
@@ -598,11 +598,11 @@ static size_t script(size_t fail_at, size_t fail_from, size_t *failures)
 
     tb.fail_at = fail_at;
     tb.fail_from = fail_from;
-    arena_init_with(&a, 0, &al);
+    arena_init_with(&a, 4 * KIB, &al);
     for (batch = 0; batch < 6; batch++) {
         arena_mark m = arena_save(&a);
         for (i = 0; i < 40; i++) {
-            size_t n = sizes[(i + batch * 3) % (sizeof sizes / sizeof sizes[0])] + batch * 4096;
+            size_t n = sizes[(i + batch * 3) % (sizeof sizes / sizeof sizes[0])] + batch * 256;
             size_t size = arena_size(&a), retained = arena_retained(&a), failed = tb.failed;
             unsigned char *p = (unsigned char *)arena_alloc(&a, n);
             if (!p) {
@@ -621,7 +621,7 @@ static size_t script(size_t fail_at, size_t fail_from, size_t *failures)
         }
         check_batch(&a);
         if (batch == 3)
-            arena_reset_to(&a, 300 * KIB);
+            arena_reset_to(&a, 20 * KIB);
         else
             arena_reset(&a);
         if (batch == 4)

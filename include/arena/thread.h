@@ -72,9 +72,10 @@ ARENA_API void arena_cache_destroy(arena_cache *c);
  * still waits in the thread's slot (no lock, no atomic operation), else one
  * from the shared store (a short lock), else a fresh one (its chunks come on
  * first use).  It holds the chunks its last recycle kept: once the requests
- * it serves repeat a shape, they make no backing-allocator call.  The caller owns it until arena_cache_recycle(); it
- * is an ordinary arena (not thread-safe itself), which may be handed to
- * another thread and recycled there.  Do not arena_init*() it.
+ * it serves repeat a shape, they make no backing-allocator call.  The caller
+ * owns it until arena_cache_recycle(); it is an ordinary arena (not
+ * thread-safe itself), which may be handed to another thread and recycled
+ * there.  Do not arena_init*() it.
  * NULL on out-of-memory.  Thread-safe.
  */
 ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);

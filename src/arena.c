@@ -557,10 +557,8 @@ static void drop_chunks_from(arena *a, uint32_t from)
 
 /* ---- Spares ------------------------------------------------------------------------- */
 
-/* The spare to serve a value needing `need` bytes of a fresh chunk, whose
- * capacity must not exceed `most`: the one at nused if it suits (in a batch
- * shaped like the last one, the chunk the last one used at this step), else
- * the smallest that suits.  UINT32_MAX when none does. */
+/* The smallest spare that suits a value needing `need` bytes of a fresh
+ * chunk (a capacity from `need` to `most`); UINT32_MAX when none does. */
 static uint32_t find_spare(const arena *a, size_t need, size_t most)
 {
     size_t least = need > budget(a) ? need : budget(a), best_cap = SIZE_MAX;
@@ -572,7 +570,7 @@ static uint32_t find_spare(const arena *a, size_t need, size_t most)
             continue;
         best = i;
         best_cap = cap;
-        if (i == a->nused || cap == least) /* no chunk can suit better */
+        if (cap == least) /* no chunk can suit better */
             break;
     }
     return best;
@@ -595,11 +593,13 @@ static void swap_chunks(arena *a, uint32_t i, uint32_t j)
  * last one. */
 static void touch(arena *a, uint32_t i)
 {
-    struct arena__chunk c = a->chunks[i];
-
-    memmove(&a->chunks[a->ntouched + 1], &a->chunks[a->ntouched],
-            (i - a->ntouched) * sizeof c);
-    a->chunks[a->ntouched++] = c;
+    if (i != a->ntouched) {
+        struct arena__chunk c = a->chunks[i];
+        memmove(&a->chunks[a->ntouched + 1], &a->chunks[a->ntouched],
+                (i - a->ntouched) * sizeof c);
+        a->chunks[a->ntouched] = c;
+    }
+    a->ntouched++;
     if (i >= a->nrun)
         a->nrun++;
     if (i >= a->nwin)
@@ -614,8 +614,30 @@ static uint32_t take_spare(arena *a, uint32_t i)
         touch(a, i);
         i = a->ntouched - 1;
     }
-    swap_chunks(a, i, a->nused);
+    if (i != a->nused)
+        swap_chunks(a, i, a->nused);
     return a->nused++;
+}
+
+/* Takes into use the spare that serves a value needing `need` bytes of a
+ * fresh chunk, whose capacity must not exceed `most`: the one at nused if it
+ * suits (in a batch shaped like the last one, the chunk the last one used at
+ * this step: two comparisons), else the smallest that suits.  Returns its
+ * index, UINT32_MAX when none suits. */
+static uint32_t use_spare(arena *a, size_t need, size_t most)
+{
+    uint32_t i = a->nused;
+    size_t cap;
+
+    if (i >= a->nchunks)
+        return UINT32_MAX;
+    cap = usable(a, &a->chunks[i]);
+    if (cap < need || cap > most) {
+        i = find_spare(a, need, most);
+        if (i == UINT32_MAX)
+            return i;
+    }
+    return take_spare(a, i);
 }
 
 /* Forgets the entry at index i (>= nused) of a chunk being freed. */
@@ -699,10 +721,8 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
     need = size + worst;
 
     if (need > budget(a)) {
-        i = find_spare(a, need, need > SIZE_MAX / 2 ? SIZE_MAX : 2 * need);
-        if (i != UINT32_MAX) {
-            i = take_spare(a, i);
-        } else {
+        i = use_spare(a, need, need > SIZE_MAX / 2 ? SIZE_MAX : 2 * need);
+        if (i == UINT32_MAX) {
             i = add_chunk(a, need);
             if (i == UINT32_MAX)
                 return NULL;
@@ -713,10 +733,8 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
         goto placed;
     }
 
-    i = find_spare(a, need, regular_max(a));
-    if (i != UINT32_MAX) {
-        i = take_spare(a, i);
-    } else {
+    i = use_spare(a, need, regular_max(a));
+    if (i == UINT32_MAX) {
         i = add_chunk(a, budget(a));
         if (i == UINT32_MAX)
             return NULL;

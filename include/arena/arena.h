@@ -200,6 +200,10 @@ typedef struct arena {
     uint32_t nused;               /* chunks holding values of this batch */
     uint32_t nchunks;             /* chunks held (in use + spare) */
     uint32_t ncap;                /* slots in the index */
+    uint32_t ntouched;            /* [0, ntouched): chunks used this batch */
+    uint32_t nrun;                /* [0, nrun): used since the retention target was set */
+    uint32_t nwin;                /* [0, nwin): used since it last came down */
+    uint32_t age;                 /* resets since the target was set */
     size_t retained;              /* arena_retained() */
     size_t budget;                /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
     char *buf;                    /* the caller's first chunk, or NULL */
@@ -209,10 +213,6 @@ typedef struct arena {
     uint32_t epoch;               /* bumped by reset and release: marks before it expire */
     size_t peak;                  /* the retention target: see arena_reset() */
     size_t runner;                /* the largest demand of the batches since */
-    uint32_t ntouched;            /* [0, ntouched): chunks used this batch */
-    uint32_t nrun;                /* [0, nrun): used since the target was set */
-    uint32_t nwin;                /* [0, nwin): used since it last came down */
-    uint32_t age;                 /* resets since the target was set */
 } arena;
 
 /** A saved position; a plain value.  See arena_save(). */

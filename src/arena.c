@@ -11,17 +11,31 @@
  * (chunk index, offset) resolves in O(1).  The array is split in two:
  *
  *     [0, nused)        chunks holding values of this batch, in the order they
- *                       were first used: uniform chunks (capacity = budget),
+ *                       were first used: regular chunks (the budget's
+ *                       capacity, or a kept chunk of up to twice it),
  *                       oversized chunks (one value each) and the caller's
  *                       buffer (always index 0 when there is one);
- *     [nused, nchunks)  spare uniform chunks, kept by a reset or rewind.
+ *     [nused, nchunks)  spares, kept by a reset or rewind: the chunks used
+ *                       last come first, those unused longest come last.
  *
- * A new chunk is always placed at index `nused` (a spare standing there moves
- * to the end), so everything stored after a mark lives at indices >= the
- * mark's nused.  Rewinding frees the oversized chunks in [mark.nused, nused)
- * and turns the uniform ones into spares; reset is a rewind to nothing that
- * reopens chunk 0.  Entries below a mark's nused never move while the mark is
- * valid, so live refs stay valid.
+ * A chunk taken into use is always placed at index `nused` (the spare
+ * standing there moves to where it was), so everything stored after a mark
+ * lives at indices >= the mark's nused.  Rewinding turns the chunks in
+ * [mark.nused, nused) into spares; reset is a rewind to nothing that reopens
+ * a regular chunk as chunk 0.  Entries below a mark's nused never move while
+ * the mark is valid, so live refs stay valid.
+ *
+ * Growth and retention.  A value that does not fit the current chunk takes
+ * the spare at `nused` when it suits (holds it, and is at most twice what a
+ * new chunk for it would be), else the smallest spare that suits, else a new
+ * chunk: the budget for a value that fits one, its own size for a larger
+ * one.  A batch of the same shape as the last one thus meets, at each step,
+ * the chunk the last one used there: no backing call and no page fault once
+ * warm, whatever the sizes.  A new oversized chunk frees the largest spare
+ * too small for it (and too large to be regular), so that rewinds of growing
+ * values do not hoard chunks.  A reset keeps chunks up to a target that
+ * follows the demand of recent batches (retention_target()) and frees the
+ * rest, the spares unused longest first.
  *
  * The index lives in the arena struct (`first`) while it has one slot, so a
  * one-chunk arena, and a caller-buffer arena, costs no bookkeeping allocation.
@@ -29,7 +43,9 @@
  * needs it is allocated: a failure at either step leaves the arena as it was.
  *
  * Costs: the inline path is O(1) with no call; a new chunk costs one backing
- * allocation (two when the index doubles); reset and rewind are O(chunks).
+ * allocation (two when the index doubles); taking a spare is O(1) when it is
+ * the one the last batch used at that step, O(spares) otherwise; reset and
+ * rewind are O(chunks).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -64,8 +80,8 @@ enum {
  * (see make_ref()), so resolving a ref whose value has expired (and maybe
  * been overwritten) is detected in O(1).
  *
- * A guard is cut short at the end of a uniform chunk, so values still fill a
- * chunk exactly.  In the checked build every chunk the arena allocates has
+ * A guard is cut short at the end of a chunk of the budget's size, so values
+ * still fill such a chunk exactly.  In the checked build every chunk the arena allocates has
  * EXTRA bytes (a header) on top of its capacity, so that a value that fits
  * the budget still fits a fresh chunk, and an oversized chunk has room for
  * its value's guard too (extra_for()); arena_retained() reports capacities
@@ -138,8 +154,10 @@ static size_t budget(const arena *a) { return a->budget ? a->budget : ARENA_DEFA
 
 /* Overhead a chunk allocated by this arena carries beyond its capacity
  * `cap`: a header's worth (checked build), and for an oversized chunk a
- * granule of guard after its one value too (a uniform chunk's last value may
- * end at the chunk's end: values fill it exactly, as without guards). */
+ * granule of guard after its value too (the last value of a chunk of the
+ * budget's size may end at the chunk's end: values fill it exactly, as
+ * without guards).  The kind of a chunk shows in its capacity, so a kept
+ * chunk of either kind may serve a value of the other. */
 static size_t extra_for(const arena *a, size_t cap)
 {
     if (!instrumented())
@@ -157,9 +175,13 @@ static size_t usable(const arena *a, const struct arena__chunk *c)
     return cap > budget(a) ? cap - 2 * GRANULE : cap;
 }
 
-static bool is_oversized(const arena *a, const struct arena__chunk *c)
+/* The largest capacity a chunk may have to serve as a current chunk (one
+ * that small values are bumped through): twice the budget, so that a kept
+ * chunk a little larger than the budget is not wasted, and at most
+ * ARENA_REF_MAX, so that an inline ref's offset fits its field. */
+static size_t regular_max(const arena *a)
 {
-    return c->base != a->buf && usable(a, c) > budget(a);
+    return budget(a) > ARENA_REF_MAX / 2 ? ARENA_REF_MAX : 2 * budget(a);
 }
 
 /* ---- Checked build: headers, tags, clobbering, sentinels ------------------------------ */
@@ -485,15 +507,16 @@ static bool index_reserve(arena *a)
     return true;
 }
 
-/* Allocates a chunk of `cap` bytes and records it at index nused (a spare
- * there moves to the end).  Returns its index, or UINT32_MAX (arena unchanged).
+static uint32_t take_spare(arena *a, uint32_t i);
+
+/* Allocates a chunk of `cap` bytes and takes it into use at index nused (see
+ * take_spare()).  Returns its index, or UINT32_MAX (arena unchanged).
  * The index has at most 2^31 slots (index_reserve()), so an index is below
  * 2^31 (which refs rely on: see make_ref()).  No object can exceed
  * PTRDIFF_MAX bytes, so such a chunk is refused before the backing sees it
  * (a sanitizer or Valgrind would flag the request). */
 static uint32_t add_chunk(arena *a, size_t cap)
 {
-    uint32_t at = a->nused;
     size_t extra = extra_for(a, cap);
     char *base;
 
@@ -504,14 +527,11 @@ static uint32_t add_chunk(arena *a, size_t cap)
         return UINT32_MAX;
     if (instrumented())
         fresh_chunk(base, cap + extra);
-    if (at < a->nchunks)
-        a->chunks[a->nchunks] = a->chunks[at];
-    a->chunks[at].base = base;
-    a->chunks[at].cap = cap + extra;
+    a->chunks[a->nchunks].base = base;
+    a->chunks[a->nchunks].cap = cap + extra;
     a->nchunks++;
-    a->nused++;
     a->retained += cap;
-    return at;
+    return take_spare(a, a->nchunks - 1);
 }
 
 /* Hands a chunk the arena allocated back to the backing allocator. */
@@ -522,25 +542,138 @@ static void free_chunk(arena *a, struct arena__chunk c)
     back_free(a, c.base, c.cap);
 }
 
-/* Forgets the chunks at [from, nused): oversized ones are freed, uniform ones
- * join the spares (in their order).  Sets nused = from. */
+/* Forgets the chunks at [from, nused): they become the first spares, in
+ * their order.  Sets nused = from. */
 static void drop_chunks_from(arena *a, uint32_t from)
 {
-    uint32_t i, keep = from;
+    uint32_t i;
 
-    for (i = from; i < a->nchunks; i++) {
-        struct arena__chunk c = a->chunks[i];
-        if (i < a->nused)
-            expire(a, i, c.base);
-        if (i < a->nused && is_oversized(a, &c)) {
-            a->retained -= usable(a, &c);
-            free_chunk(a, c);
-            continue;
-        }
-        a->chunks[keep++] = c;
-    }
-    a->nchunks = keep;
+    for (i = from; i < a->nused; i++)
+        expire(a, i, a->chunks[i].base);
     a->nused = from;
+}
+
+/* ---- Spares ------------------------------------------------------------------------- */
+
+/* The smallest spare that suits a value needing `need` bytes of a fresh
+ * chunk (a capacity from `need` to `most`); UINT32_MAX when none does. */
+static uint32_t find_spare(const arena *a, size_t need, size_t most)
+{
+    size_t least = need > budget(a) ? need : budget(a), best_cap = SIZE_MAX;
+    uint32_t i, best = UINT32_MAX;
+
+    for (i = a->nused; i < a->nchunks; i++) {
+        size_t cap = usable(a, &a->chunks[i]);
+        if (cap < need || cap > most || cap >= best_cap)
+            continue;
+        best = i;
+        best_cap = cap;
+        if (cap == least) /* no chunk can suit better */
+            break;
+    }
+    return best;
+}
+
+static void swap_chunks(arena *a, uint32_t i, uint32_t j)
+{
+    struct arena__chunk c = a->chunks[i];
+    a->chunks[i] = a->chunks[j];
+    a->chunks[j] = c;
+}
+
+/* The index is kept in order of last use, by batch: [0, ntouched) holds
+ * the chunks used since the batch began (in use or not), [0, nrun) those
+ * used by the batches since the retention target was last set, [0, nwin)
+ * those used by the batches the target covers (see retention_target()).
+ * Moves chunk i (>= ntouched: not used yet this batch) to index ntouched,
+ * the chunks between shifting up one place, so that each of the three is
+ * still a prefix.  O(1) when i == ntouched, as when a batch repeats the
+ * last one. */
+static void touch(arena *a, uint32_t i)
+{
+    if (i != a->ntouched) {
+        struct arena__chunk c = a->chunks[i];
+        memmove(&a->chunks[a->ntouched + 1], &a->chunks[a->ntouched],
+                (i - a->ntouched) * sizeof c);
+        a->chunks[a->ntouched] = c;
+    }
+    a->ntouched++;
+    if (i >= a->nrun)
+        a->nrun++;
+    if (i >= a->nwin)
+        a->nwin++;
+}
+
+/* Takes spare `i` into use at index nused (the spare there moves to where
+ * it was), and returns that index. */
+static uint32_t take_spare(arena *a, uint32_t i)
+{
+    if (i >= a->ntouched) {
+        touch(a, i);
+        i = a->ntouched - 1;
+    }
+    if (i != a->nused)
+        swap_chunks(a, i, a->nused);
+    return a->nused++;
+}
+
+/* Takes into use the spare that serves a value needing `need` bytes of a
+ * fresh chunk, whose capacity must not exceed `most`: the one at nused if it
+ * suits (in a batch shaped like the last one, the chunk the last one used at
+ * this step: two comparisons), else the smallest that suits.  Returns its
+ * index, UINT32_MAX when none suits. */
+static uint32_t use_spare(arena *a, size_t need, size_t most)
+{
+    uint32_t i = a->nused;
+    size_t cap;
+
+    if (i >= a->nchunks)
+        return UINT32_MAX;
+    cap = usable(a, &a->chunks[i]);
+    if (cap < need || cap > most) {
+        i = find_spare(a, need, most);
+        if (i == UINT32_MAX)
+            return i;
+    }
+    return take_spare(a, i);
+}
+
+/* Forgets the entry at index i (>= nused) of a chunk being freed. */
+static void forget_spare(arena *a, uint32_t i)
+{
+    memmove(&a->chunks[i], &a->chunks[i + 1], (a->nchunks - i - 1) * sizeof *a->chunks);
+    a->nchunks--;
+    a->ntouched -= i < a->ntouched;
+    a->nrun -= i < a->nrun;
+    a->nwin -= i < a->nwin;
+}
+
+/* After a new chunk of `cap` bytes for an oversized value: the largest spare
+ * that a rewind of this batch left, smaller than it and too large to serve
+ * as a regular chunk, goes back to the backing, so that scopes of a value
+ * growing from one to the next leave one chunk behind, not one per size (a
+ * batch that never ends has no reset to bound it).  Spares of earlier
+ * batches are left to the retention policy: the workload may still need
+ * them.  Spares keep their order. */
+static void free_outgrown(arena *a, size_t cap)
+{
+    size_t most = 0;
+    uint32_t i, worst = UINT32_MAX;
+    struct arena__chunk c;
+
+    for (i = a->nused; i < a->ntouched; i++) {
+        size_t u = usable(a, &a->chunks[i]);
+        if (u < cap && u > regular_max(a) && u > most) {
+            most = u;
+            worst = i;
+        }
+    }
+    if (worst == UINT32_MAX)
+        return;
+    c = a->chunks[worst];
+    forget_spare(a, worst);
+    a->retained -= most;
+    free_chunk(a, c);
 }
 
 /* ---- Placing values -------------------------------------------------------------------- */
@@ -586,17 +719,20 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
     need = size + worst;
 
     if (need > budget(a)) {
-        i = add_chunk(a, need);
-        if (i == UINT32_MAX)
-            return NULL;
+        i = use_spare(a, need, need > SIZE_MAX / 2 ? SIZE_MAX : 2 * need);
+        if (i == UINT32_MAX) {
+            i = add_chunk(a, need);
+            if (i == UINT32_MAX)
+                return NULL;
+            free_outgrown(a, need);
+        }
         p = align_ptr(a->chunks[i].base + HDR, align);
         *chunk = i;
         goto placed;
     }
 
-    if (a->nused < a->nchunks && usable(a, &a->chunks[a->nused]) >= need) {
-        i = a->nused++;
-    } else {
+    i = use_spare(a, need, regular_max(a));
+    if (i == UINT32_MAX) {
         i = add_chunk(a, budget(a));
         if (i == UINT32_MAX)
             return NULL;
@@ -965,6 +1101,7 @@ static void attach_buffer(arena *a, size_t cap)
     a->first.cap = cap;
     a->nchunks = a->nused = 1;
     a->retained = cap;
+    a->ntouched = a->nrun = a->nwin = 1;
     enter_chunk(a, 0, a->buf);
 }
 
@@ -1006,6 +1143,8 @@ void arena__release_slow(arena *a)
     a->chunks = NULL;
     a->ncap = a->nchunks = a->nused = 0;
     a->retained = 0;
+    a->peak = a->runner = 0;
+    a->ntouched = a->nrun = a->nwin = a->age = 0;
     a->size = 0;
     a->expired = a->saves;
     leave_chunks(a);
@@ -1022,19 +1161,59 @@ void arena__release_slow(arena *a)
     }
 }
 
-/* Frees spare chunks (at [nused, nchunks)), the last first, while the arena
- * retains more than `limit` bytes.  The caller's buffer is never freed.  An
- * arena left with one chunk or none gives its heap index back too. */
-static void free_spares(arena *a, size_t limit)
+/* Keeps the spares in index order while they fit `limit` beside the chunks
+ * in use (and the caller's buffer), frees the others, and closes up the
+ * index.  O(spares). */
+static void keep_within(arena *a, size_t limit)
 {
-    while (a->nchunks > a->nused && a->retained > limit) {
+    size_t kept = a->retained;
+    uint32_t i, j = a->nused;
+    uint32_t t = a->ntouched < j ? a->ntouched : j;
+    uint32_t r = a->nrun < j ? a->nrun : j, w = a->nwin < j ? a->nwin : j;
+
+    for (i = a->nused; i < a->nchunks; i++)
+        if (a->chunks[i].base != a->buf)
+            kept -= usable(a, &a->chunks[i]);
+    for (i = a->nused; i < a->nchunks; i++) {
+        struct arena__chunk c = a->chunks[i];
+        size_t cap = usable(a, &c);
+        if (c.base != a->buf) {
+            if (kept > limit || cap > limit - kept) {
+                a->retained -= cap;
+                free_chunk(a, c);
+                continue;
+            }
+            kept += cap;
+        }
+        t += i < a->ntouched;
+        r += i < a->nrun;
+        w += i < a->nwin;
+        a->chunks[j++] = c;
+    }
+    a->nchunks = j;
+    a->ntouched = t;
+    a->nrun = r;
+    a->nwin = w;
+}
+
+/* Frees the spare chunks (at [nused, nchunks)) at index `keep` or beyond
+ * (those unused longest), then, while the arena retains more than `limit`
+ * bytes, keeps the spares in index order while they fit the limit beside
+ * the chunks in use and frees the others.  The caller's buffer is never
+ * freed (and counts).  An arena left with one chunk or none gives its heap
+ * index back too.  O(1) when there is nothing to free. */
+static void free_spares(arena *a, size_t limit, uint32_t keep)
+{
+    while (a->nchunks > a->nused && a->nchunks > keep) {
         struct arena__chunk c = a->chunks[a->nchunks - 1];
         if (c.base == a->buf)
             break;
-        a->nchunks--;
         a->retained -= usable(a, &c);
+        forget_spare(a, a->nchunks - 1);
         free_chunk(a, c);
     }
+    if (a->retained > limit && a->nchunks > a->nused)
+        keep_within(a, limit);
     if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
         if (a->nchunks)
             a->first = a->chunks[0];
@@ -1048,16 +1227,30 @@ static void free_spares(arena *a, size_t limit)
     }
 }
 
-/* Makes the arena empty (size 0, every mark expired) with chunk 0, if any,
- * current. */
+/* Makes the arena empty (size 0, every mark expired), every chunk a spare,
+ * with the caller's buffer, or else the first chunk of the budget's size, or
+ * else the first regular one, current as chunk 0 (none when every chunk is
+ * oversized: the first value then picks one). */
 static void reopen(arena *a)
 {
+    uint32_t i, pick = a->buf ? 0 : UINT32_MAX;
+
     a->size = 0;
     a->expired = a->saves;
+    a->ntouched = 0;
     /* chunks is never NULL while nchunks > 0; testing both keeps gcc's
      * -fanalyzer, which loses that link across free_spares(), convinced. */
-    if (a->nchunks && a->chunks) {
-        a->nused = 1;
+    for (i = 0; !a->buf && a->chunks && i < a->nchunks; i++) {
+        size_t cap = usable(a, &a->chunks[i]);
+        if (cap == budget(a)) {
+            pick = i;
+            break;
+        }
+        if (cap <= regular_max(a) && pick == UINT32_MAX)
+            pick = i;
+    }
+    if (pick < a->nchunks && a->chunks) {
+        take_spare(a, pick);
         enter_chunk(a, 0, a->chunks[0].base);
     } else {
         leave_chunks(a);
@@ -1066,22 +1259,60 @@ static void reopen(arena *a)
         arena_check(a);
 }
 
-void arena__reset_slow(arena *a)
+/* The retention policy, at the end of a batch.  A batch's demand is the
+ * capacity of the chunks it used, those of rewound scopes included: what the
+ * same batch needs to run again without a backing call.  A batch that
+ * demands at least the target (`peak`) raises it to its demand; the target
+ * comes down only when ARENA_RETAIN_BATCHES batches in a row demanded less:
+ * then to the largest of their demands.  A reset keeps the chunks used since
+ * the target last came down (the window: [0, nwin)), and only those once it
+ * comes down, up to twice the target; it frees the rest, the least recently
+ * used first.  So a steady workload keeps exactly what it uses, a workload
+ * that alternates between shapes keeps what each needs, a spike that recurs
+ * within ARENA_RETAIN_BATCHES batches stays, and a one-off spike goes back
+ * at the reset that ends the ARENA_RETAIN_BATCHES-th batch after it.  The
+ * target is the demand of one of the last 2 * ARENA_RETAIN_BATCHES - 1
+ * batches.  Returns the byte bound. */
+static size_t retention_target(arena *a)
 {
+    size_t demand = 0;
+    uint32_t i;
+
+    for (i = 0; i < a->ntouched; i++)
+        demand += usable(a, &a->chunks[i]);
+    if (demand >= a->peak) {
+        a->peak = demand;
+        a->runner = 0;
+        a->age = 0;
+        a->nrun = 0;
+    } else {
+        if (demand > a->runner)
+            a->runner = demand;
+        if (++a->age >= ARENA_RETAIN_BATCHES) {
+            a->peak = a->runner;
+            a->runner = 0;
+            a->age = 0;
+            a->nwin = a->nrun;
+            a->nrun = 0;
+        }
+    }
+    return a->peak > SIZE_MAX / 2 ? SIZE_MAX : 2 * a->peak;
+}
+
+/* A reset that keeps what the policy keeps, and at most `retain_limit`. */
+static ARENA_NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
+{
+    size_t most;
+
     sync(a);
     close_buffer(a);
     drop_chunks_from(a, 0);
+    most = retention_target(a);
+    free_spares(a, most < retain_limit ? most : retain_limit, a->nwin);
     reopen(a);
 }
 
-static ARENA_NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
-{
-    sync(a);
-    close_buffer(a);
-    drop_chunks_from(a, 0);
-    free_spares(a, retain_limit);
-    reopen(a);
-}
+void arena__reset_slow(arena *a) { reset_to_slow(a, SIZE_MAX); }
 
 void arena_reset_to(arena *a, size_t retain_limit)
 {
@@ -1096,7 +1327,7 @@ void arena_reset_to(arena *a, size_t retain_limit)
 void arena_trim(arena *a, size_t max_retained)
 {
     sync(a);
-    free_spares(a, max_retained);
+    free_spares(a, max_retained, UINT32_MAX);
 }
 
 /* ---- Marks ----------------------------------------------------------------------------------
@@ -1247,9 +1478,6 @@ bool arena_check(const arena *a)
         if (!c->base || ((uintptr_t)c->base & (ARENA_ALIGN - 1)) || c->cap == 0)
             return CORRUPT("arena_check: arena %p: chunk %u is malformed", (const void *)a,
                            (unsigned)i);
-        if (i >= a->nused && is_oversized(a, c))
-            return CORRUPT("arena_check: arena %p: spare chunk %u is oversized",
-                           (const void *)a, (unsigned)i);
         if (c->base == a->buf && i != 0)
             return CORRUPT("arena_check: arena %p: the caller's buffer is chunk %u, not 0",
                            (const void *)a, (unsigned)i);
@@ -1270,6 +1498,12 @@ bool arena_check(const arena *a)
     if (held != a->retained)
         return CORRUPT("arena_check: arena %p: retained %zu but chunks hold %zu",
                        (const void *)a, a->retained, held);
+    if (a->ntouched < a->nused || a->nrun < a->ntouched || a->nwin < a->nrun ||
+        a->nwin > a->nchunks)
+        return CORRUPT("arena_check: arena %p: recency counts out of order (in use %u, used "
+                       "this batch %u, since the target %u, in its window %u, held %u)",
+                       (const void *)a, (unsigned)a->nused, (unsigned)a->ntouched,
+                       (unsigned)a->nrun, (unsigned)a->nwin, (unsigned)a->nchunks);
     /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
     if (!instrumented() && arena_size(a) > used)
         return CORRUPT("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",

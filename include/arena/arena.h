@@ -111,6 +111,11 @@ static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
 /** Default chunk budget, in bytes of capacity. */
 #define ARENA_DEFAULT_CHUNK 65536
 
+/** How many smaller batches a spike in memory outlives: it is given back by
+ *  the reset that ends the ARENA_RETAIN_BATCHES-th batch after it that
+ *  demanded less (see arena_reset()). */
+#define ARENA_RETAIN_BATCHES 8
+
 /** Alignment of arena_alloc(), of chunks and of the backing allocator. */
 #define ARENA_ALIGN ((size_t)ARENA__MAX_ALIGN)
 
@@ -212,8 +217,12 @@ typedef struct arena {
     uint32_t nused;               /* chunks holding values of this batch */
     uint32_t nchunks;             /* chunks held (in use + spare) */
     uint32_t ncap;                /* slots in the index */
+    uint32_t ntouched;            /* [0, ntouched): chunks used this batch */
+    uint32_t nrun;                /* [0, nrun): used since the retention target was set */
+    uint32_t nwin;                /* [0, nwin): used since it last came down */
+    uint32_t age;                 /* resets since the target was set */
     size_t retained;              /* arena_retained() */
-    size_t budget;                /* uniform chunk capacity; 0: ARENA_DEFAULT_CHUNK */
+    size_t budget;                /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
     char *buf;                    /* the caller's first chunk, or NULL */
     struct arena__chunk first;    /* the index while it has one slot */
     arena_allocator backing;      /* alloc == NULL: malloc */
@@ -223,6 +232,8 @@ typedef struct arena {
     uint64_t expired;             /* marks up to this serial expired (reset, release) */
     struct arena__span dead[ARENA__DEAD_SPANS]; /* marks expired by rewinds, by serial:
                                                    the latest spans, oldest first */
+    size_t peak;                  /* the retention target: see arena_reset() */
+    size_t runner;                /* the largest demand of the batches since */
 } arena;
 
 /** A saved position; a plain value.  See arena_save(). */
@@ -245,11 +256,16 @@ typedef struct arena_ref {
 } arena_ref;
 
 /**
- * Initialises an empty arena with uniform chunks of `chunk_bytes` of capacity
- * (0: ARENA_DEFAULT_CHUNK; above ARENA_REF_MAX: clamped).  Allocates nothing.
- * Memory comes from the C library's heap (aligned_alloc, 64-byte aligned
- * chunks; freed with free()).  Do not call it on an arena that holds chunks
- * (arena_release() it first).  Never fails.
+ * Initialises an empty arena whose chunk budget is `chunk_bytes` (0:
+ * ARENA_DEFAULT_CHUNK; above ARENA_REF_MAX: clamped): the capacity of each
+ * regular chunk, the ones values are packed into.  A value that does not fit
+ * an empty regular chunk gets a chunk of its own, of its size.  The budget is
+ * not a limit, and need not be sized to the largest value: every chunk,
+ * oversized ones included, is kept for the batches that follow (see
+ * arena_reset()).  It sets how much memory the arena takes at a time.
+ * Allocates nothing.  Memory comes from the C library's heap (aligned_alloc,
+ * 64-byte aligned chunks; freed with free()).  Do not call it on an arena
+ * that holds chunks (arena_release() it first).  Never fails.
  */
 ARENA_API void arena_init(arena *a, size_t chunk_bytes);
 
@@ -263,22 +279,25 @@ ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocat
  * frees `buf`, and reset and release keep it as the first chunk.
  * `backing == NULL`: fixed-size, an allocation that does not fit returns NULL
  * and nothing is ever allocated from the heap.  Otherwise further chunks come
- * from `backing`, ARENA_DEFAULT_CHUNK bytes each.  `buf` must outlive the arena.
+ * from `backing`, with the budget ARENA_DEFAULT_CHUNK, and are kept or given
+ * back as arena_reset() says (the buffer is always kept, as chunk 0).  `buf`
+ * must outlive the arena.
  */
 ARENA_API void arena_init_buffer(arena *a, void *buf, size_t len, const arena_allocator *backing);
 
 ARENA_API void arena__release_slow(arena *a);
 ARENA_API void arena__reset_slow(arena *a);
 
-/* Reset of an arena whose only chunk in use is chunk 0, with the inline
- * window open on it (so nothing is instrumented, and chunk 0 is uniform or
- * the caller's buffer): size 0, marks expired, the position back at the
- * chunk's start.  Spares stay as they are.  False when the arena is in any
- * other state, which the slow path handles. */
+/* Reset of an arena that holds one chunk, in use, with the inline window
+ * open on it (so nothing is instrumented, and the chunk is regular or the
+ * caller's buffer): size 0, marks expired, the position back at the chunk's
+ * start.  There is nothing for the retention policy to give back.  False
+ * when the arena is in any other state (spares included), which the slow
+ * path handles. */
 static inline bool arena__reset_first(arena *a)
 {
     char *base;
-    if (!a->ptr || a->nused != 1)
+    if (!a->ptr || a->nchunks != 1)
         return false;
     base = a->chunks[0].base;
     a->size = 0;
@@ -301,9 +320,30 @@ static inline void arena_release(arena *a)
     arena__release_slow(a);
 }
 
-/** Forgets every value (size 0), keeps the uniform chunks (contents untouched)
- *  and the caller's buffer, frees the oversized chunks.  Expires every value.
- *  Inline when the batch used one chunk (a few stores). */
+/**
+ * Forgets every value (size 0) and keeps chunks (contents untouched) for the
+ * next batch, by a policy that needs no tuning:
+ *   - a batch's demand is the capacity of the chunks it used, those of scopes
+ *     rewound within it included;
+ *   - the retention target rises at once to a demand above it, and comes
+ *     down only after ARENA_RETAIN_BATCHES batches in a row demanded less:
+ *     to the largest of their demands;
+ *   - a reset keeps the chunks used since the target last came down, up to
+ *     twice the target in all, and frees the others, those unused longest
+ *     first.  The caller's buffer is always kept.
+ * A value that does not fit the current chunk takes a kept chunk that holds
+ * it and is at most twice what a new chunk for it would be, if any.  Hence
+ * batches of one shape reach, from the second or third on, a steady state
+ * with no backing-allocator call and no page fault, values larger than the
+ * budget included; a workload alternating between shapes keeps what each
+ * needs; a spike that recurs within ARENA_RETAIN_BATCHES batches stays; a
+ * one-off spike is kept through ARENA_RETAIN_BATCHES - 1 smaller batches
+ * and given back by the reset that ends the ARENA_RETAIN_BATCHES-th.  What a
+ * reset keeps never exceeds twice the largest demand of the last
+ * 2 * ARENA_RETAIN_BATCHES - 1 batches.  Every value, pointer, ref and mark
+ * expires.  Never fails.  Inline when the arena holds one chunk (a few
+ * stores); O(chunks) otherwise.
+ */
 static inline void arena_reset(arena *a)
 {
     if (ARENA__INLINE_WINDOW && arena__reset_first(a))
@@ -313,30 +353,38 @@ static inline void arena_reset(arena *a)
 
 /**
  * arena_reset() that keeps at most `retain_limit` bytes of chunks ("retain
- * with a limit"): uniform chunks are kept, the first ones first, while their
- * capacity adds up to no more than `retain_limit`; the rest, and every
- * oversized chunk, go back to the backing allocator.  With uniform chunks of
- * B bytes the arena then retains min(held, floor(retain_limit / B) * B)
- * bytes.  The caller's buffer is always kept (and counts).  retain_limit
- * SIZE_MAX is arena_reset(); 0 frees every chunk the arena allocated and its
+ * with a limit"): of the chunks the policy keeps, taken in order of use (the
+ * batch's own in the order it first used them, then older ones), each one
+ * is kept if it still fits under `retain_limit`, and the others go back to
+ * the backing allocator.  With chunks of the budget's size B only, the arena
+ * retains min(what arena_reset() keeps, floor(retain_limit / B) * B) bytes.
+ * The caller's buffer is always kept (and counts).  retain_limit SIZE_MAX is
+ * arena_reset(); 0 frees every chunk the arena allocated and its
  * bookkeeping, like arena_release().  Expires every value.  Never fails.
  */
 ARENA_API void arena_reset_to(arena *a, size_t retain_limit);
 
 /**
- * Frees spare uniform chunks (those a reset or rewind kept and no value uses
- * now) until the arena retains at most `max_retained` bytes or has no spare
- * left.  Chunks holding values are never freed, so every value, pointer, ref
- * and mark stays valid: arena_retained() may stay above `max_retained`.
- * Cheap when there is nothing to free (a few comparisons).  Never fails.
+ * Frees spare chunks (those a reset or rewind kept and no value uses now),
+ * oversized ones included, at once and with no policy: taken in order of use
+ * (most recent first), each spare is kept if it still fits under
+ * `max_retained` beside the chunks in use, and freed otherwise.  Chunks
+ * holding values are never freed, so every value, pointer, ref and mark
+ * stays valid: arena_retained() may stay above `max_retained`.  Cheap when
+ * there is nothing to free (a few comparisons); O(spares) otherwise.  Never
+ * fails.
  */
 ARENA_API void arena_trim(arena *a, size_t max_retained);
 
 /**
  * Forgets everything stored after `m` was taken: arena_size() is what it was
- * then, uniform chunks are kept, oversized chunks stored since are freed, and
- * the next allocation of the same shape returns the same address as it would
- * have then.  Marks taken after `m` expire; `m` stays valid.
+ * then, every chunk is kept (those of oversized values too, as spares for the
+ * next value of their size), and the next allocation of the same shape
+ * returns the same address as it would have then.  Chunks are given back by a
+ * reset, arena_trim() or a release, and by a store that needs a new chunk for
+ * an oversized value: it frees the largest spare a rewind of this batch left
+ * that is too small for it (so that scopes of a growing value leave one chunk,
+ * not one per size).  Marks taken after `m` expire; `m` stays valid.
  *
  * A mark that has expired -- by a reset or release, or by a rewind to a mark
  * taken before it (scopes ended out of order) -- is reported as
@@ -358,7 +406,9 @@ static inline size_t arena_size(const arena *a)
     return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->run);
 }
 
-/** Capacity of every chunk held, uniform and oversized, in bytes. */
+/** Capacity of every chunk held, in bytes: in use and spare, regular and
+ *  oversized, the caller's buffer included.  Chunk overhead (guards, the
+ *  checked build's headers) is not counted. */
 ARENA_API size_t arena_retained(const arena *a);
 
 /** The current position, to give to arena_rewind().  Counts the save (each

@@ -32,10 +32,10 @@
  * one.  A batch of the same shape as the last one thus meets, at each step,
  * the chunk the last one used there: no backing call and no page fault once
  * warm, whatever the sizes.  A new oversized chunk frees the largest spare
- * too small for it (and too large to be regular), so that rewinds of growing
- * values do not hoard chunks.  A reset keeps chunks up to a target that
- * follows the demand of recent batches (retention_target()) and frees the
- * rest, the spares unused longest first.
+ * that a rewind of the batch left too small for it (free_outgrown()), so
+ * that scopes of a growing value do not hoard chunks.  A reset keeps the
+ * chunks that recent batches used, within a bound that follows their demand
+ * (retention_target()), and frees the rest, those unused longest first.
  *
  * The index lives in the arena struct (`first`) while it has one slot, so a
  * one-chunk arena, and a caller-buffer arena, costs no bookkeeping allocation.
@@ -81,11 +81,11 @@ enum {
  * been overwritten) is detected in O(1).
  *
  * A guard is cut short at the end of a chunk of the budget's size, so values
- * still fill such a chunk exactly.  In the checked build every chunk the arena allocates has
- * EXTRA bytes (a header) on top of its capacity, so that a value that fits
- * the budget still fits a fresh chunk, and an oversized chunk has room for
- * its value's guard too (extra_for()); arena_retained() reports capacities
- * exactly as documented.
+ * still fill such a chunk exactly.  In the checked build every chunk the
+ * arena allocates has EXTRA bytes (a header) on top of its capacity, so that
+ * a value that fits the budget still fits a fresh chunk, and an oversized
+ * chunk has room for its value's guard too (extra_for()); arena_retained()
+ * reports capacities exactly as documented.
  * None of this exists in a plain build: instrumented() is a constant 0 there
  * (Valgrind aside, which is decided once at load).
  */

@@ -125,6 +125,12 @@ ARENA__HIDDEN void *arena__back_alloc(const arena_allocator *b, size_t n);
 /* Gives `p` of `n` bytes back to where arena__back_alloc() took it. */
 ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n);
 
+/* ---- Marks ---------------------------------------------------------------------- */
+
+/* arena_rewind(), which says whether it rewound (false: the mark was
+ * reported, and nothing happened). */
+ARENA__HIDDEN bool arena__rewind(arena *a, arena_mark m);
+
 /* ---- Errors --------------------------------------------------------------------- */
 
 /* Formats a message and hands it to the current error handler. */

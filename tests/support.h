@@ -180,10 +180,11 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
  * value of a chunk starts that far from the chunk's start. */
 #define TEST_LEAD ((size_t)(ARENA_CHECKED ? (ARENA_ALIGN > 16 ? ARENA_ALIGN : 16) : 0))
 
-/* The chunk index a ref names (a checked build keeps a tag in its top 12 bits). */
+/* The chunk index a ref names (a checked build keeps a tag in bits 20-30 of
+ * chunks below 2^20, and sets the top bit to say so). */
 static inline uint32_t test_ref_chunk(arena_ref r)
 {
-    return ARENA_CHECKED ? r.chunk & 0xFFFFFu : r.chunk;
+    return ARENA_CHECKED && (r.chunk & 0x80000000u) ? r.chunk & 0xFFFFFu : r.chunk;
 }
 
 static inline bool test_on_valgrind(void)

@@ -146,14 +146,13 @@ private:
 // waits, and the last to arrive runs `last()` (the reset of what they share)
 // before any is released, so that no thread stores into the next batch
 // before the reset.  One wait per batch: a thread that must wait sleeps once
-// and is woken once (a futex on the generation), where a barrier, a reset by
-// one thread and a second barrier cost two sleeps and two wakes.  Sleeping
-// and waking cost microseconds of CPU (system calls, a context switch each),
-// which the CPU per value of a 2-thread row counts and a 1-thread row, whose
-// thread never waits, does not: with two barriers per batch they added 25-30%
-// to the CPU per value of 2 threads storing into arenas of their own.  No
-// spinning: on a machine shared with other work a waiting thread often waits
-// for one that was preempted, and a spin would burn CPU the row counts.
+// on a futex and is woken once, and a thread that need not wait (the last,
+// or the only one) makes no system call.  A pthread barrier, a reset by one
+// thread and a second barrier cost two sleeps and wakes, and glibc's barrier
+// wakes unconditionally: even at 1 thread that was two system calls per
+// batch, 0.6-0.8 ns of CPU per value on this project's VM.  No spinning: on
+// a machine shared with other work a waiting thread often waits for one that
+// was preempted, and the spin burns CPU that the row counts.
 class BatchEnd {
 public:
     explicit BatchEnd(int threads) : n_(threads), left_(threads) {}

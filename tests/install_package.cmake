@@ -1,6 +1,7 @@
 # Installs the build into a scratch prefix, then builds and runs a consumer
 # through find_package(arena CONFIG) and through pkg-config.
-# Run by CTest with -DSOURCE_DIR= -DBUILD_DIR= -DWORK_DIR= -DC_COMPILER= -DC_FLAGS=.
+# Run by CTest with -DSOURCE_DIR= -DBUILD_DIR= -DWORK_DIR= -DC_COMPILER= -DC_FLAGS=,
+# and in a cross build -DTOOLCHAIN= (the toolchain file) and -DRUN= (its emulator).
 cmake_minimum_required(VERSION 3.20)
 
 function(run)
@@ -18,9 +19,10 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 
 # CMake consumer.
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package -B ${WORK_DIR}/consumer
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER} "-DCMAKE_C_FLAGS=${C_FLAGS}")
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER} "-DCMAKE_C_FLAGS=${C_FLAGS}"
+    -DCMAKE_TOOLCHAIN_FILE=${TOOLCHAIN})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer)
-run(${WORK_DIR}/consumer/consumer)
+run(${RUN} ${WORK_DIR}/consumer/consumer)
 if(NOT last_output MATCHES "consumer ok")
   message(FATAL_ERROR "CMake consumer printed: ${last_output}")
 endif()
@@ -37,7 +39,7 @@ separate_arguments(cflags UNIX_COMMAND "${C_FLAGS}")
 run(${C_COMPILER} -std=c11 ${cflags} ${SOURCE_DIR}/tests/package/consumer.c ${flags}
     -o ${WORK_DIR}/pc_consumer)
 get_filename_component(libdir ${pcdir} DIRECTORY)
-run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/pc_consumer)
+run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${RUN} ${WORK_DIR}/pc_consumer)
 if(NOT last_output MATCHES "consumer ok")
   message(FATAL_ERROR "pkg-config consumer printed: ${last_output}")
 endif()

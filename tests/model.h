@@ -9,7 +9,7 @@
  *   - arena_size() is the sum of the sizes stored (strings with their NUL),
  *     restored by a rewind, 0 after a reset;
  *   - arena_retained() is base + k * budget + the sizes of the live oversized
- *     values (alignment <= ARENA_ALIGN), where base is the caller's buffer and
+ *     values (each with over_align() of padding), where base is the caller's buffer and
  *     k, the number of uniform chunks held, never decreases before a release;
  *   - a failed call returns NULL (or the empty ref) only when the backing
  *     refused a request during it, and changes nothing.
@@ -203,7 +203,7 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
     v->oversized = oversized;
     m->size += stored;
     if (oversized) {
-        m->over += stored;
+        m->over += stored + over_align(align);
         m->tail_clean = false;
     } else {
         m->tail = (long)m->nvals;

@@ -271,4 +271,12 @@ static inline bool is_aligned(const void *p, size_t align)
     return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;
 }
 
+/* The padding an oversized value's own chunk holds beyond the value: chunks
+ * start ARENA_ALIGN-aligned (16 on x86-64, 8 on s390x and armhf), so a larger
+ * alignment may need up to align - ARENA_ALIGN more bytes. */
+static inline size_t over_align(size_t align)
+{
+    return align > ARENA_ALIGN ? align - ARENA_ALIGN : 0;
+}
+
 #endif /* ARENA_TEST_SUPPORT_H */

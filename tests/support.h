@@ -180,6 +180,12 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
  * value of a chunk starts that far from the chunk's start. */
 #define TEST_LEAD ((size_t)(ARENA_CHECKED ? (ARENA_ALIGN > 16 ? ARENA_ALIGN : 16) : 0))
 
+/* Whether a chunk of ARENA_REF_MAX bytes plus the checked build's header and
+ * guard stays within PTRDIFF_MAX, the most one object may span.  Not on a
+ * 32-bit target (PTRDIFF_MAX == ARENA_REF_MAX): there a checked arena refuses
+ * that chunk without asking its backing, and reports out-of-memory. */
+#define TEST_REF_MAX_CHUNK_ASKED (!ARENA_CHECKED || (size_t)PTRDIFF_MAX - ARENA_REF_MAX >= 4096)
+
 /* The chunk index a ref names (a checked build keeps a tag in its top 12 bits). */
 static inline uint32_t test_ref_chunk(arena_ref r)
 {

@@ -116,13 +116,14 @@ target_musl() {
 target_mingw() {
     local tc=$root/cmake/toolchains/x86_64-w64-mingw32.cmake b=$out/mingw
     step "mingw-w64: cmocka"
-    cmocka_build mingw -DCMAKE_TOOLCHAIN_FILE="$tc"
+    cmocka_build mingw -DCMAKE_TOOLCHAIN_FILE="$tc" -DCMAKE_C_FLAGS=-D__USE_MINGW_ANSI_STDIO=1
     step "mingw-w64: libarena (static library and DLL)"
     # Wine finds the DLLs (libarena's, cmocka's) through WINEPATH; its prefix
     # is made once, here, rather than by the first tests that run at once.
     export WINEPREFIX=$out/wineprefix WINEDEBUG=-all WINEPATH="$b;$cmocka_prefix/bin"
     [ -d "$WINEPREFIX" ] || /usr/lib/wine/wine64 wineboot --init >/dev/null 2>&1
-    PKG_CONFIG_LIBDIR=$cmocka_prefix/lib/pkgconfig configure_build_test "$b" -DCMAKE_TOOLCHAIN_FILE="$tc"
+    PKG_CONFIG_LIBDIR=$cmocka_prefix/lib/pkgconfig configure_build_test "$b" -DCMAKE_TOOLCHAIN_FILE="$tc" \
+        -DCMAKE_FIND_ROOT_PATH="$cmocka_prefix"
     step "mingw-w64: the DLL exports exactly the ARENA_API functions"
     scripts/check-exports.sh "$b/libarena.dll"
 }

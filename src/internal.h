@@ -8,7 +8,13 @@
 
 #include "arena/arena.h"
 
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(_WIN32) && (defined(__GNUC__) || defined(__clang__))
+/* A DLL exports only what ARENA_API marks, so nothing needs hiding; the C
+ * library's printf is mingw-w64's C99 one (__USE_MINGW_ANSI_STDIO, set by
+ * CMakeLists.txt: msvcrt's knows no %zu), which gcc calls gnu_printf. */
+#  define ARENA__HIDDEN
+#  define ARENA__PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__) || defined(__clang__)
 #  define ARENA__HIDDEN   __attribute__((visibility("hidden")))
 #  define ARENA__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else

@@ -28,6 +28,17 @@
  * be zero. */
 #define TB_DIRT 0xA5
 
+/* Aligned heap blocks: Windows has _aligned_malloc/_aligned_free instead of
+ * aligned_alloc (its free() cannot take such a block). */
+#if defined(_WIN32)
+#  include <malloc.h>
+#  define test_aligned_alloc(align, n) _aligned_malloc((n), (align))
+#  define test_aligned_free(p) _aligned_free(p)
+#else
+#  define test_aligned_alloc(align, n) aligned_alloc((align), (n))
+#  define test_aligned_free(p) free(p)
+#endif
+
 /* A backing allocator that records what is live and fails the call numbered
  * `fail_at` (1-based; 0: never) or every call from `fail_from` on.  Fresh
  * blocks are filled with TB_DIRT.  Big: keep instances static. */
@@ -59,7 +70,7 @@ static void *tb_alloc(void *ctx, size_t n)
     /* Page-aligned blocks: the padding of a value aligned up to 4096 is then
      * the same in every run, so a workload makes the same backing calls each
      * time (the failure sweeps rely on it) whatever addresses malloc picks. */
-    p = aligned_alloc(TB_PAGE, (n + TB_PAGE - 1) / TB_PAGE * TB_PAGE + (n == 0) * TB_PAGE);
+    p = test_aligned_alloc(TB_PAGE, (n + TB_PAGE - 1) / TB_PAGE * TB_PAGE + (n == 0) * TB_PAGE);
     if (!p) {
         tb->failed++;
         return NULL;
@@ -83,7 +94,7 @@ static void tb_free(void *ctx, void *p, size_t n)
             tb->live_bytes -= n;
             tb->blocks[i] = tb->blocks[--tb->live];
             tb->frees++;
-            free(p);
+            test_aligned_free(p);
             return;
         }
     }

@@ -1,14 +1,17 @@
 #!/bin/sh
 # Installs the Debian packages a task needs.  As root it runs apt-get; as
 # anyone else it prints the exact command and fails.
-#   scripts/deps.sh test    build + unit tests (cmocka, pkg-config)
+#   scripts/deps.sh test    build + unit tests (cmocka, pkg-config, the libraries of
+#                           the adapter tests: cJSON, Lua 5.4, zlib, expat, protobuf-c)
 #   scripts/deps.sh ci      everything .ci/run uses
 #   scripts/deps.sh bench   the benchmark suite and its peers
 set -eu
 
-pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev"
+pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev \
+libcjson-dev liblua5.4-dev zlib1g-dev libexpat1-dev libprotobuf-c-dev protobuf-c-compiler"
 pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy gcc-multilib g++-multilib \
-libcmocka-dev:i386"
+libcmocka-dev:i386 \
+libcjson-dev:i386 liblua5.4-dev:i386 zlib1g-dev:i386 libexpat1-dev:i386 libprotobuf-c-dev:i386"
 pkgs_bench="$pkgs_test python3 libbenchmark-dev libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev \
 libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox"
 

@@ -18,12 +18,13 @@
  * and leaves the arena exactly as it was.  Misuse (see arena_error) goes to the
  * process-wide error handler, whose default prints and aborts.
  *
- * This header includes only <stddef.h>, <stdint.h>, <stdbool.h> and
- * <string.h>, and is usable from C++.
+ * This header includes only <stdarg.h>, <stddef.h>, <stdint.h>, <stdbool.h>
+ * and <string.h>, and is usable from C++.
  */
 #ifndef ARENA_ARENA_H
 #define ARENA_ARENA_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -117,7 +118,8 @@ static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
 /** Misuse codes passed to the error handler.  Out-of-memory is not misuse. */
 typedef enum arena_error {
     ARENA_ERR_NULL_FREE = 1,   /* arena_pool_free(p, NULL) */
-    ARENA_ERR_FOREIGN_POINTER, /* not the start of a slot of this pool */
+    ARENA_ERR_FOREIGN_POINTER, /* not the start of a slot of this pool, or not a
+                                  block of the arena_cur_* family */
     ARENA_ERR_DOUBLE_FREE,     /* the slot is already free */
     ARENA_ERR_REF_TOO_LARGE,   /* a ref cannot describe the value */
     ARENA_ERR_STALE_REF,       /* checked builds: a ref from before the last rewind */
@@ -534,6 +536,41 @@ static inline char *arena_strdup(arena *a, const char *s)
  */
 ARENA_NODISCARD
 ARENA_API void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size);
+
+/**
+ * Free-last: gives the `size` bytes of `ptr` back when it is the most recent
+ * value of the arena's current chunk (the next allocation then reuses them),
+ * else does nothing (the value goes with the batch).  `size` must be the
+ * value's size (arena_free(a, p, n) is arena_grow(a, p, n, 0) with the result
+ * dropped).  ptr NULL: nothing.  Cheap when the value is not the most recent:
+ * while the inline window is open it returns after one comparison.  Not
+ * warn_unused_result, so that it can serve as a free hook.  Never fails.
+ * Not thread-safe (as every call on an arena).
+ */
+ARENA_API void arena_free(arena *a, void *ptr, size_t size);
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define ARENA_PRINTF(f, v) __attribute__((format(printf, f, v)))
+#else
+#  define ARENA_PRINTF(f, v)
+#endif
+
+/**
+ * Formats like printf straight into the arena: a NUL-terminated string,
+ * packed at alignment 1 as arena_strndup() stores it.  One formatting pass
+ * when the result fits the room left in the current chunk (it is written
+ * there, then kept); otherwise the length is measured and the string
+ * formatted again into a new place.  NULL when memory runs out, the result
+ * would exceed INT_MAX bytes, or formatting fails (an encoding error), with
+ * the arena unchanged.  As for printf, `fmt` and its arguments must not point
+ * at memory the call writes (the arena's unused room).
+ */
+ARENA_NODISCARD ARENA_PRINTF(2, 3)
+ARENA_API char *arena_sprintf(arena *a, const char *fmt, ...);
+
+/** arena_sprintf() with a va_list, which it consumes (va_end is the caller's). */
+ARENA_NODISCARD ARENA_PRINTF(2, 0)
+ARENA_API char *arena_vsprintf(arena *a, const char *fmt, va_list ap);
 
 /* Zeroed allocation of `size` bytes at `align`. */
 static inline void *arena__new(arena *a, size_t size, size_t align)

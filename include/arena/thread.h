@@ -46,13 +46,21 @@ typedef struct arena_cache_config {
                             arena_reset_to() (0: 16 chunks; SIZE_MAX: all;
                             below chunk_bytes: none) */
     const arena_allocator *backing; /* every arena's memory and the cache's
-                                       own (NULL: malloc); copied */
+                                       own (NULL: malloc); copied.  The cache
+                                       calls it one call at a time (under a
+                                       lock of its own), so it need not be
+                                       thread-safe unless other caches, arenas
+                                       or pools use it too */
 } arena_cache_config;
 
 /**
  * Creates a cache (`config` NULL: every default).  The cache and its arena
- * structs come from the backing allocator.  NULL on out-of-memory or when
- * the system refuses a mutex.  Thread-safe.
+ * structs come from the backing allocator.  An arena struct, once made, is
+ * kept until arena_cache_destroy() (an arena released beyond max_arenas keeps
+ * its struct, without chunks, for a later acquire), so they number at most the
+ * most arenas ever out at once (acquired, or waiting in threads' slots), at
+ * about 200 bytes each.  NULL on out-of-memory or when the system refuses a
+ * mutex.  Thread-safe.
  */
 ARENA_NODISCARD ARENA_API arena_cache *arena_cache_create(const arena_cache_config *config);
 
@@ -81,11 +89,15 @@ ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
  * Ends a request: resets `a` with arena_reset_to(a, max_retained) (every value
  * in it expires) and keeps it for a later arena_cache_acquire(): in this
  * thread's slot when the slot is free, else in the shared store while it holds
- * fewer than max_arenas, else the arena is released and freed.  Never fails.
- * Thread-safe.  `a` must come from arena_cache_acquire() of this cache;
- * NULL is reported (ARENA_ERR_NULL_FREE), an arena already recycled
- * (ARENA_ERR_DOUBLE_FREE) or from another cache (ARENA_ERR_FOREIGN_POINTER)
- * too, and then nothing happens.  An arena that no cache made is undefined.
+ * fewer than max_arenas, else the arena is released (its chunks are freed; its
+ * struct is kept, see arena_cache_create()).  Never fails.  Thread-safe.
+ * `a` must come from arena_cache_acquire() of this cache; NULL is reported
+ * (ARENA_ERR_NULL_FREE), an arena already recycled (ARENA_ERR_DOUBLE_FREE,
+ * wherever the cache has put it since: slot, store, or released) or from
+ * another cache, or `c` NULL (ARENA_ERR_FOREIGN_POINTER) too, and then nothing
+ * happens.  Once a later acquire hands the arena out again it is that
+ * request's, and a stale recycle of it cannot be told from that request's own.
+ * An arena that no cache made, or whose cache was destroyed, is undefined.
  * A thread's slot holds one arena of one cache: recycling into another cache
  * sends it back to its own cache's store first.  A thread that exits returns
  * the arena waiting in its slot to the store, so max_arenas bounds the store
@@ -94,7 +106,7 @@ ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
 ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
 
 /** Arenas in the shared store now (not counting those waiting in threads'
- *  slots).  Thread-safe; a snapshot. */
+ *  slots, nor the structs of released ones).  Thread-safe; a snapshot. */
 ARENA_API size_t arena_cache_count(arena_cache *c);
 
 /* ---- Scopes --------------------------------------------------------------------- */

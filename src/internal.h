@@ -131,6 +131,9 @@ ARENA__HIDDEN void *arena__back_alloc(const arena_allocator *b, size_t n);
 /* Gives `p` of `n` bytes back to where arena__back_alloc() took it. */
 ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n);
 
+/* The C library's heap (the backing of an arena without an allocator). */
+#define ARENA__HEAP (&(const arena_allocator){NULL, NULL, NULL})
+
 /* ---- Errors --------------------------------------------------------------------- */
 
 /* Formats a message and hands it to the current error handler. */

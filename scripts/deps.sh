@@ -5,6 +5,9 @@
 #                           the adapter tests: cJSON, Lua 5.4, zlib, expat, protobuf-c)
 #   scripts/deps.sh ci      everything .ci/run uses
 #   scripts/deps.sh bench   the benchmark suite and its peers
+#   scripts/deps.sh cross   scripts/ci-cross.sh: cross compilers, qemu-user, musl,
+#                           mingw-w64, wine, and the target architectures' cmocka
+#                           and adapter libraries (Debian multiarch packages)
 set -eu
 
 pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev \
@@ -12,6 +15,15 @@ libcjson-dev liblua5.4-dev zlib1g-dev libexpat1-dev libprotobuf-c-dev protobuf-c
 pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy gcc-multilib g++-multilib \
 libcmocka-dev:i386 \
 libcjson-dev:i386 liblua5.4-dev:i386 zlib1g-dev:i386 libexpat1-dev:i386 libprotobuf-c-dev:i386"
+pkgs_cross_arch=""
+for a in arm64 s390x armhf; do
+    pkgs_cross_arch="$pkgs_cross_arch libcmocka-dev:$a libstdc++6:$a libcjson-dev:$a liblua5.4-dev:$a \
+zlib1g-dev:$a libexpat1-dev:$a libprotobuf-c-dev:$a"
+done
+pkgs_cross="cmake make pkg-config clang dpkg-dev valgrind protobuf-c-compiler qemu-user musl-tools \
+gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-s390x-linux-gnu g++-s390x-linux-gnu \
+gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix \
+wine64 libasan8:arm64 libasan8:armhf$pkgs_cross_arch"
 pkgs_bench="$pkgs_test python3 libbenchmark-dev libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev \
 libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox"
 
@@ -21,7 +33,8 @@ for profile in "${@:-test}"; do
         test) want="$want $pkgs_test" ;;
         ci) want="$want $pkgs_ci" ;;
         bench) want="$want $pkgs_bench" ;;
-        *) echo "deps.sh: unknown profile '$profile' (test, ci, bench)" >&2; exit 2 ;;
+        cross) want="$want $pkgs_cross" ;;
+        *) echo "deps.sh: unknown profile '$profile' (test, ci, bench, cross)" >&2; exit 2 ;;
     esac
 done
 
@@ -38,15 +51,20 @@ if ! command -v apt-get >/dev/null 2>&1; then
     echo "deps.sh: missing packages:$missing (no apt-get here: install them by hand)" >&2
     exit 1
 fi
+# Foreign architectures the packages name (libcmocka-dev:i386 ...).
+archs=$(printf '%s\n' $missing | sed -n 's/^.*:\([a-z0-9]*\)$/\1/p' | sort -u)
 if [ "$(id -u)" -ne 0 ]; then
     echo "deps.sh: missing packages. Run:" >&2
-    case "$missing" in *:i386*) echo "    sudo dpkg --add-architecture i386" >&2 ;; esac
+    for a in $archs; do echo "    sudo dpkg --add-architecture $a" >&2; done
     echo "    sudo apt-get update && sudo apt-get install -y$missing" >&2
     exit 1
 fi
 echo "deps.sh: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
-case "$missing" in *:i386*) dpkg --add-architecture i386 ;; esac
-apt-get update -qq
+for a in $archs; do dpkg --add-architecture "$a"; done
+# One index a mirror is still syncing (seen: a foreign architecture's
+# security updates) must not stop the install: a package that is truly
+# unavailable still fails apt-get install below.
+apt-get update -qq || echo "deps.sh: some package indexes failed to update; using the others" >&2
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing

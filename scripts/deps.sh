@@ -5,9 +5,9 @@
 #                           the adapter tests: cJSON, Lua 5.4, zlib, expat, protobuf-c)
 #   scripts/deps.sh ci      everything .ci/run uses
 #   scripts/deps.sh bench   the benchmark suite and its peers
-#   scripts/deps.sh cross   scripts/ci-cross.sh: cross compilers, qemu-user, musl,
-#                           mingw-w64, wine, and the target architectures' cmocka
-#                           and adapter libraries (Debian multiarch packages)
+#   scripts/deps.sh cross   scripts/ci-cross.sh: qemu-user, musl, mingw-w64, wine, and
+#                           the parts of the cross compilers that do not conflict with
+#                           gcc-multilib (ci-cross.sh fetches the rest itself)
 set -eu
 
 pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev \
@@ -15,15 +15,12 @@ libcjson-dev liblua5.4-dev zlib1g-dev libexpat1-dev libprotobuf-c-dev protobuf-c
 pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy gcc-multilib g++-multilib \
 libcmocka-dev:i386 \
 libcjson-dev:i386 liblua5.4-dev:i386 zlib1g-dev:i386 libexpat1-dev:i386 libprotobuf-c-dev:i386"
-pkgs_cross_arch=""
-for a in arm64 s390x armhf; do
-    pkgs_cross_arch="$pkgs_cross_arch libcmocka-dev:$a libstdc++6:$a libcjson-dev:$a liblua5.4-dev:$a \
-zlib1g-dev:$a libexpat1-dev:$a libprotobuf-c-dev:$a"
-done
 pkgs_cross="cmake make pkg-config clang dpkg-dev valgrind protobuf-c-compiler qemu-user musl-tools \
-gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-s390x-linux-gnu g++-s390x-linux-gnu \
-gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix \
-wine64 libasan8:arm64 libasan8:armhf$pkgs_cross_arch"
+gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix wine64"
+for a in aarch64-linux-gnu:arm64 s390x-linux-gnu:s390x arm-linux-gnueabihf:armhf; do
+    pkgs_cross="$pkgs_cross binutils-${a%:*} cpp-12-${a%:*} libgcc-12-dev-${a#*:}-cross \
+libstdc++-12-dev-${a#*:}-cross libc6-dev-${a#*:}-cross"
+done
 pkgs_bench="$pkgs_test python3 libbenchmark-dev libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev \
 libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox"
 
@@ -51,17 +48,15 @@ if ! command -v apt-get >/dev/null 2>&1; then
     echo "deps.sh: missing packages:$missing (no apt-get here: install them by hand)" >&2
     exit 1
 fi
-# Foreign architectures the packages name (libcmocka-dev:i386 ...).
-archs=$(printf '%s\n' $missing | sed -n 's/^.*:\([a-z0-9]*\)$/\1/p' | sort -u)
 if [ "$(id -u)" -ne 0 ]; then
     echo "deps.sh: missing packages. Run:" >&2
-    for a in $archs; do echo "    sudo dpkg --add-architecture $a" >&2; done
+    case "$missing" in *:i386*) echo "    sudo dpkg --add-architecture i386" >&2 ;; esac
     echo "    sudo apt-get update && sudo apt-get install -y$missing" >&2
     exit 1
 fi
 echo "deps.sh: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
-for a in $archs; do dpkg --add-architecture "$a"; done
+case "$missing" in *:i386*) dpkg --add-architecture i386 ;; esac
 # One index a mirror is still syncing (seen: a foreign architecture's
 # security updates) must not stop the install: a package that is truly
 # unavailable still fails apt-get install below.

@@ -215,9 +215,9 @@ arena_cache *arena_cache_create(const arena_cache_config *config)
     if (c->chunk_bytes > ARENA_REF_MAX)
         c->chunk_bytes = ARENA_REF_MAX;
     c->max_arenas = cfg.max_arenas ? cfg.max_arenas : 64;
-    c->max_retained = cfg.max_retained ? cfg.max_retained
-                      : c->chunk_bytes > SIZE_MAX / 16 ? SIZE_MAX
-                                                       : c->chunk_bytes * 16;
+    /* No fixed bound by default: each arena's reset adapts to what its
+     * recent requests used (see arena_reset()). */
+    c->max_retained = cfg.max_retained ? cfg.max_retained : SIZE_MAX;
     c->all.prev_all = c->all.next_all = &c->all;
     if (backing.alloc) {
         c->serial.alloc = serial_alloc;

@@ -134,6 +134,12 @@ ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n)
 /* The C library's heap (the backing of an arena without an allocator). */
 #define ARENA__HEAP (&(const arena_allocator){NULL, NULL, NULL})
 
+/* ---- Marks ---------------------------------------------------------------------- */
+
+/* arena_rewind(), which says whether it rewound (false: the mark was
+ * reported, and nothing happened). */
+ARENA__HIDDEN bool arena__rewind(arena *a, arena_mark m);
+
 /* ---- Errors --------------------------------------------------------------------- */
 
 /* Formats a message and hands it to the current error handler. */

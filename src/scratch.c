@@ -108,10 +108,10 @@ arena_scratch arena_scratch_begin(arena *const *conflicts, size_t n)
 
 void arena_scratch_end(arena_scratch s)
 {
-    if (!s.arena)
-        return;
-    arena_rewind(s.arena, s.mark);
-    arena_trim(s.arena, SCRATCH_RETAIN);
+    /* A scratch ended out of order is reported by the rewind; then nothing
+     * happens at all (no trim either). */
+    if (s.arena && arena__rewind(s.arena, s.mark))
+        arena_trim(s.arena, SCRATCH_RETAIN);
 }
 
 void arena_scratch_release_thread(void)

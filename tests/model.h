@@ -8,9 +8,10 @@
  *     from its id, so any overlap or stray write shows);
  *   - arena_size() is the sum of the sizes stored (strings with their NUL),
  *     restored by a rewind, 0 after a reset;
- *   - arena_retained() is base + k * budget + the sizes of the live oversized
- *     values (each with over_align() of padding), where base is the caller's buffer and
- *     k, the number of uniform chunks held, never decreases before a release;
+ *   - arena_retained() is at least base + the sizes of the live oversized
+ *     values (each has a chunk of its own), where base is the caller's
+ *     buffer; it never decreases but at a reset or release (stores and
+ *     rewinds keep every chunk), and a reset never increases it;
  *   - a failed call returns NULL (or the empty ref) only when the backing
  *     refused a request during it, and changes nothing.
  * Sizes are chosen away from the uniform/oversized boundary (small values fit
@@ -65,7 +66,8 @@ typedef struct model {
     size_t nmarks;
     size_t size;    /* expected arena_size() */
     size_t over;    /* expected oversized bytes in arena_retained() */
-    size_t uniform; /* uniform chunks held, at least */
+    size_t floor;   /* arena_retained() at the last check */
+    bool dropped;   /* a reset or release since: retained may have come down */
     /* The most recent value stored in a uniform chunk (the one arena_grow may
      * extend in place); unknown after it was shrunk to nothing.  Not clean
      * when an oversized value was stored after it. */
@@ -110,7 +112,8 @@ static void model_start(model *m, uint64_t seed, size_t budget, size_t base)
     m->base = base;
     m->nvals = 0;
     m->nmarks = 0;
-    m->size = m->over = m->uniform = 0;
+    m->size = m->over = m->floor = 0;
+    m->dropped = false;
     m->tail = -1;
     m->tail_known = true;
     m->tail_clean = true;
@@ -161,13 +164,15 @@ static void model_check_values(model *m)
 
 static void model_check_counters(model *m)
 {
-    size_t r = arena_retained(&m->a), k;
+    size_t r = arena_retained(&m->a);
     MCHECK(m, arena_size(&m->a) == m->size);
     MCHECK(m, r >= m->base + m->over);
-    MCHECK(m, (r - m->base - m->over) % m->budget == 0);
-    k = (r - m->base - m->over) / m->budget;
-    MCHECK(m, k >= m->uniform); /* uniform chunks are kept until release */
-    m->uniform = k;
+    if (m->dropped)
+        MCHECK(m, r <= m->floor); /* a reset or release allocates nothing */
+    else
+        MCHECK(m, r >= m->floor); /* chunks are kept until a reset or release */
+    m->floor = r;
+    m->dropped = false;
     if (m->tb)
         MCHECK(m, m->tb->live_bytes >= r - m->base);
     MCHECK(m, arena_check(&m->a));
@@ -571,6 +576,7 @@ static void model_op_reset(model *m)
     m->op = "reset";
     model_check_values(m);
     arena_reset(&m->a);
+    m->dropped = true;
     m->nvals = m->nmarks = 0;
     m->size = m->over = 0;
     m->tail = -1;
@@ -582,8 +588,9 @@ static void model_op_release(model *m)
     m->op = "release";
     model_check_values(m);
     arena_release(&m->a);
+    m->dropped = true;
     m->nvals = m->nmarks = 0;
-    m->size = m->over = m->uniform = 0;
+    m->size = m->over = 0;
     m->tail = -1;
     m->tail_known = m->tail_clean = true;
     MCHECK(m, arena_retained(&m->a) == m->base);

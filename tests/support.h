@@ -197,10 +197,11 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
  * that chunk without asking its backing, and reports out-of-memory. */
 #define TEST_REF_MAX_CHUNK_ASKED (!ARENA_CHECKED || (size_t)PTRDIFF_MAX - ARENA_REF_MAX >= 4096)
 
-/* The chunk index a ref names (a checked build keeps a tag in its top 12 bits). */
+/* The chunk index a ref names (a checked build keeps a tag in bits 20-30 of
+ * chunks below 2^20, and sets the top bit to say so). */
 static inline uint32_t test_ref_chunk(arena_ref r)
 {
-    return ARENA_CHECKED ? r.chunk & 0xFFFFFu : r.chunk;
+    return ARENA_CHECKED && (r.chunk & 0x80000000u) ? r.chunk & 0xFFFFFu : r.chunk;
 }
 
 static inline bool test_on_valgrind(void)

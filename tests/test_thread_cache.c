@@ -90,7 +90,8 @@ static void test_defaults_and_unbounded_retention(void **state)
         assert_non_null(arena_alloc(a, ARENA_DEFAULT_CHUNK));
     arena_cache_recycle(c, a);
     a = arena_cache_acquire(c);
-    assert_int_equal(arena_retained(a), 16 * (size_t)ARENA_DEFAULT_CHUNK); /* default bound */
+    /* no fixed bound: what the request used */
+    assert_int_equal(arena_retained(a), 20 * (size_t)ARENA_DEFAULT_CHUNK);
     arena_cache_recycle(c, a);
     arena_cache_destroy(c);
 
@@ -105,6 +106,80 @@ static void test_defaults_and_unbounded_retention(void **state)
     arena_cache_recycle(c, a);
     arena_cache_destroy(c);
     arena_cache_destroy(NULL);
+}
+
+/* One request of the workload: small values around one of `big` bytes. */
+static void request(arena *a, size_t big)
+{
+    for (int i = 0; i < 2000; i++) {
+        char *p = (char *)arena_alloc(a, 16 + (size_t)(i * 37) % 400);
+        assert_non_null(p);
+        p[0] = 1;
+    }
+    char *p = (char *)arena_alloc(a, big);
+    assert_non_null(p);
+    memset(p, 2, big);
+}
+
+/* With the default configuration a cache's arenas adapt to the requests:
+ * requests of one shape, a 17 MB value included, make no backing call once
+ * warm (where a fixed 1 MiB bound trimmed and refetched it every time); a
+ * one-off spike is given back after ARENA_RETAIN_BATCHES smaller requests;
+ * an explicit max_retained still bounds every recycle. */
+static void test_default_retention_adapts(void **state)
+{
+    test_backing tb;
+    arena_allocator al = tb_allocator(&tb);
+    arena_cache_config cfg = {0, 0, 0, &al};
+    arena_cache *c = arena_cache_create(&cfg);
+    const size_t mib = (size_t)1 << 20;
+    (void)state;
+    assert_non_null(c);
+
+    size_t calls = 0, frees = 0, normal = 0;
+    for (int i = 0; i < 12; i++) {
+        if (i == 2) {
+            calls = tb.calls;
+            frees = tb.frees;
+        }
+        arena *a = arena_cache_acquire(c);
+        assert_non_null(a);
+        request(a, 17 * mib);
+        arena_cache_recycle(c, a);
+    }
+    assert_int_equal(tb.calls, calls);
+    assert_int_equal(tb.frees, frees);
+
+    /* Smaller requests: the 17 MB chunk stays for ARENA_RETAIN_BATCHES - 1
+     * of them, and is freed by the recycle ending the last. */
+    for (int i = 1; i <= ARENA_RETAIN_BATCHES; i++) {
+        arena *a = arena_cache_acquire(c);
+        assert_true(arena_retained(a) > 17 * mib);
+        request(a, 100000);
+        normal = arena_size(a);
+        arena_cache_recycle(c, a);
+    }
+    arena *after = arena_cache_acquire(c);
+    assert_true(arena_retained(after) <= 2 * normal + 2 * ARENA_DEFAULT_CHUNK);
+    arena_cache_recycle(c, after);
+    assert_true(tb.live_bytes < 2 * mib);
+    arena_cache_destroy(c);
+    assert_int_equal(tb.live, 0);
+
+    /* An explicit bound is a hard one. */
+    arena_cache_config capped = {0, 0, mib, &al};
+    c = arena_cache_create(&capped);
+    assert_non_null(c);
+    for (int i = 0; i < 3; i++) {
+        arena *a = arena_cache_acquire(c);
+        request(a, 4 * mib);
+        arena_cache_recycle(c, a);
+        a = arena_cache_acquire(c);
+        assert_true(arena_retained(a) <= mib);
+        arena_cache_recycle(c, a);
+    }
+    arena_cache_destroy(c);
+    assert_int_equal(tb.live, 0);
 }
 
 static void test_misuse_is_reported_and_harmless(void **state)
@@ -774,6 +849,7 @@ int main(void)
         cmocka_unit_test(test_acquire_recycle_reuses_the_arena_and_its_chunks),
         cmocka_unit_test(test_bounds_on_cached_arenas_and_retained_bytes),
         cmocka_unit_test(test_defaults_and_unbounded_retention),
+        cmocka_unit_test(test_default_retention_adapts),
         cmocka_unit_test(test_misuse_is_reported_and_harmless),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_destroy_frees_acquired_and_parked_arenas),

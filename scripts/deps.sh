@@ -5,12 +5,21 @@
 #                           the adapter tests: cJSON, Lua 5.4, zlib, expat, protobuf-c)
 #   scripts/deps.sh ci      everything .ci/run uses
 #   scripts/deps.sh bench   the benchmark suite and its peers
+#   scripts/deps.sh cross   scripts/ci-cross.sh: qemu-user, musl, mingw-w64, wine, and
+#                           the parts of the cross compilers that do not conflict with
+#                           gcc-multilib (ci-cross.sh fetches the rest itself)
 set -eu
 
 pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev \
 libcjson-dev liblua5.4-dev zlib1g-dev libexpat1-dev libprotobuf-c-dev protobuf-c-compiler"
 pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy gcc-multilib g++-multilib \
 libcmocka-dev:i386"
+pkgs_cross="cmake make pkg-config clang dpkg-dev valgrind protobuf-c-compiler qemu-user musl-tools \
+gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix wine64"
+for a in aarch64-linux-gnu:arm64 s390x-linux-gnu:s390x arm-linux-gnueabihf:armhf; do
+    pkgs_cross="$pkgs_cross binutils-${a%:*} cpp-12-${a%:*} libgcc-12-dev-${a#*:}-cross \
+libstdc++-12-dev-${a#*:}-cross libc6-dev-${a#*:}-cross"
+done
 pkgs_bench="$pkgs_test python3 libbenchmark-dev libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev \
 libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox \
 libcjson-dev liblua5.4-dev libprotobuf-c-dev protobuf-c-compiler libexpat1-dev"
@@ -21,7 +30,8 @@ for profile in "${@:-test}"; do
         test) want="$want $pkgs_test" ;;
         ci) want="$want $pkgs_ci" ;;
         bench) want="$want $pkgs_bench" ;;
-        *) echo "deps.sh: unknown profile '$profile' (test, ci, bench)" >&2; exit 2 ;;
+        cross) want="$want $pkgs_cross" ;;
+        *) echo "deps.sh: unknown profile '$profile' (test, ci, bench, cross)" >&2; exit 2 ;;
     esac
 done
 

@@ -76,14 +76,19 @@ struct arena_cache {
     pthread_mutex_t back_lock;
 };
 
-/* This thread's slot: an arena recycled into `gen`'s cache, or NULL. */
+/* This thread's slot: an arena recycled into `gen`'s cache, or NULL.  A
+ * thread's first park puts its slot on the heap, under slot_key, whose
+ * destructor empties and frees it at thread exit; until then tls_slot points
+ * to no_slot, which is never written.  Not in thread-local storage itself:
+ * the destructor must not reach it, since mingw-w64 emulates it with a
+ * pthread key of its own whose destructor may have freed it already. */
 struct slot {
     uint64_t gen;
     struct node *node;
-    bool registered; /* slot_key set: the slot is emptied at thread exit */
 };
 
-static ARENA__TLS struct slot tls_slot;
+static struct slot no_slot;
+static ARENA__TLS struct slot *tls_slot = &no_slot;
 static _Atomic uint64_t next_gen = 1;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static arena_cache *registry; /* live caches, under registry_lock */
@@ -156,26 +161,39 @@ static void slot_evict(struct slot *sl)
     sl->node = NULL;
 }
 
-/* Key destructor: the exiting thread's slot is emptied. */
+/* Key destructor: the exiting thread's slot is emptied and freed.  A later
+ * destructor that parks an arena starts a new slot, freed in turn. */
 static void slot_exit(void *value)
 {
     struct slot *sl = (struct slot *)value;
-    sl->registered = false;
     if (sl->node)
         slot_evict(sl);
+    arena__back_free(ARENA__HEAP, sl, sizeof *sl);
+    tls_slot = &no_slot;
 }
 
 static void make_slot_key(void) { slot_key_ok = pthread_key_create(&slot_key, slot_exit) == 0; }
 
-/* Arranges for this thread's slot to be emptied at thread exit.  False when
- * that cannot be arranged (then the slot is not used). */
-static bool register_slot(struct slot *sl)
+/* This thread's own slot, empty and registered to be emptied at thread exit;
+ * NULL when that cannot be arranged (then the thread parks nothing). */
+static struct slot *start_slot(void)
 {
+    struct slot *sl;
+
     pthread_once(&slot_once, make_slot_key);
-    if (!slot_key_ok || pthread_setspecific(slot_key, sl) != 0)
-        return false;
-    sl->registered = true;
-    return true;
+    if (!slot_key_ok)
+        return NULL;
+    sl = (struct slot *)arena__back_alloc(ARENA__HEAP, sizeof *sl);
+    if (!sl)
+        return NULL;
+    sl->gen = 0;
+    sl->node = NULL;
+    if (pthread_setspecific(slot_key, sl) != 0) {
+        arena__back_free(ARENA__HEAP, sl, sizeof *sl);
+        return NULL;
+    }
+    tls_slot = sl;
+    return sl;
 }
 
 arena_cache *arena_cache_create(const arena_cache_config *config)
@@ -234,8 +252,8 @@ void arena_cache_destroy(arena_cache *c)
         ;
     *link = c->next_live;
     pthread_mutex_unlock(&registry_lock);
-    if (tls_slot.gen == c->gen)
-        tls_slot.node = NULL;
+    if (tls_slot->gen == c->gen)
+        tls_slot->node = NULL;
     /* (free_node unlinks the node before freeing it; clang's analyzer does not
      * see that the head's next changes, hence the NOLINT) */
     while (c->all.next_all != &c->all)
@@ -288,7 +306,7 @@ static ARENA_NOINLINE arena *acquire_slow(arena_cache *c)
 
 arena *arena_cache_acquire(arena_cache *c)
 {
-    struct slot *sl = &tls_slot;
+    struct slot *sl = tls_slot;
     struct node *n = sl->node;
 
     if (ARENA_LIKELY(n != NULL && sl->gen == c->gen)) {
@@ -322,13 +340,13 @@ void arena_cache_recycle(arena_cache *c, arena *a)
         return;
     }
     arena_reset_to(&n->a, c->max_retained);
-    sl = &tls_slot;
+    sl = tls_slot;
     /* A slot taken by another cache's arena (one this thread recycled there
      * last, or that of a destroyed cache) is given up: this thread now
      * works with `c`. */
     if (sl->node && sl->gen != c->gen)
         slot_evict(sl);
-    if (!sl->node && (sl->registered || register_slot(sl))) {
+    if (!sl->node && (sl != &no_slot || (sl = start_slot()) != NULL)) {
         n->state = PARKED;
         sl->gen = c->gen;
         sl->node = n;

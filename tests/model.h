@@ -208,7 +208,7 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
     v->oversized = oversized;
     m->size += stored;
     if (oversized) {
-        m->over += stored;
+        m->over += stored + over_align(align);
         m->tail_clean = false;
     } else {
         m->tail = (long)m->nvals;

@@ -28,6 +28,17 @@
  * be zero. */
 #define TB_DIRT 0xA5
 
+/* Aligned heap blocks: Windows has _aligned_malloc/_aligned_free instead of
+ * aligned_alloc (its free() cannot take such a block). */
+#if defined(_WIN32)
+#  include <malloc.h>
+#  define test_aligned_alloc(align, n) _aligned_malloc((n), (align))
+#  define test_aligned_free(p) _aligned_free(p)
+#else
+#  define test_aligned_alloc(align, n) aligned_alloc((align), (n))
+#  define test_aligned_free(p) free(p)
+#endif
+
 /* A backing allocator that records what is live and fails the call numbered
  * `fail_at` (1-based; 0: never) or every call from `fail_from` on.  Fresh
  * blocks are filled with TB_DIRT.  Big: keep instances static. */
@@ -59,7 +70,7 @@ static void *tb_alloc(void *ctx, size_t n)
     /* Page-aligned blocks: the padding of a value aligned up to 4096 is then
      * the same in every run, so a workload makes the same backing calls each
      * time (the failure sweeps rely on it) whatever addresses malloc picks. */
-    p = aligned_alloc(TB_PAGE, (n + TB_PAGE - 1) / TB_PAGE * TB_PAGE + (n == 0) * TB_PAGE);
+    p = test_aligned_alloc(TB_PAGE, (n + TB_PAGE - 1) / TB_PAGE * TB_PAGE + (n == 0) * TB_PAGE);
     if (!p) {
         tb->failed++;
         return NULL;
@@ -83,7 +94,7 @@ static void tb_free(void *ctx, void *p, size_t n)
             tb->live_bytes -= n;
             tb->blocks[i] = tb->blocks[--tb->live];
             tb->frees++;
-            free(p);
+            test_aligned_free(p);
             return;
         }
     }
@@ -180,6 +191,12 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
  * value of a chunk starts that far from the chunk's start. */
 #define TEST_LEAD ((size_t)(ARENA_CHECKED ? (ARENA_ALIGN > 16 ? ARENA_ALIGN : 16) : 0))
 
+/* Whether a chunk of ARENA_REF_MAX bytes plus the checked build's header and
+ * guard stays within PTRDIFF_MAX, the most one object may span.  Not on a
+ * 32-bit target (PTRDIFF_MAX == ARENA_REF_MAX): there a checked arena refuses
+ * that chunk without asking its backing, and reports out-of-memory. */
+#define TEST_REF_MAX_CHUNK_ASKED (!ARENA_CHECKED || (size_t)PTRDIFF_MAX - ARENA_REF_MAX >= 4096)
+
 /* The chunk index a ref names (a checked build keeps a tag in bits 20-30 of
  * chunks below 2^20, and sets the top bit to say so). */
 static inline uint32_t test_ref_chunk(arena_ref r)
@@ -270,6 +287,14 @@ static inline size_t opaque_size(size_t n)
 static inline bool is_aligned(const void *p, size_t align)
 {
     return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;
+}
+
+/* The padding an oversized value's own chunk holds beyond the value: chunks
+ * start ARENA_ALIGN-aligned (16 on x86-64, 8 on s390x and armhf), so a larger
+ * alignment may need up to align - ARENA_ALIGN more bytes. */
+static inline size_t over_align(size_t align)
+{
+    return align > ARENA_ALIGN ? align - ARENA_ALIGN : 0;
 }
 
 #endif /* ARENA_TEST_SUPPORT_H */

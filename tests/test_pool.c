@@ -396,7 +396,7 @@ static void test_buffer_variant(void **state)
     assert_false(arena_pool_init_buffer(&p, buf, need - 1, 24, 8, 10));
     assert_int_equal(arena_pool_capacity(&p), 0);
     assert_null(arena_pool_alloc(&p));
-    assert_false(arena_pool_init_buffer(&p, buf + 8, need, 24, 8, 10)); /* not ARENA_ALIGN */
+    assert_false(arena_pool_init_buffer(&p, buf + ARENA_ALIGN / 2, need, 24, 8, 10)); /* not ARENA_ALIGN */
     assert_false(arena_pool_init_buffer(&p, NULL, need, 24, 8, 10));
     assert_false(arena_pool_init_buffer(&p, buf, need, 24, 3, 10));
     assert_false(arena_pool_init_buffer(&p, buf, need, 24, 8, 0));

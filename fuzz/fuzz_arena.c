@@ -34,13 +34,14 @@ static model chooser; /* draws the fuzzer's own choices from the input */
 static size_t below(size_t n) { return model_below(&chooser, n); }
 
 /* A side model (a scratch arena, an acquired arena): the model drives the
- * arena's stores, someone else its lifetime. */
+ * arena's stores and misuse, someone else its lifetime. */
 static void start_side(model *m, arena *a, size_t budget, test_backing *tb)
 {
     model_start(m, a, 0, budget, 0);
     m->tb = tb;
     m->stores_only = true;
     m->light = true;
+    m->misuse = true;
     m->in = &input;
 }
 
@@ -51,7 +52,9 @@ static _Alignas(64) unsigned char buf[4096 + 16];
 
 static void start_main(void)
 {
-    static const size_t budgets[] = {32, 64, 256, 512, 1000, 4096, 16384, 65536};
+    /* (ARENA_DEFAULT_CHUNK comes with the buffer and zero-value arenas: big
+     * chunks cost time in a checked build, which clobbers and walks them) */
+    static const size_t budgets[] = {32, 64, 256, 512, 1000, 4096, 4096, 16384};
     arena_allocator al = tb_allocator(&tb_main);
     unsigned kind = (unsigned)below(8);
     size_t budget = ARENA_DEFAULT_CHUNK, base = 0;
@@ -92,7 +95,7 @@ typedef struct open_scratch {
     arena_scratch s;
     int which; /* the scratch arena, -1: none was given */
     long mark; /* its mark in that arena's model */
-    bool dead; /* a scratch begun after it in the same arena has ended */
+    bool dead; /* one that encloses it (begun before, same arena) has ended */
 } open_scratch;
 
 static arena *scratch_arena[ARENA_SCRATCH_COUNT]; /* this thread's, in the order handed out */

@@ -14,7 +14,7 @@
 
 #include <arena/pool.h>
 
-#define MAX_CAP 512
+#define MAX_CAP 256
 
 typedef struct pmodel {
     arena_pool p;

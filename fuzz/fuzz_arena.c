@@ -190,6 +190,7 @@ static void scratch_end(size_t k)
         return;
     }
     m->op = "scratch_end";
+    model_rewinding(m, (size_t)o.mark);
     arena_scratch_end(o.s);
     model_rewound(m, (size_t)o.mark);
     m->nmarks = (size_t)o.mark; /* ended: the model forgets the mark */

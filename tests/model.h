@@ -25,9 +25,10 @@
  *     ref too large) is reported once, with its code, and changes nothing.
  *
  * Checking: after every step the counters and two values; every value every
- * 128 steps, before a reset or release and after a rewind; arena_check()
- * after every step too, unless `light` (a fuzzer, which calls model_finish()
- * at the end of each input instead).
+ * 128 steps, before a reset or release, and before and after a rewind (those
+ * it forgets, those it keeps); arena_check() after every step too, unless
+ * `light` (a fuzzer, which calls model_finish() at the end of each input
+ * instead).  So every value is checked before it is forgotten.
  */
 #ifndef ARENA_TEST_MODEL_H
 #define ARENA_TEST_MODEL_H
@@ -73,7 +74,7 @@ typedef struct mmark {
 
 /* A checked build tells a stale ref by a 13-bit tag drawn per value stored:
  * after this many stores the tag may come round again, so an older stale
- * ref is not resolved. */
+ * ref is not resolved (ids are drawn at least once per store). */
 #define MODEL_TAG_SPAN 8000
 
 /* Kinds of operation, in the order model_step() draws them. */
@@ -100,7 +101,7 @@ typedef struct model {
     size_t nmarks;
     arena_mark dead[MODEL_MAX_DEAD]; /* marks expired by a reset, release or rewind */
     size_t ndead;
-    struct { arena_ref r; size_t born; } stale[MODEL_MAX_STALE]; /* born: `stores` then */
+    struct { arena_ref r; uint64_t id; } stale[MODEL_MAX_STALE]; /* with its value's id */
     size_t nstale;
     size_t size;    /* expected arena_size() */
     size_t over;    /* expected oversized bytes in arena_retained() */
@@ -227,12 +228,15 @@ static void model_check_value(model *m, size_t i)
     m->checks++;
 }
 
-static void model_check_values(model *m)
+/* Values from `from` on. */
+static void model_check_values_from(model *m, size_t from)
 {
     size_t i;
-    for (i = 0; i < m->nvals; i++)
+    for (i = from; i < m->nvals; i++)
         model_check_value(m, i);
 }
+
+static void model_check_values(model *m) { model_check_values_from(m, 0); }
 
 static void model_check_counters(model *m)
 {
@@ -335,15 +339,16 @@ static mval *model_add(model *m, const model_before *b, unsigned char *p, arena_
     return v;
 }
 
-/* Forgets the values from `from` on; their refs become stale. */
-static void model_forget(model *m, size_t from)
+/* Forgets the values from `from` on; their refs become stale (to resolve as
+ * misuse) when `stale`. */
+static void model_forget(model *m, size_t from, bool stale)
 {
     size_t i;
-    for (i = from; i < m->nvals; i++) {
+    for (i = from; i < m->nvals && stale; i++) {
         if (m->vals[i].is_ref) {
             size_t at = m->nstale < MODEL_MAX_STALE ? m->nstale++ : (size_t)(i % MODEL_MAX_STALE);
             m->stale[at].r = m->vals[i].ref;
-            m->stale[at].born = m->stores;
+            m->stale[at].id = m->vals[i].id;
         }
     }
     m->nvals = from;
@@ -719,6 +724,10 @@ static long model_push_mark(model *m, arena_mark mk)
     return (long)m->nmarks - 1;
 }
 
+/* The arena is about to be rewound to mark j: what it forgets is checked
+ * now, while it is still there to check. */
+static void model_rewinding(model *m, size_t j) { model_check_values_from(m, m->marks[j].nvals); }
+
 /* The arena was just rewound to mark j (by arena_rewind(), a scope's or a
  * scratch's end): later marks expire, and so does everything stored since. */
 static void model_rewound(model *m, size_t j)
@@ -726,10 +735,16 @@ static void model_rewound(model *m, size_t j)
     mmark *k = &m->marks[j];
     size_t i;
 
+    /* When the tail shrank since the save, the position went below the
+     * mark's: values stored since may lie in the bytes it gave back, which
+     * the rewind leaves behind the position, not expired (a checked build
+     * still resolves their refs). */
+    bool behind = k->tail >= 0 && m->vals[k->tail].stored < k->tail_stored;
+
     for (i = j + 1; i < m->nmarks && MODEL_UNORDERED_ENDS; i++)
         model_bury(m, m->marks[i].m);
     m->nmarks = j + 1;
-    model_forget(m, k->nvals);
+    model_forget(m, k->nvals, !behind);
     m->size = k->size;
     m->over = k->over;
     m->tail = k->tail;
@@ -773,6 +788,7 @@ static void model_op_rewind(model *m)
     if (m->nmarks == 0)
         return;
     j = model_below(m, m->nmarks);
+    model_rewinding(m, j);
     if (model_below(m, 2) == 0) {
         arena_scope s;
         m->op = "scope_end";
@@ -791,7 +807,7 @@ static void model_expire_all(model *m)
     size_t i;
     for (i = 0; i < m->nmarks; i++)
         model_bury(m, m->marks[i].m);
-    model_forget(m, 0);
+    model_forget(m, 0, true);
     m->nmarks = 0;
     m->size = m->over = 0;
     m->tail = -1;
@@ -860,7 +876,7 @@ static bool model_misuse_stale(model *m)
     if (!ARENA_CHECKED || m->nstale == 0)
         return false;
     k = model_below(m, m->nstale);
-    if (m->stores - m->stale[k].born >= MODEL_TAG_SPAN)
+    if (m->next_id - m->stale[k].id >= MODEL_TAG_SPAN)
         return false;
     m->op = "misuse: stale ref";
     MCHECK(m, arena_ref_ptr(m->a, m->stale[k].r) == NULL);

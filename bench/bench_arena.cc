@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "clients.h"
 #include "harness.h"
 #include "ingest.h"
 #include "workloads.h"
@@ -679,5 +680,6 @@ int main(int argc, char **argv)
     register_refs();
     register_ingest();
     register_threads_arena();
+    register_clients_arena();
     return run_main(argc, argv);
 }

@@ -1,8 +1,9 @@
 /*
  * libarena's rows of the request and scaling workloads (threads.h): the arena
  * cache (one arena per request), the shared arena (all threads storing into
- * one arena), and, for reference, one shared atomic bump pointer (what the
- * shared arena does not do).  Part of bench_arena.
+ * one arena), and, for reference, the limit proxy (a bump pointer per thread,
+ * batches ended together as the shared arena's are) and one shared atomic
+ * bump pointer (what the shared arena does not do).  Part of bench_arena.
  */
 #include <arena/thread.h>
 
@@ -64,22 +65,18 @@ bool cache_batches(arena_cache *c)
 }
 
 // Threads that store into one shared arena and end each batch together: the
-// arena is reset only when no thread allocates (a barrier, one reset, a
-// barrier), as its contract asks.
+// arena is reset only when no thread allocates (the last thread to reach the
+// end of the batch resets it while the others wait), as its contract asks.
 struct SharedBatches {
     arena_shared *s = arena_shared_create(0, 0, nullptr);
-    pthread_barrier_t barrier;
-    explicit SharedBatches(int threads) { pthread_barrier_init(&barrier, nullptr, unsigned(threads)); }
-    ~SharedBatches()
-    {
-        pthread_barrier_destroy(&barrier);
-        arena_shared_destroy(s);
-    }
+    BatchEnd batch_end;
+    explicit SharedBatches(int threads) : batch_end(threads) {}
+    ~SharedBatches() { arena_shared_destroy(s); }
+    SharedBatches(const SharedBatches &) = delete;
+    SharedBatches &operator=(const SharedBatches &) = delete;
     void end_batch()
     {
-        if (pthread_barrier_wait(&barrier) == PTHREAD_BARRIER_SERIAL_THREAD)
-            arena_shared_reset(s, SIZE_MAX);
-        pthread_barrier_wait(&barrier);
+        batch_end.wait([this] { arena_shared_reset(s, SIZE_MAX); });
     }
 };
 
@@ -103,12 +100,11 @@ bool shared_batches(SharedBatches &sh)
 struct AtomicBump {
     std::unique_ptr<char[]> buf;
     std::atomic<size_t> top{0};
-    pthread_barrier_t barrier;
-    explicit AtomicBump(int threads) : buf(new char[size_t(threads) * kBatch * kThreadValue])
+    BatchEnd batch_end;
+    explicit AtomicBump(int threads)
+        : buf(new char[size_t(threads) * kBatch * kThreadValue]), batch_end(threads)
     {
-        pthread_barrier_init(&barrier, nullptr, unsigned(threads));
     }
-    ~AtomicBump() { pthread_barrier_destroy(&barrier); }
 };
 
 bool atomic_batches(AtomicBump &ab)
@@ -118,9 +114,32 @@ bool atomic_batches(AtomicBump &ab)
             size_t at = ab.top.fetch_add(kThreadValue, std::memory_order_relaxed);
             touch(std::memcpy(ab.buf.get() + at, thread_source(), kThreadValue));
         }
-        if (pthread_barrier_wait(&ab.barrier) == PTHREAD_BARRIER_SERIAL_THREAD)
-            ab.top.store(0, std::memory_order_relaxed);
-        pthread_barrier_wait(&ab.barrier);
+        ab.batch_end.wait([&ab] { ab.top.store(0, std::memory_order_relaxed); });
+    }
+    return true;
+}
+
+// The limit proxy: each thread bumps through a buffer of its own (the least
+// work a batch can be stored with), and the batches end together as the
+// shared arena's do.  What it costs at 2 threads beyond 1 is the cost of
+// ending each batch together, which no allocator avoids.
+struct ProxyThreads {
+    std::unique_ptr<char[]> buf;
+    BatchEnd batch_end;
+    explicit ProxyThreads(int threads)
+        : buf(new char[size_t(threads) * kBatch * kThreadValue]), batch_end(threads)
+    {
+    }
+};
+
+bool proxy_batches(ProxyThreads &pt, int index)
+{
+    char *mine = pt.buf.get() + size_t(index) * kBatch * kThreadValue;
+    for (size_t b = 0; b < kThreadBatches; b++) {
+        Bump bump{mine, mine + kBatch * kThreadValue};
+        for (size_t i = 0; i < kBatch; i++)
+            touch(std::memcpy(bump.take(kThreadValue), thread_source(), kThreadValue));
+        pt.batch_end.wait([] {});
     }
     return true;
 }
@@ -134,6 +153,8 @@ void register_scaling()
         scaling_row(add, g + "arena_cache", t, [cache](int) { return cache_batches(cache.get()); });
         auto shared = std::make_shared<SharedBatches>(t);
         scaling_row(add, g + "arena_shared", t, [shared](int) { return shared_batches(*shared); });
+        auto proxy = std::make_shared<ProxyThreads>(t);
+        scaling_row(add, g + "proxy", t, [proxy](int i) { return proxy_batches(*proxy, i); });
         auto bump = std::make_shared<AtomicBump>(t);
         scaling_row(add, g + "atomic_bump", t, [bump](int) { return atomic_batches(*bump); });
     }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "clients.h"
 #include "harness.h"
 #include "ingest.h"
 #include "workloads.h"
@@ -220,6 +221,17 @@ void register_ingest()
     row("ingest/log/" + kName, -1, run_ingest<MallocStore>);
 }
 
+// The real clients on their default hooks, which call this process's malloc.
+void register_real_clients()
+{
+    ClientImpl im;
+    im.name = kName;
+#if BENCH_INSTALLED
+    im.make = [] { return std::unique_ptr<ClientAlloc>(new NoClientAlloc); };
+#endif
+    register_clients(im);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -238,5 +250,6 @@ int main(int argc, char **argv)
     register_tree();
     register_ingest();
     register_threads_malloc(kName, row);
+    register_real_clients();
     return run_main(argc, argv);
 }

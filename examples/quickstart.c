@@ -15,9 +15,7 @@ int main(void)
         if (!rows)
             return 1;
         for (int i = 0; i < 1000; i++) {
-            char name[32];
-            int n = snprintf(name, sizeof name, "user-%d-%d", batch, i);
-            rows[i].name = arena_strndup(&a, name, (size_t)n);
+            rows[i].name = arena_sprintf(&a, "user-%d-%d", batch, i); /* NULL: out of memory */
             rows[i].score = i;
         }
         printf("batch %d: %s .. %s, %zu bytes in %zu retained\n", batch, rows[0].name,

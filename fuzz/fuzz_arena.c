@@ -7,8 +7,8 @@
  *     and out of order (an end after an enclosing one's is reported);
  *   - arena caches (small max_arenas and max_retained), whose acquires,
  *     recycles, double, NULL and foreign recycles, counts and destroys are
- *     predicted exactly: which arena an acquire returns, its capacity, what
- *     is reported.
+ *     predicted: which arena an acquire returns, a bound on its capacity,
+ *     what is reported.
  * The model drives every scratch arena and every acquired arena too.
  *
  * A step checks the counters and the values it touched; every value, and
@@ -17,7 +17,7 @@
  * Two kinds of misuse are switched at compile time (1 by default, 0 leaves
  * them out): MODEL_UNORDERED_ENDS (tests/model.h), rewinds and scope and
  * scratch ends after an enclosing one's; FUZZ_RECYCLE_FREED, a second
- * recycle of an arena that its cache has already freed.
+ * recycle of an arena that its cache has already released.
  *
  * Build: cmake -DARENA_FUZZ=ON -DCMAKE_C_COMPILER=clang (see fuzz/CMakeLists.txt).
  */
@@ -96,6 +96,7 @@ typedef struct open_scratch {
     int which; /* the scratch arena, -1: none was given */
     long mark; /* its mark in that arena's model */
     bool dead; /* one that encloses it (begun before, same arena) has ended */
+    size_t died; /* the arena's model's rewinds then */
 } open_scratch;
 
 static arena *scratch_arena[ARENA_SCRATCH_COUNT]; /* this thread's, in the order handed out */
@@ -178,15 +179,16 @@ static void scratch_end(size_t k)
         return;
     }
     if (o.dead) {
-        arena_mark before = arena_save(m->a);
+        arena_mark before;
         int count = recorded_errors.count;
-        if (!MODEL_UNORDERED_ENDS)
+        /* (reported while the arena remembers the rewind that expired it) */
+        if (!MODEL_UNORDERED_ENDS || m->rewinds - o.died >= MODEL_REWINDS_REMEMBERED)
             return;
+        before = arena_save(m->a);
         m->op = "scratch_end after an enclosing one";
         arena_scratch_end(o.s);
         MCHECK(m, test_misuse_reported(count, ARENA_ERR_BAD_MARK));
         MCHECK(m, model_same_mark(arena_save(m->a), before));
-        m->uniform = 0; /* spares beyond 1 MiB are freed even so */
         return;
     }
     m->op = "scratch_end";
@@ -194,10 +196,13 @@ static void scratch_end(size_t k)
     arena_scratch_end(o.s);
     model_rewound(m, (size_t)o.mark);
     m->nmarks = (size_t)o.mark; /* ended: the model forgets the mark */
-    m->uniform = 0;
-    for (i = 0; i < nopen; i++)
-        if (opened[i].which == o.which && opened[i].mark > o.mark)
+    m->dropped = true;          /* spares beyond 1 MiB are freed */
+    for (i = 0; i < nopen; i++) {
+        if (opened[i].which == o.which && opened[i].mark > o.mark && !opened[i].dead) {
             opened[i].dead = true;
+            opened[i].died = m->rewinds;
+        }
+    }
     model_check_counters(m);
 }
 
@@ -236,26 +241,29 @@ static void end_scratch(void)
 /* ---- Arena caches ---------------------------------------------------------------- */
 
 #define CACHES 2
-#define HELD 4            /* arenas acquired at once */
-#define KNOWN 32          /* arenas the model follows */
-#define MAX_STORE HELD    /* a cache makes a fresh arena only when it has none to give */
+#define HELD 4         /* arenas acquired at once */
+#define KNOWN 32       /* arenas the model follows */
+#define MAX_STORE HELD /* a cache makes an arena only when it has none to give */
 
-enum { UNUSED, ACQUIRED, PARKED, STACKED, FREED };
+enum { UNUSED, ACQUIRED, PARKED, STACKED, RELEASED };
 
 /* An arena a cache made, as the model knows it. */
 typedef struct known {
     arena *a;
     int cache;
     int state;
-    size_t retained; /* its capacity at the next acquire */
+    size_t retained; /* at most this at the next acquire */
 } known;
 
 typedef struct cache_model {
     arena_cache *c;
-    size_t budget, max_arenas, max_retained;
+    size_t budget, max_arenas;
+    size_t limit;            /* max_retained when it bounds what a recycle keeps */
     bool tb;                 /* its backing is tb_cache (else malloc) */
     known *store[MAX_STORE]; /* the shared store, oldest first */
     size_t nstore;
+    known *spare[KNOWN];     /* released arenas' structs, oldest first */
+    size_t nspare;
 } cache_model;
 
 static test_backing tb_cache;
@@ -267,7 +275,8 @@ static known *slot;       /* the arena waiting in this thread's slot */
 
 static arena *held_arena(size_t k) { return held[k] ? held[k]->a : NULL; }
 
-/* Into the cache's store, or freed when the store is full. */
+/* Into the cache's store, or released (its struct kept for a later acquire)
+ * when the store is full. */
 static void store_push(cache_model *cm, known *k)
 {
     if (cm->nstore < cm->max_arenas) {
@@ -275,15 +284,17 @@ static void store_push(cache_model *cm, known *k)
         k->state = STACKED;
         cm->store[cm->nstore++] = k;
     } else {
-        k->state = FREED;
+        k->state = RELEASED;
+        k->retained = 0;
+        cm->spare[cm->nspare++] = k;
     }
 }
 
 static void cache_create(int i)
 {
     static const size_t chunk_bytes[] = {0, 256, 1000, 4096};
-    /* Stores that fill up (recycled arenas are then freed), and the default
-     * (64), which never does here. */
+    /* Stores that fill up (recycled arenas are then released), and the
+     * default (64), which never does here. */
     static const size_t max_arenas[] = {0, 1, 1, 2};
     cache_model *cm = &caches[i];
     arena_allocator al;
@@ -295,20 +306,20 @@ static void cache_create(int i)
     cfg.max_arenas = max_arenas[below(4)];
     cm->budget = cfg.chunk_bytes ? cfg.chunk_bytes : ARENA_DEFAULT_CHUNK;
     switch (below(5)) {
-    case 0: cfg.max_retained = 0; break; /* the default: 16 chunks */
-    case 1: cfg.max_retained = 1; break; /* none */
+    case 0: cfg.max_retained = 0; break; /* no bound: the reset policy's */
+    case 1: cfg.max_retained = 1; break; /* no chunk */
     case 2: cfg.max_retained = cm->budget; break;
     case 3: cfg.max_retained = 2 * cm->budget + 1; break;
-    default: cfg.max_retained = SIZE_MAX; break;
+    default: cfg.max_retained = SIZE_MAX; break; /* no bound */
     }
-    cm->max_retained = cfg.max_retained ? cfg.max_retained : 16 * cm->budget;
+    cm->limit = cfg.max_retained ? cfg.max_retained : SIZE_MAX;
     cm->max_arenas = cfg.max_arenas ? cfg.max_arenas : 64;
     cm->tb = below(4) != 0;
     if (cm->tb) {
         al = tb_use(&tb_cache);
         cfg.backing = &al;
     }
-    cm->nstore = 0;
+    cm->nstore = cm->nspare = 0;
     cm->c = arena_cache_create(&cfg);
     if (!cm->c)
         TEST_CHECK(cm->tb && tb_cache.failed > failed);
@@ -325,7 +336,7 @@ static void cache_destroy(int i)
     }
     arena_cache_destroy(caches[i].c);
     caches[i].c = NULL;
-    caches[i].nstore = 0;
+    caches[i].nstore = caches[i].nspare = 0;
     if (slot && slot->cache == i)
         slot = NULL;
     for (k = 0; k < KNOWN; k++)
@@ -333,42 +344,35 @@ static void cache_destroy(int i)
             arenas[k].state = UNUSED;
 }
 
-/* A record for a fresh arena at `a`: the freed one it reuses, if any, else
- * an unused one. */
-static known *record_fresh(arena *a)
+static known *unused_record(void)
 {
-    known *k = NULL;
     size_t n;
-    for (n = 0; n < KNOWN; n++) {
-        if (arenas[n].state != UNUSED && arenas[n].a == a) {
-            TEST_CHECK(arenas[n].state == FREED); /* not one alive */
+    for (n = 0; n < KNOWN; n++)
+        if (arenas[n].state == UNUSED)
             return &arenas[n];
-        }
-        if (arenas[n].state == UNUSED && !k)
-            k = &arenas[n];
-    }
-    TEST_CHECK(k != NULL);
-    return k;
+    return NULL;
 }
 
+/* An arena for a request: the one in this thread's slot, else the store's
+ * newest, else the newest released struct, else a fresh one. */
 static void cache_acquire(int i)
 {
     cache_model *cm = &caches[i];
     known *want = NULL, *k;
-    size_t h, n, room = 0, failed = tb_cache.failed;
+    size_t h, n, failed = tb_cache.failed;
     arena *a;
 
     for (h = 0; h < HELD && held[h]; h++)
         ;
-    for (n = 0; n < KNOWN; n++)
-        room += arenas[n].state == UNUSED;
-    if (h == HELD || room == 0)
+    if (h == HELD || !unused_record())
         return;
     if (slot && slot->cache == i) {
         want = slot;
         slot = NULL;
     } else if (cm->nstore) {
         want = cm->store[--cm->nstore];
+    } else if (cm->nspare) {
+        want = cm->spare[--cm->nspare];
     }
     a = arena_cache_acquire(cm->c);
     if (want) {
@@ -378,7 +382,9 @@ static void cache_acquire(int i)
         TEST_CHECK(cm->tb && tb_cache.failed > failed);
         return;
     } else {
-        k = record_fresh(a);
+        for (n = 0; n < KNOWN; n++) /* not one the model knows */
+            TEST_CHECK(arenas[n].state == UNUSED || arenas[n].a != a);
+        k = unused_record();
         k->a = a;
         k->cache = i;
         k->retained = 0;
@@ -386,25 +392,24 @@ static void cache_acquire(int i)
     k->state = ACQUIRED;
     held[h] = k;
     TEST_CHECK(arena_size(a) == 0);
-    TEST_CHECK(arena_retained(a) == k->retained);
+    TEST_CHECK(arena_retained(a) <= k->retained);
     start_side(&hm[h], a, cm->budget, cm->tb ? &tb_cache : NULL);
 }
 
-/* The arena held as hm[h] goes back to its cache: reset to max_retained,
- * then into this thread's slot, else the store, else freed. */
+/* The arena held as hm[h] goes back to its cache: reset under the limit,
+ * then into this thread's slot, else the store, else released. */
 static void cache_recycle(size_t h)
 {
     known *k = held[h];
     cache_model *cm = &caches[k->cache];
     model *m = &hm[h];
-    size_t uniform, keep;
+    size_t before;
 
     model_finish(m);
-    uniform = (arena_retained(m->a) - m->over) / cm->budget;
-    keep = cm->max_retained / cm->budget;
+    before = arena_retained(m->a);
     m->op = "recycle";
     arena_cache_recycle(cm->c, k->a);
-    k->retained = (uniform < keep ? uniform : keep) * cm->budget;
+    k->retained = before < cm->limit ? before : cm->limit; /* a reset keeps, never adds */
     held[h] = NULL;
     /* A slot that holds another cache's arena gives it back to its store. */
     if (slot && slot->cache != k->cache) {
@@ -434,24 +439,26 @@ static known *pick_known(void)
     return &arenas[n];
 }
 
-/* Misuse: NULL, an arena already recycled (even one its cache has freed),
- * an arena of another cache.  Reported, and nothing happens. */
+/* Misuse: NULL, an arena already recycled (wherever the cache has put it,
+ * released included), an arena of another cache or of none.  Reported, and
+ * nothing happens. */
 static void cache_misuse(int i)
 {
     cache_model *cm = &caches[i];
     int count = recorded_errors.count;
+    unsigned kind = (unsigned)below(4);
     known *k;
 
-    if (below(3) == 0) {
+    if (kind == 0) {
         arena_cache_recycle(cm->c, NULL);
         TEST_CHECK(test_misuse_reported(count, ARENA_ERR_NULL_FREE));
         return;
     }
     k = pick_known();
-    if (!k || (k->state == FREED && !FUZZ_RECYCLE_FREED))
+    if (!k || (k->state == RELEASED && !FUZZ_RECYCLE_FREED))
         return;
-    if (k->cache != i) {
-        arena_cache_recycle(cm->c, k->a);
+    if (kind == 1 || k->cache != i) {
+        arena_cache_recycle(kind == 1 ? NULL : cm->c, k->a);
         TEST_CHECK(test_misuse_reported(count, ARENA_ERR_FOREIGN_POINTER));
     } else if (k->state != ACQUIRED) {
         arena_cache_recycle(cm->c, k->a);

@@ -1,16 +1,28 @@
 #!/bin/sh
 # Installs the Debian packages a task needs.  As root it runs apt-get; as
 # anyone else it prints the exact command and fails.
-#   scripts/deps.sh test    build + unit tests (cmocka, pkg-config)
+#   scripts/deps.sh test    build + unit tests (cmocka, pkg-config, the libraries of
+#                           the adapter tests: cJSON, Lua 5.4, zlib, expat, protobuf-c)
 #   scripts/deps.sh ci      everything .ci/run uses
 #   scripts/deps.sh bench   the benchmark suite and its peers
+#   scripts/deps.sh cross   scripts/ci-cross.sh: qemu-user, musl, mingw-w64, wine, and
+#                           the parts of the cross compilers that do not conflict with
+#                           gcc-multilib (ci-cross.sh fetches the rest itself)
 set -eu
 
-pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev"
+pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev \
+libcjson-dev liblua5.4-dev zlib1g-dev libexpat1-dev libprotobuf-c-dev protobuf-c-compiler"
 pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy gcc-multilib g++-multilib \
 libcmocka-dev:i386"
+pkgs_cross="cmake make pkg-config clang dpkg-dev valgrind protobuf-c-compiler qemu-user musl-tools \
+gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix wine64"
+for a in aarch64-linux-gnu:arm64 s390x-linux-gnu:s390x arm-linux-gnueabihf:armhf; do
+    pkgs_cross="$pkgs_cross binutils-${a%:*} cpp-12-${a%:*} libgcc-12-dev-${a#*:}-cross \
+libstdc++-12-dev-${a#*:}-cross libc6-dev-${a#*:}-cross"
+done
 pkgs_bench="$pkgs_test python3 libbenchmark-dev libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev \
-libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox"
+libtalloc-dev libapr1-dev libglib2.0-dev libboost-dev gnuplot-nox \
+libcjson-dev liblua5.4-dev libprotobuf-c-dev protobuf-c-compiler libexpat1-dev"
 
 want=""
 for profile in "${@:-test}"; do
@@ -18,7 +30,8 @@ for profile in "${@:-test}"; do
         test) want="$want $pkgs_test" ;;
         ci) want="$want $pkgs_ci" ;;
         bench) want="$want $pkgs_bench" ;;
-        *) echo "deps.sh: unknown profile '$profile' (test, ci, bench)" >&2; exit 2 ;;
+        cross) want="$want $pkgs_cross" ;;
+        *) echo "deps.sh: unknown profile '$profile' (test, ci, bench, cross)" >&2; exit 2 ;;
     esac
 done
 
@@ -44,6 +57,8 @@ fi
 echo "deps.sh: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
 case "$missing" in *:i386*) dpkg --add-architecture i386 ;; esac
-apt-get update -qq
+# A mirror in mid-sync fails one architecture's index now and then: go on
+# with the lists that did arrive, and let the install say what is missing.
+apt-get update -qq || apt-get update -qq || echo "deps.sh: apt-get update had errors; installing from the lists at hand" >&2
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing

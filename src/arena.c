@@ -11,17 +11,31 @@
  * (chunk index, offset) resolves in O(1).  The array is split in two:
  *
  *     [0, nused)        chunks holding values of this batch, in the order they
- *                       were first used: uniform chunks (capacity = budget),
+ *                       were first used: regular chunks (the budget's
+ *                       capacity, or a kept chunk of up to twice it),
  *                       oversized chunks (one value each) and the caller's
  *                       buffer (always index 0 when there is one);
- *     [nused, nchunks)  spare uniform chunks, kept by a reset or rewind.
+ *     [nused, nchunks)  spares, kept by a reset or rewind: the chunks used
+ *                       last come first, those unused longest come last.
  *
- * A new chunk is always placed at index `nused` (a spare standing there moves
- * to the end), so everything stored after a mark lives at indices >= the
- * mark's nused.  Rewinding frees the oversized chunks in [mark.nused, nused)
- * and turns the uniform ones into spares; reset is a rewind to nothing that
- * reopens chunk 0.  Entries below a mark's nused never move while the mark is
- * valid, so live refs stay valid.
+ * A chunk taken into use is always placed at index `nused` (the spare
+ * standing there moves to where it was), so everything stored after a mark
+ * lives at indices >= the mark's nused.  Rewinding turns the chunks in
+ * [mark.nused, nused) into spares; reset is a rewind to nothing that reopens
+ * a regular chunk as chunk 0.  Entries below a mark's nused never move while
+ * the mark is valid, so live refs stay valid.
+ *
+ * Growth and retention.  A value that does not fit the current chunk takes
+ * the spare at `nused` when it suits (holds it, and is at most twice what a
+ * new chunk for it would be), else the smallest spare that suits, else a new
+ * chunk: the budget for a value that fits one, its own size for a larger
+ * one.  A batch of the same shape as the last one thus meets, at each step,
+ * the chunk the last one used there: no backing call and no page fault once
+ * warm, whatever the sizes.  A new oversized chunk frees the largest spare
+ * that a rewind of the batch left too small for it (free_outgrown()), so
+ * that scopes of a growing value do not hoard chunks.  A reset keeps the
+ * chunks that recent batches used, within a bound that follows their demand
+ * (retention_target()), and frees the rest, those unused longest first.
  *
  * The index lives in the arena struct (`first`) while it has one slot, so a
  * one-chunk arena, and a caller-buffer arena, costs no bookkeeping allocation.
@@ -29,7 +43,9 @@
  * needs it is allocated: a failure at either step leaves the arena as it was.
  *
  * Costs: the inline path is O(1) with no call; a new chunk costs one backing
- * allocation (two when the index doubles); reset and rewind are O(chunks).
+ * allocation (two when the index doubles); taking a spare is O(1) when it is
+ * the one the last batch used at that step, O(spares) otherwise; reset and
+ * rewind are O(chunks).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -60,24 +76,22 @@ enum {
  * fills them with ARENA__CLOBBER and verifies them at reset and rewind.
  *
  * The header (checked build) holds the value's size and a tag drawn from a
- * per-arena serial; a ref carries the same tag in bits its fields cannot use,
- * so resolving a ref whose value has expired (and maybe been overwritten) is
- * detected in O(1).
+ * per-arena serial; a ref carries the same tag in bits its fields cannot use
+ * (see make_ref()), so resolving a ref whose value has expired (and maybe
+ * been overwritten) is detected in O(1).
  *
- * A guard is cut short at the end of a uniform chunk, so values still fill a
- * chunk exactly.  In the checked build every chunk the arena allocates has
- * EXTRA bytes (a header) on top of its capacity, so that a value that fits
- * the budget still fits a fresh chunk, and an oversized chunk has room for
- * its value's guard too (extra_for()); arena_retained() reports capacities
- * exactly as documented.
+ * A guard is cut short at the end of a chunk of the budget's size, so values
+ * still fill such a chunk exactly.  In the checked build every chunk the
+ * arena allocates has EXTRA bytes (a header) on top of its capacity, so that
+ * a value that fits the budget still fits a fresh chunk, and an oversized
+ * chunk has room for its value's guard too (extra_for()); arena_retained()
+ * reports capacities exactly as documented.
  * None of this exists in a plain build: instrumented() is a constant 0 there
  * (Valgrind aside, which is decided once at load).
  */
 #define GRANULE ((size_t)8)
 #define HDR_MAGIC 0x5A6C0000u /* top bits of a header's first word */
-#define TAG_BITS 13u          /* 1 spare bit of len + CHUNK_TAG_BITS of chunk */
-#define CHUNK_TAG_BITS 12u
-#define CHUNK_LIMIT ((uint32_t)1 << (32u - CHUNK_TAG_BITS)) /* chunks a checked ref can name */
+#define TAG_BITS 12u          /* of a value's tag, in its header (see make_ref()) */
 
 struct header {
     uint32_t word;  /* HDR_MAGIC | tag */
@@ -140,8 +154,10 @@ static size_t budget(const arena *a) { return a->budget ? a->budget : ARENA_DEFA
 
 /* Overhead a chunk allocated by this arena carries beyond its capacity
  * `cap`: a header's worth (checked build), and for an oversized chunk a
- * granule of guard after its one value too (a uniform chunk's last value may
- * end at the chunk's end: values fill it exactly, as without guards). */
+ * granule of guard after its value too (the last value of a chunk of the
+ * budget's size may end at the chunk's end: values fill it exactly, as
+ * without guards).  The kind of a chunk shows in its capacity, so a kept
+ * chunk of either kind may serve a value of the other. */
 static size_t extra_for(const arena *a, size_t cap)
 {
     if (!instrumented())
@@ -159,9 +175,13 @@ static size_t usable(const arena *a, const struct arena__chunk *c)
     return cap > budget(a) ? cap - 2 * GRANULE : cap;
 }
 
-static bool is_oversized(const arena *a, const struct arena__chunk *c)
+/* The largest capacity a chunk may have to serve as a current chunk (one
+ * that small values are bumped through): twice the budget, so that a kept
+ * chunk a little larger than the budget is not wasted, and at most
+ * ARENA_REF_MAX, so that an inline ref's offset fits its field. */
+static size_t regular_max(const arena *a)
 {
-    return c->base != a->buf && usable(a, c) > budget(a);
+    return budget(a) > ARENA_REF_MAX / 2 ? ARENA_REF_MAX : 2 * budget(a);
 }
 
 /* ---- Checked build: headers, tags, clobbering, sentinels ------------------------------ */
@@ -506,33 +526,31 @@ static bool index_reserve(arena *a)
     return true;
 }
 
-/* Allocates a chunk of `cap` bytes and records it at index nused (a spare
- * there moves to the end).  Returns its index, or UINT32_MAX (arena unchanged).
- * No object can exceed PTRDIFF_MAX bytes, so such a chunk is refused before
- * the backing sees it (a sanitizer or Valgrind would flag the request). */
+static uint32_t take_spare(arena *a, uint32_t i);
+
+/* Allocates a chunk of `cap` bytes and takes it into use at index nused (see
+ * take_spare()).  Returns its index, or UINT32_MAX (arena unchanged).
+ * The index has at most 2^31 slots (index_reserve()), so an index is below
+ * 2^31 (which refs rely on: see make_ref()).  No object can exceed
+ * PTRDIFF_MAX bytes, so such a chunk is refused before the backing sees it
+ * (a sanitizer or Valgrind would flag the request). */
 static uint32_t add_chunk(arena *a, size_t cap)
 {
-    uint32_t at = a->nused;
-    uint32_t limit = ARENA_CHECKED ? CHUNK_LIMIT - 1 : UINT32_MAX;
     size_t extra = extra_for(a, cap);
     char *base;
 
-    if ((a->flags & FIXED) || a->nchunks >= limit || cap > (size_t)PTRDIFF_MAX - extra ||
-        !index_reserve(a))
+    if ((a->flags & FIXED) || cap > (size_t)PTRDIFF_MAX - extra || !index_reserve(a))
         return UINT32_MAX;
     base = (char *)back_alloc(a, cap + extra);
     if (!base)
         return UINT32_MAX;
     if (instrumented())
         fresh_chunk(base, cap + extra);
-    if (at < a->nchunks)
-        a->chunks[a->nchunks] = a->chunks[at];
-    a->chunks[at].base = base;
-    a->chunks[at].cap = cap + extra;
+    a->chunks[a->nchunks].base = base;
+    a->chunks[a->nchunks].cap = cap + extra;
     a->nchunks++;
-    a->nused++;
     a->retained += cap;
-    return at;
+    return take_spare(a, a->nchunks - 1);
 }
 
 /* Hands a chunk the arena allocated back to the backing allocator. */
@@ -543,25 +561,138 @@ static void free_chunk(arena *a, struct arena__chunk c)
     back_free(a, c.base, c.cap);
 }
 
-/* Forgets the chunks at [from, nused): oversized ones are freed, uniform ones
- * join the spares (in their order).  Sets nused = from. */
+/* Forgets the chunks at [from, nused): they become the first spares, in
+ * their order.  Sets nused = from. */
 static void drop_chunks_from(arena *a, uint32_t from)
 {
-    uint32_t i, keep = from;
+    uint32_t i;
 
-    for (i = from; i < a->nchunks; i++) {
-        struct arena__chunk c = a->chunks[i];
-        if (i < a->nused)
-            expire(a, i, c.base);
-        if (i < a->nused && is_oversized(a, &c)) {
-            a->retained -= usable(a, &c);
-            free_chunk(a, c);
-            continue;
-        }
-        a->chunks[keep++] = c;
-    }
-    a->nchunks = keep;
+    for (i = from; i < a->nused; i++)
+        expire(a, i, a->chunks[i].base);
     a->nused = from;
+}
+
+/* ---- Spares ------------------------------------------------------------------------- */
+
+/* The smallest spare that suits a value needing `need` bytes of a fresh
+ * chunk (a capacity from `need` to `most`); UINT32_MAX when none does. */
+static uint32_t find_spare(const arena *a, size_t need, size_t most)
+{
+    size_t least = need > budget(a) ? need : budget(a), best_cap = SIZE_MAX;
+    uint32_t i, best = UINT32_MAX;
+
+    for (i = a->nused; i < a->nchunks; i++) {
+        size_t cap = usable(a, &a->chunks[i]);
+        if (cap < need || cap > most || cap >= best_cap)
+            continue;
+        best = i;
+        best_cap = cap;
+        if (cap == least) /* no chunk can suit better */
+            break;
+    }
+    return best;
+}
+
+static void swap_chunks(arena *a, uint32_t i, uint32_t j)
+{
+    struct arena__chunk c = a->chunks[i];
+    a->chunks[i] = a->chunks[j];
+    a->chunks[j] = c;
+}
+
+/* The index is kept in order of last use, by batch: [0, ntouched) holds
+ * the chunks used since the batch began (in use or not), [0, nrun) those
+ * used by the batches since the retention target was last set, [0, nwin)
+ * those used by the batches the target covers (see retention_target()).
+ * Moves chunk i (>= ntouched: not used yet this batch) to index ntouched,
+ * the chunks between shifting up one place, so that each of the three is
+ * still a prefix.  O(1) when i == ntouched, as when a batch repeats the
+ * last one. */
+static void touch(arena *a, uint32_t i)
+{
+    if (i != a->ntouched) {
+        struct arena__chunk c = a->chunks[i];
+        memmove(&a->chunks[a->ntouched + 1], &a->chunks[a->ntouched],
+                (i - a->ntouched) * sizeof c);
+        a->chunks[a->ntouched] = c;
+    }
+    a->ntouched++;
+    if (i >= a->nrun)
+        a->nrun++;
+    if (i >= a->nwin)
+        a->nwin++;
+}
+
+/* Takes spare `i` into use at index nused (the spare there moves to where
+ * it was), and returns that index. */
+static uint32_t take_spare(arena *a, uint32_t i)
+{
+    if (i >= a->ntouched) {
+        touch(a, i);
+        i = a->ntouched - 1;
+    }
+    if (i != a->nused)
+        swap_chunks(a, i, a->nused);
+    return a->nused++;
+}
+
+/* Takes into use the spare that serves a value needing `need` bytes of a
+ * fresh chunk, whose capacity must not exceed `most`: the one at nused if it
+ * suits (in a batch shaped like the last one, the chunk the last one used at
+ * this step: two comparisons), else the smallest that suits.  Returns its
+ * index, UINT32_MAX when none suits. */
+static uint32_t use_spare(arena *a, size_t need, size_t most)
+{
+    uint32_t i = a->nused;
+    size_t cap;
+
+    if (i >= a->nchunks)
+        return UINT32_MAX;
+    cap = usable(a, &a->chunks[i]);
+    if (cap < need || cap > most) {
+        i = find_spare(a, need, most);
+        if (i == UINT32_MAX)
+            return i;
+    }
+    return take_spare(a, i);
+}
+
+/* Forgets the entry at index i (>= nused) of a chunk being freed. */
+static void forget_spare(arena *a, uint32_t i)
+{
+    memmove(&a->chunks[i], &a->chunks[i + 1], (a->nchunks - i - 1) * sizeof *a->chunks);
+    a->nchunks--;
+    a->ntouched -= i < a->ntouched;
+    a->nrun -= i < a->nrun;
+    a->nwin -= i < a->nwin;
+}
+
+/* After a new chunk of `cap` bytes for an oversized value: the largest spare
+ * that a rewind of this batch left, smaller than it and too large to serve
+ * as a regular chunk, goes back to the backing, so that scopes of a value
+ * growing from one to the next leave one chunk behind, not one per size (a
+ * batch that never ends has no reset to bound it).  Spares of earlier
+ * batches are left to the retention policy: the workload may still need
+ * them.  Spares keep their order. */
+static void free_outgrown(arena *a, size_t cap)
+{
+    size_t most = 0;
+    uint32_t i, worst = UINT32_MAX;
+    struct arena__chunk c;
+
+    for (i = a->nused; i < a->ntouched; i++) {
+        size_t u = usable(a, &a->chunks[i]);
+        if (u < cap && u > regular_max(a) && u > most) {
+            most = u;
+            worst = i;
+        }
+    }
+    if (worst == UINT32_MAX)
+        return;
+    c = a->chunks[worst];
+    forget_spare(a, worst);
+    a->retained -= most;
+    free_chunk(a, c);
 }
 
 /* ---- Placing values -------------------------------------------------------------------- */
@@ -607,17 +738,20 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
     need = size + worst;
 
     if (need > budget(a)) {
-        i = add_chunk(a, need);
-        if (i == UINT32_MAX)
-            return NULL;
+        i = use_spare(a, need, need > SIZE_MAX / 2 ? SIZE_MAX : 2 * need);
+        if (i == UINT32_MAX) {
+            i = add_chunk(a, need);
+            if (i == UINT32_MAX)
+                return NULL;
+            free_outgrown(a, need);
+        }
         p = align_ptr(a->chunks[i].base + HDR, align);
         *chunk = i;
         goto placed;
     }
 
-    if (a->nused < a->nchunks && usable(a, &a->chunks[a->nused]) >= need) {
-        i = a->nused++;
-    } else {
+    i = use_spare(a, need, regular_max(a));
+    if (i == UINT32_MAX) {
         i = add_chunk(a, budget(a));
         if (i == UINT32_MAX)
             return NULL;
@@ -719,6 +853,72 @@ static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
     }
 }
 
+/* Checked build: the size of the live value that starts at `p`, from its
+ * header, in *size; false when p is not the start of one (in no chunk in
+ * use, off a granule, at or past the position, or without a header).  The
+ * chunk is found before anything is loaded: the current one first (where
+ * grown values mostly are), then the others, newest first. */
+static bool live_value_size(const arena *a, const char *p, uint64_t *size)
+{
+    const struct arena__chunk *c = NULL;
+    const char *end = NULL;
+    uint32_t i, tag;
+
+    /* (Compared as integers: p may point anywhere.) */
+    if (a->lim && (uintptr_t)p - (uintptr_t)a->chunks[a->cur].base <
+                      (uintptr_t)a->lim - (uintptr_t)a->chunks[a->cur].base) {
+        c = &a->chunks[a->cur];
+        end = cursor(a);
+    }
+    for (i = a->nused; !c && i-- > 0;) {
+        if ((uintptr_t)p - (uintptr_t)a->chunks[i].base < a->chunks[i].cap) {
+            c = &a->chunks[i];
+            end = c->base + c->cap;
+        }
+    }
+    /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
+    if (!c || (size_t)(p - c->base) < HDR || ((uintptr_t)p & (GRANULE - 1)) || p >= end)
+        return false;
+    return header_load(p - HDR, &tag, size) && *size <= (size_t)(end - p);
+}
+
+/* Reports the misuse of arena_grow() that can be seen: an old size that
+ * reaches past the position, when `p` lies in the current chunk before it
+ * (no live value does); in the checked build, a `p` that is not the start
+ * of a live value, or an old size above the value's size.  Nothing is read
+ * when old_size is 0, so nothing is checked then. */
+static bool grow_misused(const arena *a, const char *p, size_t old_size)
+{
+    const char *pos;
+    uint64_t n;
+
+    if (old_size == 0)
+        return false;
+    if (ARENA_CHECKED) {
+        if (!live_value_size(a, p, &n))
+            return arena__report(ARENA_ERR_FOREIGN_POINTER,
+                                 "arena_grow: %p is not the start of a live value of arena %p",
+                                 (const void *)p, (const void *)a),
+                   true;
+        if (old_size > n)
+            return arena__report(ARENA_ERR_BAD_SIZE,
+                                 "arena_grow: old size %zu exceeds the %llu-byte value at %p "
+                                 "(arena %p)",
+                                 old_size, (unsigned long long)n, (const void *)p,
+                                 (const void *)a),
+                   true;
+        return false;
+    }
+    pos = cursor(a);
+    if (a->lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
+        return arena__report(ARENA_ERR_BAD_SIZE,
+                             "arena_grow: old size %zu of the value at %p reaches past the end "
+                             "of what arena %p holds (%zu bytes from it)",
+                             old_size, (const void *)p, (const void *)a, (size_t)(pos - p)),
+               true;
+    return false;
+}
+
 void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
 {
     char *p = (char *)ptr;
@@ -727,6 +927,9 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
     char *q;
     bool last;
 
+    /* Reported before sync(): the arena's bytes stay as they were. */
+    if (p && grow_misused(a, p, old_size))
+        return NULL;
     sync(a);
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
@@ -751,8 +954,23 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
 
 /* ---- Refs ------------------------------------------------------------------------------- */
 
-/* The checked build carries the value's tag in the spare top bit of len and
- * the top CHUNK_TAG_BITS of chunk (see CHUNK_LIMIT). */
+/* The checked build carries the value's tag in bits of the ref that its
+ * fields cannot use, without limiting what the ref can name: bit 0 in the
+ * top bit of len (a length is <= ARENA_REF_MAX), and, while the chunk index
+ * is below SHORT_INDEX (arenas of up to a million chunks), the other 11 in
+ * the chunk field, whose top bit then says so:
+ *
+ *     chunk = 1 | tag bits 1-11 | index (20 bits)     index < 2^20: 12 tag bits
+ *     chunk = 0 | index (31 bits)                     index >= 2^20: 1 tag bit
+ *
+ * An index is below 2^31 (add_chunk()), so every chunk has a name, and a
+ * ref into one of the first 2^20 chunks is always in the short form.  The
+ * long form degrades the detection of a ref to a value overwritten at the
+ * same offset (the bounds and the header are still checked), never the
+ * arena's capacity. */
+#define SHORT_INDEX ((uint32_t)1 << 20)
+#define SHORT_FORM 0x80000000u
+
 static arena_ref make_ref(const arena *a, const char *p, uint32_t chunk, size_t len)
 {
     arena_ref r;
@@ -762,7 +980,8 @@ static arena_ref make_ref(const arena *a, const char *p, uint32_t chunk, size_t 
     if (ARENA_CHECKED) {
         uint32_t tag = (a->flags >> 8) & ((1u << TAG_BITS) - 1);
         r.len |= (tag & 1u) << 31;
-        r.chunk |= (tag >> 1) << (32u - CHUNK_TAG_BITS);
+        if (chunk < SHORT_INDEX)
+            r.chunk = SHORT_FORM | (tag >> 1) << 20 | chunk;
     }
     return r;
 }
@@ -772,14 +991,15 @@ arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t al
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
     char *p;
-    sync(a);
 
+    /* Misuse is reported before sync(): the arena's bytes stay as they were. */
     if (size > ARENA_REF_MAX) {
         arena__report(ARENA_ERR_REF_TOO_LARGE,
                       "arena_ref_copy: a value of %zu bytes at %p exceeds ARENA_REF_MAX (%zu)",
                       size, src, (size_t)ARENA_REF_MAX);
         return r;
     }
+    sync(a);
     if (align == 0)
         align = ARENA_ALIGN;
     /* An offset must fit 32 bits: the padding of an oversized value is < align. */
@@ -797,7 +1017,6 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
     arena_ref r = {0, 0, 0};
     uint32_t chunk;
     char *p;
-    sync(a);
 
     if (len >= ARENA_REF_MAX) {
         arena__report(ARENA_ERR_REF_TOO_LARGE,
@@ -805,6 +1024,7 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
                       len, (const void *)s, (size_t)ARENA_REF_MAX);
         return r;
     }
+    sync(a);
     if (len == 0)
         return r;
     p = place(a, len + 1, 1, &chunk);
@@ -816,9 +1036,12 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
 }
 
 /* True when the ref's value (of its chunk, offset and length) is inside
- * the part of the arena that holds live values, and (checked build) the
- * header before it carries the ref's tag and a size that matches. */
-static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len, uint32_t tag)
+ * the part of the arena that holds live values, and (checked build) starts
+ * on a granule after a header whose tag matches the ref's bits of it (under
+ * `mask`) and whose size matches.  Everything is checked before the header
+ * is loaded: a garbage ref causes no misaligned or out-of-chunk read. */
+static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len, uint32_t tag,
+                     uint32_t mask)
 {
     const struct arena__chunk *c;
     uint32_t htag;
@@ -835,27 +1058,35 @@ static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len,
         return true;
     /* A string's header counts its NUL (and a grown value's, more). */
     /* cppcheck-suppress unsignedPositive ; HDR is 0 only where this never runs */
-    return off >= HDR && header_load(c->base + off - HDR, &htag, &n) && htag == tag &&
+    return off >= HDR && (off & (GRANULE - 1)) == 0 &&
+           header_load(c->base + off - HDR, &htag, &n) && ((htag ^ tag) & mask) == 0 &&
            n >= len;
 }
 
 void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 {
     uint32_t len = r.len & (uint32_t)INT32_MAX;
-    uint32_t chunk = r.chunk, tag = 0;
+    uint32_t chunk = r.chunk, tag = 0, mask = 0;
 
     if (len == 0)
         return NULL;
     if (ARENA_CHECKED) {
-        chunk &= CHUNK_LIMIT - 1;
-        tag = (r.len >> 31) | ((r.chunk >> (32u - CHUNK_TAG_BITS)) << 1);
+        tag = r.len >> 31;
+        mask = 1;
+        if (r.chunk & SHORT_FORM) {
+            chunk = r.chunk & (SHORT_INDEX - 1);
+            tag |= (r.chunk & ~SHORT_FORM) >> 20 << 1;
+            mask = (1u << TAG_BITS) - 1;
+        } else if (chunk < SHORT_INDEX) {
+            chunk = UINT32_MAX; /* make_ref() writes no such ref */
+        }
     }
-    if (!ref_live(a, chunk, r.off, len, tag)) {
+    if (!ref_live(a, chunk, r.off, len, tag, mask)) {
         arena__report(ARENA_ERR_STALE_REF,
-                      "arena_ref_ptr: ref {chunk %u, off %u, len %u} does not describe a live "
-                      "value of arena %p (expired by a reset, release or rewind, or from "
-                      "another arena)",
-                      (unsigned)chunk, (unsigned)r.off, (unsigned)len, (const void *)a);
+                      "arena_ref_ptr: ref {chunk %#x, off %u, len %#x} does not describe a "
+                      "live value of arena %p (expired by a reset, release or rewind, from "
+                      "another arena, or not a ref)",
+                      (unsigned)r.chunk, (unsigned)r.off, (unsigned)r.len, (const void *)a);
         return NULL;
     }
     return a->chunks[chunk].base + r.off;
@@ -889,6 +1120,7 @@ static void attach_buffer(arena *a, size_t cap)
     a->first.cap = cap;
     a->nchunks = a->nused = 1;
     a->retained = cap;
+    a->ntouched = a->nrun = a->nwin = 1;
     enter_chunk(a, 0, a->buf);
 }
 
@@ -930,8 +1162,10 @@ void arena__release_slow(arena *a)
     a->chunks = NULL;
     a->ncap = a->nchunks = a->nused = 0;
     a->retained = 0;
+    a->peak = a->runner = 0;
+    a->ntouched = a->nrun = a->nwin = a->age = 0;
     a->size = 0;
-    a->epoch++;
+    a->expired = a->saves;
     leave_chunks(a);
     if (a->buf) {
         /* The caller may take its buffer back now: it is left open (and
@@ -946,19 +1180,59 @@ void arena__release_slow(arena *a)
     }
 }
 
-/* Frees spare chunks (at [nused, nchunks)), the last first, while the arena
- * retains more than `limit` bytes.  The caller's buffer is never freed.  An
- * arena left with one chunk or none gives its heap index back too. */
-static void free_spares(arena *a, size_t limit)
+/* Keeps the spares in index order while they fit `limit` beside the chunks
+ * in use (and the caller's buffer), frees the others, and closes up the
+ * index.  O(spares). */
+static void keep_within(arena *a, size_t limit)
 {
-    while (a->nchunks > a->nused && a->retained > limit) {
+    size_t kept = a->retained;
+    uint32_t i, j = a->nused;
+    uint32_t t = a->ntouched < j ? a->ntouched : j;
+    uint32_t r = a->nrun < j ? a->nrun : j, w = a->nwin < j ? a->nwin : j;
+
+    for (i = a->nused; i < a->nchunks; i++)
+        if (a->chunks[i].base != a->buf)
+            kept -= usable(a, &a->chunks[i]);
+    for (i = a->nused; i < a->nchunks; i++) {
+        struct arena__chunk c = a->chunks[i];
+        size_t cap = usable(a, &c);
+        if (c.base != a->buf) {
+            if (kept > limit || cap > limit - kept) {
+                a->retained -= cap;
+                free_chunk(a, c);
+                continue;
+            }
+            kept += cap;
+        }
+        t += i < a->ntouched;
+        r += i < a->nrun;
+        w += i < a->nwin;
+        a->chunks[j++] = c;
+    }
+    a->nchunks = j;
+    a->ntouched = t;
+    a->nrun = r;
+    a->nwin = w;
+}
+
+/* Frees the spare chunks (at [nused, nchunks)) at index `keep` or beyond
+ * (those unused longest), then, while the arena retains more than `limit`
+ * bytes, keeps the spares in index order while they fit the limit beside
+ * the chunks in use and frees the others.  The caller's buffer is never
+ * freed (and counts).  An arena left with one chunk or none gives its heap
+ * index back too.  O(1) when there is nothing to free. */
+static void free_spares(arena *a, size_t limit, uint32_t keep)
+{
+    while (a->nchunks > a->nused && a->nchunks > keep) {
         struct arena__chunk c = a->chunks[a->nchunks - 1];
         if (c.base == a->buf)
             break;
-        a->nchunks--;
         a->retained -= usable(a, &c);
+        forget_spare(a, a->nchunks - 1);
         free_chunk(a, c);
     }
+    if (a->retained > limit && a->nchunks > a->nused)
+        keep_within(a, limit);
     if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
         if (a->nchunks)
             a->first = a->chunks[0];
@@ -972,15 +1246,30 @@ static void free_spares(arena *a, size_t limit)
     }
 }
 
-/* Makes the arena empty (size 0, a new epoch) with chunk 0, if any, current. */
+/* Makes the arena empty (size 0, every mark expired), every chunk a spare,
+ * with the caller's buffer, or else the first chunk of the budget's size, or
+ * else the first regular one, current as chunk 0 (none when every chunk is
+ * oversized: the first value then picks one). */
 static void reopen(arena *a)
 {
+    uint32_t i, pick = a->buf ? 0 : UINT32_MAX;
+
     a->size = 0;
-    a->epoch++;
+    a->expired = a->saves;
+    a->ntouched = 0;
     /* chunks is never NULL while nchunks > 0; testing both keeps gcc's
      * -fanalyzer, which loses that link across free_spares(), convinced. */
-    if (a->nchunks && a->chunks) {
-        a->nused = 1;
+    for (i = 0; !a->buf && a->chunks && i < a->nchunks; i++) {
+        size_t cap = usable(a, &a->chunks[i]);
+        if (cap == budget(a)) {
+            pick = i;
+            break;
+        }
+        if (cap <= regular_max(a) && pick == UINT32_MAX)
+            pick = i;
+    }
+    if (pick < a->nchunks && a->chunks) {
+        take_spare(a, pick);
         enter_chunk(a, 0, a->chunks[0].base);
     } else {
         leave_chunks(a);
@@ -989,22 +1278,60 @@ static void reopen(arena *a)
         arena_check(a);
 }
 
-void arena__reset_slow(arena *a)
+/* The retention policy, at the end of a batch.  A batch's demand is the
+ * capacity of the chunks it used, those of rewound scopes included: what the
+ * same batch needs to run again without a backing call.  A batch that
+ * demands at least the target (`peak`) raises it to its demand; the target
+ * comes down only when ARENA_RETAIN_BATCHES batches in a row demanded less:
+ * then to the largest of their demands.  A reset keeps the chunks used since
+ * the target last came down (the window: [0, nwin)), and only those once it
+ * comes down, up to twice the target; it frees the rest, the least recently
+ * used first.  So a steady workload keeps exactly what it uses, a workload
+ * that alternates between shapes keeps what each needs, a spike that recurs
+ * within ARENA_RETAIN_BATCHES batches stays, and a one-off spike goes back
+ * at the reset that ends the ARENA_RETAIN_BATCHES-th batch after it.  The
+ * target is the demand of one of the last 2 * ARENA_RETAIN_BATCHES - 1
+ * batches.  Returns the byte bound. */
+static size_t retention_target(arena *a)
 {
+    size_t demand = 0;
+    uint32_t i;
+
+    for (i = 0; i < a->ntouched; i++)
+        demand += usable(a, &a->chunks[i]);
+    if (demand >= a->peak) {
+        a->peak = demand;
+        a->runner = 0;
+        a->age = 0;
+        a->nrun = 0;
+    } else {
+        if (demand > a->runner)
+            a->runner = demand;
+        if (++a->age >= ARENA_RETAIN_BATCHES) {
+            a->peak = a->runner;
+            a->runner = 0;
+            a->age = 0;
+            a->nwin = a->nrun;
+            a->nrun = 0;
+        }
+    }
+    return a->peak > SIZE_MAX / 2 ? SIZE_MAX : 2 * a->peak;
+}
+
+/* A reset that keeps what the policy keeps, and at most `retain_limit`. */
+static ARENA_NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
+{
+    size_t most;
+
     sync(a);
     close_buffer(a);
     drop_chunks_from(a, 0);
+    most = retention_target(a);
+    free_spares(a, most < retain_limit ? most : retain_limit, a->nwin);
     reopen(a);
 }
 
-static ARENA_NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
-{
-    sync(a);
-    close_buffer(a);
-    drop_chunks_from(a, 0);
-    free_spares(a, retain_limit);
-    reopen(a);
-}
+void arena__reset_slow(arena *a) { reset_to_slow(a, SIZE_MAX); }
 
 void arena_reset_to(arena *a, size_t retain_limit)
 {
@@ -1019,22 +1346,92 @@ void arena_reset_to(arena *a, size_t retain_limit)
 void arena_trim(arena *a, size_t max_retained)
 {
     sync(a);
-    free_spares(a, max_retained);
+    free_spares(a, max_retained, UINT32_MAX);
 }
 
-/* True when `m` can be a mark of this arena's current epoch: its chunks are
- * still in use and its position lies in its chunk.
+/* ---- Marks ----------------------------------------------------------------------------------
  *
- * A mark ahead of the current position in the same chunk is NOT evidence of
- * expiry: shrinking a value stored before the mark (arena_grow giving the
- * tail back) moves the position and the size below a mark that is still
- * valid.  Such a mark is accepted, so a rewind to a mark expired by a rewind
- * to an earlier one in the same chunk goes unreported; it stays memory-safe
- * (the position is inside a chunk the arena holds). */
-static bool mark_plausible(const arena *a, arena_mark m)
+ * Marks form a stack: a rewind to a mark expires the marks taken after it,
+ * and leaves it valid.  The position cannot tell an expired mark from a
+ * valid one (shrinking a value stored before a valid mark moves the
+ * position below it), so each save counts: a mark carries its serial, and
+ * the arena knows the last serial (`saves`), the last one a reset or
+ * release expired (`expired`), and the serial spans (from, to] of marks the
+ * latest rewinds expired (`dead`, oldest first, disjoint).  A rewind to the
+ * mark of serial s expires (s, saves]: the spans inside it merge into it.
+ *
+ * Deciding exactly which marks are valid would take memory in proportion to
+ * the marks (each scope that ends with scopes inside it leaves a span), so
+ * the arena keeps the ARENA__DEAD_SPANS latest spans and forgets older ones:
+ * a mark in a forgotten span is taken for a valid one (never the reverse).
+ * Saving costs an increment; a rewind, a comparison or two for the newest
+ * spans (a scan of at most four). */
+
+/* True when the mark of serial `s` has not expired.  A serial above `saves`
+ * was never handed out by this arena (a zeroed mark's 0 is never valid).
+ * The spans are scanned newest first: a rewind to a recent mark (the
+ * innermost scope) is above the newest span, and done in one comparison. */
+static bool serial_live(const arena *a, uint64_t s)
+{
+    uint32_t i;
+    if (s <= a->expired || s > a->saves)
+        return false;
+    for (i = a->ndead; i-- > 0;) {
+        if (s > a->dead[i].to)
+            return true;
+        if (s > a->dead[i].from)
+            return false;
+    }
+    return true;
+}
+
+/* After a rewind to the valid mark of serial `s`: the marks taken after it
+ * expire.  The spans above s (the newest ones: none is astride a valid
+ * serial) lie inside the new span and merge into it; when every slot is
+ * taken, the oldest span is forgotten.  Spans a reset or release made moot
+ * (below `expired`) are the oldest, so they go first. */
+static void expire_marks_after(arena *a, uint64_t s)
+{
+    uint32_t n = a->ndead;
+    if (s == a->saves)
+        return;
+    while (n > 0 && a->dead[n - 1].from >= s)
+        n--;
+    if (n == ARENA__DEAD_SPANS) {
+        uint32_t i;
+        for (i = 1; i < n; i++)
+            a->dead[i - 1] = a->dead[i];
+        n--;
+    }
+    a->dead[n].from = s;
+    a->dead[n].to = a->saves;
+    a->ndead = n + 1;
+}
+
+/* The invariant of the spans: at most ARENA__DEAD_SPANS, each non-empty,
+ * in order and apart, within the serials handed out. */
+static bool spans_ordered(const arena *a)
+{
+    uint64_t low = 0;
+    uint32_t i;
+    if (a->ndead > ARENA__DEAD_SPANS || a->expired > a->saves)
+        return false;
+    for (i = 0; i < a->ndead; i++) {
+        if (a->dead[i].from < low || a->dead[i].from >= a->dead[i].to ||
+            a->dead[i].to > a->saves)
+            return false;
+        low = a->dead[i].to + 1;
+    }
+    return true;
+}
+
+/* True when `m` is a valid mark of this arena: its serial has not expired,
+ * its chunks are still in use and its position lies in its chunk (which
+ * also keeps a foreign mark that passes the serial test memory-safe). */
+static bool mark_valid(const arena *a, arena_mark m)
 {
     const struct arena__chunk *c;
-    if (m.epoch != a->epoch || m.nused > a->nused)
+    if (!serial_live(a, m.serial) || m.nused > a->nused)
         return false;
     if (!m.pos)
         return true;
@@ -1044,16 +1441,18 @@ static bool mark_plausible(const arena *a, arena_mark m)
     return m.pos >= c->base && (size_t)(m.pos - c->base) <= c->cap;
 }
 
-void arena_rewind(arena *a, arena_mark m)
+bool arena__rewind(arena *a, arena_mark m)
 {
-    sync(a);
-    if (!mark_plausible(a, m)) {
+    /* Reported before sync(): the arena's bytes stay as they were. */
+    if (!mark_valid(a, m)) {
         arena__report(ARENA_ERR_BAD_MARK,
-                      "arena_rewind: arena %p cannot have made this mark (expired by a reset, "
-                      "release or earlier rewind, or from another arena)",
-                      (void *)a);
-        return;
+                      "arena_rewind: mark %llu of arena %p has expired (by a reset, a release, "
+                      "or a rewind to an earlier mark: scopes ended out of order), or is not "
+                      "this arena's",
+                      (unsigned long long)m.serial, (void *)a);
+        return false;
     }
+    sync(a);
     close_buffer(a);
     drop_chunks_from(a, m.nused);
     a->size = m.size;
@@ -1067,9 +1466,13 @@ void arena_rewind(arena *a, arena_mark m)
     } else {
         leave_chunks(a);
     }
+    expire_marks_after(a, m.serial);
     if (ARENA_CHECKED)
         arena_check(a);
+    return true;
 }
+
+void arena_rewind(arena *a, arena_mark m) { (void)arena__rewind(a, m); }
 
 size_t arena_retained(const arena *a) { return a->retained; }
 
@@ -1094,9 +1497,6 @@ bool arena_check(const arena *a)
         if (!c->base || ((uintptr_t)c->base & (ARENA_ALIGN - 1)) || c->cap == 0)
             return CORRUPT("arena_check: arena %p: chunk %u is malformed", (const void *)a,
                            (unsigned)i);
-        if (i >= a->nused && is_oversized(a, c))
-            return CORRUPT("arena_check: arena %p: spare chunk %u is oversized",
-                           (const void *)a, (unsigned)i);
         if (c->base == a->buf && i != 0)
             return CORRUPT("arena_check: arena %p: the caller's buffer is chunk %u, not 0",
                            (const void *)a, (unsigned)i);
@@ -1111,9 +1511,18 @@ bool arena_check(const arena *a)
             !verify_span(a, i, c->base, c->base + c->cap))
             return false;
     }
+    if (!spans_ordered(a))
+        return CORRUPT("arena_check: arena %p: the record of expired marks is malformed",
+                       (const void *)a);
     if (held != a->retained)
         return CORRUPT("arena_check: arena %p: retained %zu but chunks hold %zu",
                        (const void *)a, a->retained, held);
+    if (a->ntouched < a->nused || a->nrun < a->ntouched || a->nwin < a->nrun ||
+        a->nwin > a->nchunks)
+        return CORRUPT("arena_check: arena %p: recency counts out of order (in use %u, used "
+                       "this batch %u, since the target %u, in its window %u, held %u)",
+                       (const void *)a, (unsigned)a->nused, (unsigned)a->ntouched,
+                       (unsigned)a->nrun, (unsigned)a->nwin, (unsigned)a->nchunks);
     /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
     if (!instrumented() && arena_size(a) > used)
         return CORRUPT("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",

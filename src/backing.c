@@ -4,6 +4,9 @@
  * arena_allocator, or from the C library's heap when it has none.
  */
 #include <stdlib.h>
+#if defined(_WIN32)
+#  include <malloc.h>
+#endif
 
 #include "internal.h"
 
@@ -12,15 +15,27 @@
  * chunk (the scratch block of an arena reset per scope, the first row of a
  * batch) then never straddles a line more than it must: with 16-byte chunk
  * starts, zeroing a 512-byte scope block took half again as long (AVX-512
- * memset, docs/benchmarks.md).  Freed with free(). */
+ * memset, docs/benchmarks.md).  Windows' C library has no aligned_alloc
+ * (its free() cannot take such a block): it has _aligned_malloc, whose blocks
+ * go back through _aligned_free. */
 static void *heap_alloc(size_t n)
 {
-#if defined(_WIN32)
-    return malloc(n);
-#else
     if (n > SIZE_MAX - 63)
         return NULL;
-    return aligned_alloc(64, (n + 63) & ~(size_t)63);
+    n = (n + 63) & ~(size_t)63;
+#if defined(_WIN32)
+    return _aligned_malloc(n, 64);
+#else
+    return aligned_alloc(64, n);
+#endif
+}
+
+static void heap_free(void *p)
+{
+#if defined(_WIN32)
+    _aligned_free(p);
+#else
+    free(p);
 #endif
 }
 
@@ -34,5 +49,5 @@ void arena__back_free(const arena_allocator *b, void *p, size_t n)
     if (b->alloc)
         b->free(b->ctx, p, n);
     else
-        free(p);
+        heap_free(p);
 }

@@ -9,7 +9,15 @@
  * recycle cheaper than a malloc and free of the same request.  Behind the
  * slots is a shared stack (LIFO, so the warmest arena goes out first) under a
  * mutex, bounded by max_arenas; an arena recycled while the slot is taken
- * goes there, and beyond the bound it is freed.
+ * goes there, and beyond the bound its chunks are freed.
+ *
+ * An arena struct the cache made is never freed before destroy: beyond the
+ * bound only the chunks go back, and the struct waits on a spare list for
+ * the next acquire that finds the stack empty.  A second recycle of an arena
+ * the cache let go then reads the cache's own memory, which says "released",
+ * and is reported, where a freed struct would be a use after free.  The
+ * structs number at most the most arenas out at once (acquired or in slots),
+ * which is what the cache needed anyway at that moment.
  *
  * A thread that exits gives its slot's arena back (a process-wide pthread key
  * whose destructor runs at thread exit).  The cache may be gone by then, so
@@ -23,9 +31,15 @@
  * A slot that still names a destroyed cache is never used again: no later
  * cache has its generation.
  *
+ * The arenas run on many threads at once and all allocate from the cache's
+ * backing, so a caller's backing is wrapped in a lock of its own (back_lock,
+ * apart from the stack's so that acquire never waits on a chunk allocation):
+ * a backing written for one thread (a counter, a region) then works.  The
+ * default backing, malloc, is thread-safe and called directly.
+ *
  * Costs: acquire and recycle through the slot are a few loads and stores plus
  * arena_reset_to() (O(chunks)); the stack adds one lock; a fresh arena is one
- * allocation for its struct.
+ * allocation for its struct.  A caller's backing costs a lock per call.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -36,12 +50,12 @@
 #include "arena/thread.h"
 #include "internal.h"
 
-enum { ACQUIRED = 1, STACKED, PARKED };
+enum { ACQUIRED = 1, STACKED, PARKED, RELEASED };
 
 struct node {
     arena a; /* first: recycle maps the arena back to its node */
     struct arena_cache *owner;
-    struct node *next;             /* the stack */
+    struct node *next;             /* the stack, or the spare list */
     struct node *prev_all, *next_all; /* every node of the cache */
     int state;
 };
@@ -53,19 +67,28 @@ struct arena_cache {
     pthread_mutex_t lock;
     struct node *stack; /* under lock */
     size_t nstack;      /* under lock */
+    struct node *spare; /* released arenas (no chunks); under lock */
     struct node all;    /* sentinel of the list of every node; under lock */
     size_t chunk_bytes, max_arenas, max_retained;
-    arena_allocator backing; /* alloc NULL: malloc */
+    arena_allocator backing; /* the caller's; alloc NULL: malloc */
+    arena_allocator serial;  /* what the arenas and nodes use: `backing` under
+                                back_lock, or malloc */
+    pthread_mutex_t back_lock;
 };
 
-/* This thread's slot: an arena recycled into `gen`'s cache, or NULL. */
+/* This thread's slot: an arena recycled into `gen`'s cache, or NULL.  A
+ * thread's first park puts its slot on the heap, under slot_key, whose
+ * destructor empties and frees it at thread exit; until then tls_slot points
+ * to no_slot, which is never written.  Not in thread-local storage itself:
+ * the destructor must not reach it, since mingw-w64 emulates it with a
+ * pthread key of its own whose destructor may have freed it already. */
 struct slot {
     uint64_t gen;
     struct node *node;
-    bool registered; /* slot_key set: the slot is emptied at thread exit */
 };
 
-static ARENA__TLS struct slot tls_slot;
+static struct slot no_slot;
+static ARENA__TLS struct slot *tls_slot = &no_slot;
 static _Atomic uint64_t next_gen = 1;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static arena_cache *registry; /* live caches, under registry_lock */
@@ -73,16 +96,36 @@ static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static bool slot_key_ok;
 
-/* Unlinks `n` from every list (lock held) and frees it. */
+/* The caller's backing, one call at a time. */
+static void *serial_alloc(void *ctx, size_t n)
+{
+    arena_cache *c = (arena_cache *)ctx;
+    void *p;
+    pthread_mutex_lock(&c->back_lock);
+    p = c->backing.alloc(c->backing.ctx, n);
+    pthread_mutex_unlock(&c->back_lock);
+    return p;
+}
+
+static void serial_free(void *ctx, void *p, size_t n)
+{
+    arena_cache *c = (arena_cache *)ctx;
+    pthread_mutex_lock(&c->back_lock);
+    c->backing.free(c->backing.ctx, p, n);
+    pthread_mutex_unlock(&c->back_lock);
+}
+
+/* Unlinks `n` from the list of every node and frees it (destroy only). */
 static void free_node(arena_cache *c, struct node *n)
 {
     n->prev_all->next_all = n->next_all;
     n->next_all->prev_all = n->prev_all;
     arena_release(&n->a);
-    arena__back_free(&c->backing, n, sizeof *n);
+    arena__back_free(&c->serial, n, sizeof *n);
 }
 
-/* Puts `n` (reset) on the stack, or frees it when the stack is full. */
+/* Puts `n` (reset) on the stack; when the stack is full, frees its chunks
+ * (outside the lock, which acquire takes) and keeps its struct as a spare. */
 static void stack_push(arena_cache *c, struct node *n)
 {
     pthread_mutex_lock(&c->lock);
@@ -91,9 +134,15 @@ static void stack_push(arena_cache *c, struct node *n)
         n->next = c->stack;
         c->stack = n;
         c->nstack++;
-    } else {
-        free_node(c, n);
+        pthread_mutex_unlock(&c->lock);
+        return;
     }
+    pthread_mutex_unlock(&c->lock);
+    arena_release(&n->a);
+    pthread_mutex_lock(&c->lock);
+    n->state = RELEASED;
+    n->next = c->spare;
+    c->spare = n;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -112,26 +161,39 @@ static void slot_evict(struct slot *sl)
     sl->node = NULL;
 }
 
-/* Key destructor: the exiting thread's slot is emptied. */
+/* Key destructor: the exiting thread's slot is emptied and freed.  A later
+ * destructor that parks an arena starts a new slot, freed in turn. */
 static void slot_exit(void *value)
 {
     struct slot *sl = (struct slot *)value;
-    sl->registered = false;
     if (sl->node)
         slot_evict(sl);
+    arena__back_free(ARENA__HEAP, sl, sizeof *sl);
+    tls_slot = &no_slot;
 }
 
 static void make_slot_key(void) { slot_key_ok = pthread_key_create(&slot_key, slot_exit) == 0; }
 
-/* Arranges for this thread's slot to be emptied at thread exit.  False when
- * that cannot be arranged (then the slot is not used). */
-static bool register_slot(struct slot *sl)
+/* This thread's own slot, empty and registered to be emptied at thread exit;
+ * NULL when that cannot be arranged (then the thread parks nothing). */
+static struct slot *start_slot(void)
 {
+    struct slot *sl;
+
     pthread_once(&slot_once, make_slot_key);
-    if (!slot_key_ok || pthread_setspecific(slot_key, sl) != 0)
-        return false;
-    sl->registered = true;
-    return true;
+    if (!slot_key_ok)
+        return NULL;
+    sl = (struct slot *)arena__back_alloc(ARENA__HEAP, sizeof *sl);
+    if (!sl)
+        return NULL;
+    sl->gen = 0;
+    sl->node = NULL;
+    if (pthread_setspecific(slot_key, sl) != 0) {
+        arena__back_free(ARENA__HEAP, sl, sizeof *sl);
+        return NULL;
+    }
+    tls_slot = sl;
+    return sl;
 }
 
 arena_cache *arena_cache_create(const arena_cache_config *config)
@@ -153,12 +215,22 @@ arena_cache *arena_cache_create(const arena_cache_config *config)
     if (c->chunk_bytes > ARENA_REF_MAX)
         c->chunk_bytes = ARENA_REF_MAX;
     c->max_arenas = cfg.max_arenas ? cfg.max_arenas : 64;
-    c->max_retained = cfg.max_retained ? cfg.max_retained
-                      : c->chunk_bytes > SIZE_MAX / 16 ? SIZE_MAX
-                                                       : c->chunk_bytes * 16;
+    /* No fixed bound by default: each arena's reset adapts to what its
+     * recent requests used (see arena_reset()). */
+    c->max_retained = cfg.max_retained ? cfg.max_retained : SIZE_MAX;
     c->all.prev_all = c->all.next_all = &c->all;
+    if (backing.alloc) {
+        c->serial.alloc = serial_alloc;
+        c->serial.free = serial_free;
+        c->serial.ctx = c;
+    }
     c->gen = atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed);
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        arena__back_free(&backing, c, sizeof *c);
+        return NULL;
+    }
+    if (pthread_mutex_init(&c->back_lock, NULL) != 0) {
+        pthread_mutex_destroy(&c->lock);
         arena__back_free(&backing, c, sizeof *c);
         return NULL;
     }
@@ -180,19 +252,21 @@ void arena_cache_destroy(arena_cache *c)
         ;
     *link = c->next_live;
     pthread_mutex_unlock(&registry_lock);
-    if (tls_slot.gen == c->gen)
-        tls_slot.node = NULL;
+    if (tls_slot->gen == c->gen)
+        tls_slot->node = NULL;
     /* (free_node unlinks the node before freeing it; clang's analyzer does not
      * see that the head's next changes, hence the NOLINT) */
     while (c->all.next_all != &c->all)
         free_node(c, c->all.next_all); /* NOLINT(clang-analyzer-unix.Malloc) */
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->back_lock);
     backing = c->backing;
     arena__back_free(&backing, c, sizeof *c);
 }
 
-/* An arena from the stack, else a fresh one.  Out of line, so that the slot
- * path saves no registers. */
+/* An arena from the stack, else a spare (released, so with no chunks: the
+ * stack's arenas go first for theirs), else a fresh one.  Out of line, so
+ * that the slot path saves no registers. */
 static ARENA_NOINLINE arena *acquire_slow(arena_cache *c)
 {
     struct node *n;
@@ -202,16 +276,22 @@ static ARENA_NOINLINE arena *acquire_slow(arena_cache *c)
     if (n) {
         c->stack = n->next;
         c->nstack--;
+    } else {
+        n = c->spare;
+        if (n)
+            c->spare = n->next;
+    }
+    if (n) {
         n->state = ACQUIRED;
         pthread_mutex_unlock(&c->lock);
         return &n->a;
     }
     pthread_mutex_unlock(&c->lock);
 
-    n = (struct node *)arena__back_alloc(&c->backing, sizeof *n);
+    n = (struct node *)arena__back_alloc(&c->serial, sizeof *n);
     if (!n)
         return NULL;
-    arena_init_with(&n->a, c->chunk_bytes, &c->backing);
+    arena_init_with(&n->a, c->chunk_bytes, &c->serial);
     n->owner = c;
     n->next = NULL;
     n->state = ACQUIRED;
@@ -226,7 +306,7 @@ static ARENA_NOINLINE arena *acquire_slow(arena_cache *c)
 
 arena *arena_cache_acquire(arena_cache *c)
 {
-    struct slot *sl = &tls_slot;
+    struct slot *sl = tls_slot;
     struct node *n = sl->node;
 
     if (ARENA_LIKELY(n != NULL && sl->gen == c->gen)) {
@@ -260,13 +340,13 @@ void arena_cache_recycle(arena_cache *c, arena *a)
         return;
     }
     arena_reset_to(&n->a, c->max_retained);
-    sl = &tls_slot;
+    sl = tls_slot;
     /* A slot taken by another cache's arena (one this thread recycled there
      * last, or that of a destroyed cache) is given up: this thread now
      * works with `c`. */
     if (sl->node && sl->gen != c->gen)
         slot_evict(sl);
-    if (!sl->node && (sl->registered || register_slot(sl))) {
+    if (!sl->node && (sl != &no_slot || (sl = start_slot()) != NULL)) {
         n->state = PARKED;
         sl->gen = c->gen;
         sl->node = n;

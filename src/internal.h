@@ -8,7 +8,13 @@
 
 #include "arena/arena.h"
 
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(_WIN32) && (defined(__GNUC__) || defined(__clang__))
+/* A DLL exports only what ARENA_API marks, so nothing needs hiding; the C
+ * library's printf is mingw-w64's C99 one (__USE_MINGW_ANSI_STDIO, set by
+ * CMakeLists.txt: msvcrt's knows no %zu), which gcc calls gnu_printf. */
+#  define ARENA__HIDDEN
+#  define ARENA__PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__) || defined(__clang__)
 #  define ARENA__HIDDEN   __attribute__((visibility("hidden")))
 #  define ARENA__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
@@ -124,6 +130,15 @@ static inline uintptr_t arena__align_down(uintptr_t p, size_t align)
 ARENA__HIDDEN void *arena__back_alloc(const arena_allocator *b, size_t n);
 /* Gives `p` of `n` bytes back to where arena__back_alloc() took it. */
 ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n);
+
+/* The C library's heap (the backing of an arena without an allocator). */
+#define ARENA__HEAP (&(const arena_allocator){NULL, NULL, NULL})
+
+/* ---- Marks ---------------------------------------------------------------------- */
+
+/* arena_rewind(), which says whether it rewound (false: the mark was
+ * reported, and nothing happened). */
+ARENA__HIDDEN bool arena__rewind(arena *a, arena_mark m);
 
 /* ---- Errors --------------------------------------------------------------------- */
 

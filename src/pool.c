@@ -2,7 +2,7 @@
  * The fixed-capacity pool: the out-of-line half.
  *
  * Algorithm.  One region holds `cap` slots of `stride` bytes, then a stack of
- * free slot indices (uint32), then one state byte per slot.  alloc pops an
+ * free slot indices (uint32), then one state (uint32) per slot.  alloc pops an
  * index off the stack and marks its slot live; free checks that the pointer
  * is a slot start (arena__pool_index in pool.h: one multiply by the inverse of
  * the stride's odd part and one rotate, a range and stride check in one, exact
@@ -14,20 +14,24 @@
  * next pointer in the freed slot, so a write through a dangling pointer
  * redirects the next allocation anywhere.  Here a freed slot holds nothing the
  * pool reads: a stray write spoils garbage, and the stack and states stay
- * exact.  It costs 5 bytes of metadata per slot and a few instructions per
+ * exact.  It costs 8 bytes of metadata per slot and a few instructions per
  * call (docs/fast-path.md), and buys speed where it matters most: the stack
  * is a dense array the CPU streams through, while an intrusive list reads
  * every slot it hands out (a cache miss per alloc once the slots outgrow the
  * cache).  The state is what makes double-free detection exact rather than a
  * heuristic.
- * A byte per slot rather than a bit: a plain store, no read-modify-write.
+ * A state per slot rather than a bit: a plain store, no read-modify-write.
+ * A uint32_t rather than a byte: a char store may alias anything, so the
+ * compiler would have to reload the pool's fields after each one (pool.h).
  *
  * Closing the inline paths.  Under AddressSanitizer (or a checked build) the
  * library must see every transition, to poison free slots.  A program built
  * with ASan never inlines (ARENA__INLINE_WINDOW in arena.h); a program built
  * without it but linked to an instrumented library sees `open == 0`, which
  * fails both inline tests (nfree - 1 < 0 and index < 0), so every call comes
- * here.  Poisoning and any future annotation go in take() and give().
+ * here.  Poisoning and any future annotation go in take() and give().  The
+ * inline paths load the pool's fields again after calling out, so a slow
+ * path (or an error handler it calls) may change any of them.
  *
  * Tools.  Under ASan a free slot (freed, or never handed out) is poisoned.
  * Under Valgrind the slots are a mempool (anchored at base): a live object is
@@ -55,6 +59,12 @@ struct layout {
     size_t total;  /* bytes from slot 0 to the end of the states */
 };
 
+/* The region's parts, typed (the struct holds their addresses as integers,
+ * see pool.h). */
+static char *slots_of(const arena_pool *p) { return (char *)p->base; }
+static uint32_t *stack_of(const arena_pool *p) { return (uint32_t *)p->stack; }
+static uint32_t *states_of(const arena_pool *p) { return (uint32_t *)p->state; }
+
 /* Fills `l`; false for arguments init refuses or sizes that overflow.
  * Every addition and product is checked before it is made. */
 static bool plan(size_t obj_size, size_t obj_align, size_t capacity, struct layout *l)
@@ -76,10 +86,10 @@ static bool plan(size_t obj_size, size_t obj_align, size_t capacity, struct layo
     if (slots > SIZE_MAX - (sizeof(uint32_t) - 1))
         return false;
     l->stack = (size_t)arena__align_up(slots, sizeof(uint32_t));
-    if (capacity > (SIZE_MAX - l->stack) / (sizeof(uint32_t) + 1))
+    if (capacity > (SIZE_MAX - l->stack) / (2 * sizeof(uint32_t)))
         return false;
     l->state = l->stack + capacity * sizeof(uint32_t);
-    l->total = l->state + capacity;
+    l->total = l->state + capacity * sizeof(uint32_t);
     return true;
 }
 
@@ -104,14 +114,16 @@ static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t ob
                     size_t obj_align, size_t capacity)
 {
     size_t j, d = l->stride, k = 0;
+    uint32_t *stack = (uint32_t *)(void *)(base + l->stack);
+    uint32_t *state = (uint32_t *)(void *)(base + l->state);
 
     while ((d & 1) == 0) {
         d >>= 1;
         k++;
     }
-    p->base = base;
-    p->stack = (uint32_t *)(void *)(base + l->stack);
-    p->state = (unsigned char *)base + l->state;
+    p->base = (uintptr_t)base;
+    p->stack = (uintptr_t)stack;
+    p->state = (uintptr_t)state;
     p->inv = inverse(d);
     p->stride = l->stride;
     p->shift = k;
@@ -120,9 +132,10 @@ static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t ob
     p->open = inline_paths_open() ? capacity : 0;
     p->obj_size = obj_size ? obj_size : 1;
     p->obj_align = obj_align;
-    for (j = 0; j < capacity; j++)
-        p->stack[j] = (uint32_t)(capacity - 1 - j);
-    memset(p->state, ARENA__POOL_NEVER, capacity);
+    for (j = 0; j < capacity; j++) {
+        stack[j] = (uint32_t)(capacity - 1 - j);
+        state[j] = ARENA__POOL_NEVER;
+    }
     if (ARENA__VALGRIND)
         VALGRIND_CREATE_MEMPOOL(base, 0, 0);
     if (ARENA_CHECKED)
@@ -186,9 +199,9 @@ void arena_pool_destroy(arena_pool *p)
     if (ARENA_CHECKED && p->cap)
         arena_pool_check(p);
     if (ARENA__VALGRIND && p->cap)
-        VALGRIND_DESTROY_MEMPOOL(p->base);
+        VALGRIND_DESTROY_MEMPOOL(slots_of(p));
     if (p->cap)
-        arena__open(p->base, p->cap * p->stride);
+        arena__open(slots_of(p), p->cap * p->stride);
     if (p->block)
         arena__back_free(&p->backing, p->block, p->block_size);
     memset(p, 0, sizeof *p);
@@ -216,22 +229,26 @@ static void verify_free_slot(const arena_pool *p, const unsigned char *obj)
 
 static void *take(arena_pool *p)
 {
-    void *obj = arena__pool_pop(p);
+    arena__pool_regs r = arena__pool_load(p);
+    void *obj = slots_of(p) + arena__pool_pop(&r) * p->stride;
+    p->nfree = r.nfree;
     verify_free_slot(p, (const unsigned char *)obj);
     if (ARENA__VALGRIND)
-        VALGRIND_MEMPOOL_ALLOC(p->base, obj, p->obj_size);
+        VALGRIND_MEMPOOL_ALLOC(slots_of(p), obj, p->obj_size);
     arena__unpoison(obj, p->obj_size);
     return obj;
 }
 
 static void give(arena_pool *p, void *obj, size_t i)
 {
+    arena__pool_regs r = arena__pool_load(p);
     if (ARENA_CHECKED)
         memset(obj, ARENA__CLOBBER, p->obj_size); /* the rest of the slot still is */
     if (ARENA__VALGRIND)
-        VALGRIND_MEMPOOL_FREE(p->base, obj);
+        VALGRIND_MEMPOOL_FREE(slots_of(p), obj);
     arena__close(obj, p->stride);
-    arena__pool_push(p, i);
+    arena__pool_push(&r, i);
+    p->nfree = r.nfree;
     if (ARENA_CHECKED && p->nfree == p->cap)
         arena_pool_check(p);
 }
@@ -244,7 +261,7 @@ void *arena__pool_alloc_slow(arena_pool *p)
 /* Says why `obj`, which is no slot start, was refused. */
 static void report_foreign(const arena_pool *p, void *obj)
 {
-    uintptr_t at = (uintptr_t)obj, base = (uintptr_t)p->base;
+    uintptr_t at = (uintptr_t)obj, base = p->base;
     size_t span = p->cap * p->stride;
 
     if (p->cap && at >= base && at - base < span)
@@ -256,12 +273,13 @@ static void report_foreign(const arena_pool *p, void *obj)
     else
         arena__report(ARENA_ERR_FOREIGN_POINTER,
                       "arena_pool_free: %p is not in pool %p (storage at %p, %zu bytes)", obj,
-                      (const void *)p, (void *)p->base, span);
+                      (const void *)p, (void *)slots_of(p), span);
 }
 
 void arena__pool_free_slow(arena_pool *p, void *obj)
 {
     size_t i;
+    const uint32_t *state = states_of(p);
 
     if (!obj) {
         arena__report(ARENA_ERR_NULL_FREE, "arena_pool_free: NULL pointer given to pool %p",
@@ -273,12 +291,12 @@ void arena__pool_free_slow(arena_pool *p, void *obj)
         report_foreign(p, obj);
         return;
     }
-    if (p->state[i] != ARENA__POOL_LIVE) {
+    if (state[i] != ARENA__POOL_LIVE) {
         arena__report(ARENA_ERR_DOUBLE_FREE,
                       "arena_pool_free: double free of %p (slot %zu of pool %p is already free: "
                       "%s)",
                       obj, i, (void *)p,
-                      p->state[i] == ARENA__POOL_NEVER ? "never handed out" : "freed earlier");
+                      state[i] == ARENA__POOL_NEVER ? "never handed out" : "freed earlier");
         return;
     }
     give(p, obj, i);
@@ -286,7 +304,7 @@ void arena__pool_free_slow(arena_pool *p, void *obj)
 
 /* ---- Consistency ---------------------------------------------------------------- */
 
-#define SEEN 0x80u /* marks a state byte while check walks the stack */
+#define SEEN 0x80000000u /* marks a state while check walks the stack */
 
 #define CORRUPT(...) (arena__report(ARENA_ERR_CORRUPT, __VA_ARGS__), false)
 
@@ -303,12 +321,12 @@ static bool check_shape(const arena_pool *p)
         return true;
     }
     if (!p->base || !p->stack || !p->state || !arena__is_pow2(p->obj_align) ||
-        ((uintptr_t)p->base & (p->obj_align - 1)))
+        (p->base & (p->obj_align - 1)))
         return CORRUPT("arena_pool_check: pool %p: storage %p is missing or misaligned",
-                       (const void *)p, (void *)p->base);
+                       (const void *)p, (void *)slots_of(p));
     if ((d & 1) == 0 || (d << p->shift) != p->stride || d * p->inv != 1 ||
         !plan(p->obj_size, p->obj_align, p->cap, &l) || l.stride != p->stride ||
-        (char *)p->stack != p->base + l.stack || (char *)p->state != p->base + l.state)
+        p->stack != p->base + l.stack || p->state != p->base + l.state)
         return CORRUPT("arena_pool_check: pool %p: stride %zu (shift %zu, inverse %zx) or layout "
                        "does not fit %zu objects of %zu bytes at alignment %zu",
                        (const void *)p, p->stride, p->shift, p->inv, p->cap, p->obj_size,
@@ -321,7 +339,8 @@ static bool check_shape(const arena_pool *p)
 
 bool arena_pool_check(const arena_pool *p)
 {
-    unsigned char *st = p->state;
+    uint32_t *st = states_of(p);
+    const uint32_t *stack = stack_of(p);
     size_t i, j, nfree = 0, bad = 0;
     const char *why = NULL;
 
@@ -340,7 +359,7 @@ bool arena_pool_check(const arena_pool *p)
     /* Every stack entry must name a distinct free slot; with the count above,
      * the stack then names every free slot exactly once.  Mark as we go. */
     for (j = 0; j < p->nfree && !why; j++) {
-        i = p->stack[j];
+        i = stack[j];
         if (i >= p->cap)
             why = "out of range";
         else if (st[i] & SEEN)
@@ -353,13 +372,13 @@ bool arena_pool_check(const arena_pool *p)
     }
     /* Restore the marks before anything is reported. */
     for (j = 0; j < p->nfree; j++) {
-        i = p->stack[j];
+        i = stack[j];
         if (i < p->cap)
-            st[i] &= (unsigned char)~SEEN;
+            st[i] &= ~SEEN;
     }
     if (why)
         return CORRUPT("arena_pool_check: pool %p: free stack entry %zu names slot %zu, which "
                        "is %s",
-                       (const void *)p, bad, (size_t)p->stack[bad], why);
+                       (const void *)p, bad, (size_t)stack[bad], why);
     return true;
 }

@@ -1,11 +1,14 @@
 /*
  * Per-thread scratch arenas.
  *
- * Each thread has ARENA_SCRATCH_COUNT arenas in thread-local storage: finding
- * one that is not a conflict is a scan of at most COUNT x n pointers, with no
- * call and no lock.  The first use in a thread registers the thread's arenas
- * under a process-wide pthread key whose destructor releases them when the
- * thread exits; registration is the only step that can fail.
+ * Each thread has ARENA_SCRATCH_COUNT arenas, found through a thread-local
+ * pointer: finding one that is not a conflict is a scan of at most COUNT x n
+ * pointers, with no call and no lock.  The first use in a thread allocates
+ * them and registers them under a process-wide pthread key whose destructor
+ * releases them when the thread exits; that is the only step that can fail.
+ * They live on the heap, not in thread-local storage, because the destructor
+ * must not reach thread-local storage: mingw-w64 emulates it with a pthread
+ * key of its own, whose destructor may already have freed it.
  *
  * Two arenas are enough for any depth of nesting when each function passes
  * the arena its results go to as a conflict: a callee writing into scratch
@@ -15,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <string.h>
 
 #include "arena/thread.h"
 #include "internal.h"
@@ -24,10 +28,9 @@
 
 struct scratch_set {
     arena arenas[ARENA_SCRATCH_COUNT];
-    bool registered; /* the key's value is set: the arenas are freed at exit */
 };
 
-static ARENA__TLS struct scratch_set tls_scratch;
+static ARENA__TLS struct scratch_set *tls_scratch; /* NULL until first use */
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 static bool scratch_key_ok;
@@ -39,24 +42,36 @@ static void release_set(struct scratch_set *set)
         arena_release(&set->arenas[i]);
 }
 
-/* Key destructor.  Clearing `registered` lets a later destructor that uses
- * scratch memory register again, so that it is freed too. */
+/* Key destructor.  Clearing tls_scratch lets a later destructor that uses
+ * scratch memory start a new set, registered and so freed too. */
 static void scratch_exit(void *value)
 {
     struct scratch_set *set = (struct scratch_set *)value;
-    set->registered = false;
     release_set(set);
+    arena__back_free(ARENA__HEAP, set, sizeof *set);
+    tls_scratch = NULL;
 }
 
 static void make_key(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_exit) == 0; }
 
-static bool register_thread(struct scratch_set *set)
+/* This thread's set, new and registered; NULL on failure. */
+static struct scratch_set *start_thread(void)
 {
+    struct scratch_set *set;
+
     pthread_once(&scratch_once, make_key);
-    if (!scratch_key_ok || pthread_setspecific(scratch_key, set) != 0)
-        return false;
-    set->registered = true;
-    return true;
+    if (!scratch_key_ok)
+        return NULL;
+    set = (struct scratch_set *)arena__back_alloc(ARENA__HEAP, sizeof *set);
+    if (!set)
+        return NULL;
+    memset(set, 0, sizeof *set); /* arenas of ARENA_DEFAULT_CHUNK chunks from malloc */
+    if (pthread_setspecific(scratch_key, set) != 0) {
+        arena__back_free(ARENA__HEAP, set, sizeof *set);
+        return NULL;
+    }
+    tls_scratch = set;
+    return set;
 }
 
 static bool conflicts_with(const arena *a, arena *const *conflicts, size_t n)
@@ -71,13 +86,13 @@ static bool conflicts_with(const arena *a, arena *const *conflicts, size_t n)
 
 arena_scratch arena_scratch_begin(arena *const *conflicts, size_t n)
 {
-    struct scratch_set *set = &tls_scratch;
+    struct scratch_set *set = tls_scratch;
     arena_scratch s;
     int i;
 
     s.arena = NULL;
     memset(&s.mark, 0, sizeof s.mark);
-    if (ARENA_UNLIKELY(!set->registered) && !register_thread(set))
+    if (ARENA_UNLIKELY(!set) && !(set = start_thread()))
         return s;
     if (!conflicts)
         n = 0;
@@ -93,10 +108,14 @@ arena_scratch arena_scratch_begin(arena *const *conflicts, size_t n)
 
 void arena_scratch_end(arena_scratch s)
 {
-    if (!s.arena)
-        return;
-    arena_rewind(s.arena, s.mark);
-    arena_trim(s.arena, SCRATCH_RETAIN);
+    /* A scratch ended out of order is reported by the rewind; then nothing
+     * happens at all (no trim either). */
+    if (s.arena && arena__rewind(s.arena, s.mark))
+        arena_trim(s.arena, SCRATCH_RETAIN);
 }
 
-void arena_scratch_release_thread(void) { release_set(&tls_scratch); }
+void arena_scratch_release_thread(void)
+{
+    if (tls_scratch)
+        release_set(tls_scratch);
+}

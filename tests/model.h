@@ -10,14 +10,15 @@
  *     from its id, so any overlap or stray write shows);
  *   - arena_size() is the sum of the sizes stored (strings with their NUL),
  *     restored by a rewind, 0 after a reset;
- *   - arena_retained() is base + k * budget + the capacities of the live
- *     oversized chunks, where base is the caller's buffer and k, the number
- *     of uniform chunks held, never decreases before a release;
- *   - a value that does not fit the current chunk goes to a uniform chunk
- *     when its size, plus the padding its alignment may need beyond
- *     ARENA_ALIGN, fits the budget, and otherwise to an oversized chunk of
- *     exactly that capacity (the model reads which from arena_retained(), so
- *     it needs no positions, padding or guard bytes);
+ *   - arena_retained() is at least base + the sizes of the live oversized
+ *     values (each has a chunk of its own), where base is the caller's
+ *     buffer; it never decreases but at a reset or release (stores and
+ *     rewinds keep every chunk), and a reset never increases it;
+ *   - a value goes to the current chunk when it fits, else to a chunk of
+ *     its own when its size, plus the padding its alignment may need beyond
+ *     ARENA_ALIGN, exceeds the budget, else to a regular chunk that becomes
+ *     the current one (so the model knows which value grow may extend in
+ *     place, with no positions, padding or guard bytes);
  *   - a failed call returns NULL (or the empty ref) only when the backing
  *     refused a request during it, and changes nothing;
  *   - misuse (drawn when `misuse` is set: a rewind to an expired mark, a
@@ -70,6 +71,12 @@ typedef struct mmark {
 
 #define MODEL_MAX_MARKS 8
 #define MODEL_MAX_DEAD 4   /* expired marks kept to rewind to (misuse) */
+
+/* arena_rewind() tells a mark that a rewind expired by the serials its latest
+ * four rewinds expired: a mark is rewound to as misuse only while fewer rewinds
+ * than that followed the one that expired it (one that expired nothing may
+ * count for the arena too: the model's count of rewinds errs on the safe side). */
+#define MODEL_REWINDS_REMEMBERED 4
 #define MODEL_MAX_STALE 16 /* refs of forgotten values kept to resolve (misuse) */
 
 /* A checked build tells a stale ref by a 13-bit tag drawn per value stored:
@@ -99,13 +106,19 @@ typedef struct model {
     size_t nvals, capvals;
     mmark marks[MODEL_MAX_MARKS];
     size_t nmarks;
-    arena_mark dead[MODEL_MAX_DEAD]; /* marks expired by a reset, release or rewind */
+    struct {
+        arena_mark m;
+        size_t rewinds; /* `rewinds` when it expired */
+        bool always;    /* expired by a reset or release: always reported */
+    } dead[MODEL_MAX_DEAD]; /* expired marks */
     size_t ndead;
+    size_t rewinds; /* rewinds of the arena so far */
     struct { arena_ref r; uint64_t id; } stale[MODEL_MAX_STALE]; /* with its value's id */
     size_t nstale;
     size_t size;    /* expected arena_size() */
     size_t over;    /* expected oversized bytes in arena_retained() */
-    size_t uniform; /* uniform chunks held, at least */
+    size_t floor;   /* arena_retained() at the last check */
+    bool dropped;   /* a reset or release since: retained may have come down */
     /* The most recent value stored in a uniform chunk (the one arena_grow may
      * extend in place); unknown after it was shrunk to nothing.  Not clean
      * when an oversized value was stored after it. */
@@ -184,8 +197,10 @@ static void model_start(model *m, arena *a, uint64_t seed, size_t budget, size_t
     m->budget = budget;
     m->base = base;
     m->nvals = 0;
-    m->nmarks = m->ndead = m->nstale = 0;
-    m->size = m->over = m->uniform = 0;
+    m->nmarks = m->ndead = m->nstale = m->rewinds = 0;
+    m->size = m->over = 0;
+    m->floor = arena_retained(a); /* (a caller's buffer; an acquired arena's chunks) */
+    m->dropped = false;
     m->tail = -1;
     m->tail_known = true;
     m->tail_clean = true;
@@ -240,13 +255,15 @@ static void model_check_values(model *m) { model_check_values_from(m, 0); }
 
 static void model_check_counters(model *m)
 {
-    size_t r = arena_retained(m->a), k;
+    size_t r = arena_retained(m->a);
     MCHECK(m, arena_size(m->a) == m->size);
     MCHECK(m, r >= m->base + m->over);
-    MCHECK(m, (r - m->base - m->over) % m->budget == 0);
-    k = (r - m->base - m->over) / m->budget;
-    MCHECK(m, k >= m->uniform); /* uniform chunks are kept until release */
-    m->uniform = k;
+    if (m->dropped)
+        MCHECK(m, r <= m->floor); /* a reset or release allocates nothing */
+    else
+        MCHECK(m, r >= m->floor); /* chunks are kept until a reset or release */
+    m->floor = r;
+    m->dropped = false;
     if (m->tb)
         MCHECK(m, m->tb->live_bytes >= r - m->base);
     if (!m->light)
@@ -279,31 +296,16 @@ static model_before model_snapshot(model *m)
     return b;
 }
 
-/* Whether the value of `stored` bytes at `align` just stored went to an
- * oversized chunk of its own, from what arena_retained() did since `b`, with
- * the rule at the top checked. */
-static bool model_placed_oversized(model *m, const model_before *b, size_t stored, size_t align)
-{
-    size_t grew = arena_retained(m->a) - b->retained;
-    size_t need = stored + (align > ARENA_ALIGN ? align - ARENA_ALIGN : 0);
-    size_t room = m->budget > m->base ? m->budget : m->base;
-
-    if (need > m->budget && grew == need)
-        return true;
-    if (grew == 0) /* the current chunk, or a spare (which holds `budget`) */
-        MCHECK(m, need <= m->budget || stored <= room);
-    else /* a new uniform chunk */
-        MCHECK(m, grew == m->budget && need <= m->budget);
-    return false;
-}
-
 /* Records a value stored at p (already filled by the caller or the arena). */
-static mval *model_add(model *m, const model_before *b, unsigned char *p, arena_ref ref,
-                       bool is_ref, size_t stored, size_t size, size_t align, bool has_nul,
-                       uint64_t id)
+static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, size_t stored,
+                       size_t size, size_t align, bool has_nul, uint64_t id)
 {
     mval *v;
-    bool oversized = model_placed_oversized(m, b, stored, align);
+    /* A chunk of its own (by the rule at the top): the suites' sizes are
+     * plainly small or plainly oversized.  A fuzzer's may be near the budget:
+     * one too large for a regular chunk may still fit the current chunk, so
+     * the tail is then unknown, and `over` counts only the suites' values. */
+    bool oversized = m->in ? stored + over_align(align) > m->budget : stored > m->budget / 2;
     if (m->nvals == m->capvals) {
         mval *grown = (mval *)realloc(m->vals, 2 * m->capvals * sizeof *m->vals);
         TEST_CHECK(grown != NULL);
@@ -326,8 +328,10 @@ static mval *model_add(model *m, const model_before *b, unsigned char *p, arena_
     v->growable = !is_ref && align <= ARENA_ALIGN;
     v->oversized = oversized;
     m->size += stored;
-    if (oversized) {
-        m->over += arena_retained(m->a) - b->retained;
+    if (oversized && m->in) {
+        m->tail_known = false;
+    } else if (oversized) {
+        m->over += stored + over_align(align);
         m->tail_clean = false;
     } else {
         m->tail = (long)m->nvals;
@@ -355,10 +359,12 @@ static void model_forget(model *m, size_t from, bool stale)
 }
 
 /* Keeps an expired mark to rewind to later (misuse). */
-static void model_bury(model *m, arena_mark mk)
+static void model_bury(model *m, arena_mark mk, bool always)
 {
     size_t at = m->ndead < MODEL_MAX_DEAD ? m->ndead++ : (size_t)(m->step % MODEL_MAX_DEAD);
-    m->dead[at] = mk;
+    m->dead[at].m = mk;
+    m->dead[at].rewinds = m->rewinds;
+    m->dead[at].always = always;
 }
 
 /* ---- Choosing sizes ------------------------------------------------------------- */
@@ -452,7 +458,7 @@ static void model_op_alloc(model *m, model_before *b)
         return;
     }
     fill_pattern(p, size, id);
-    model_add(m, b, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN,
+    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN,
               false, id);
 }
 
@@ -484,7 +490,7 @@ static void model_op_zeroed(model *m, model_before *b)
     }
     MCHECK(m, all_zero(p, size));
     fill_pattern(p, size, id);
-    model_add(m, b, p, (arena_ref){0, 0, 0}, false, size, size, align, false, id);
+    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align, false, id);
 }
 
 static void model_op_copy(model *m, model_before *b)
@@ -504,7 +510,7 @@ static void model_op_copy(model *m, model_before *b)
         model_failed(m, b, false);
         return;
     }
-    model_add(m, b, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN,
+    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN,
               false, id);
 }
 
@@ -529,7 +535,7 @@ static void model_op_string(model *m, model_before *b)
         model_failed(m, b, false);
         return;
     }
-    model_add(m, b, p, (arena_ref){0, 0, 0}, false, size + 1, size, 1, true, id);
+    model_add(m, p, (arena_ref){0, 0, 0}, false, size + 1, size, 1, true, id);
 }
 
 static void model_op_ref(model *m, model_before *b)
@@ -553,7 +559,7 @@ static void model_op_ref(model *m, model_before *b)
         return;
     }
     MCHECK(m, arena_ref_len(r) == size);
-    model_add(m, b, NULL, r, true, str ? size + 1 : size, size, align ? align : ARENA_ALIGN,
+    model_add(m, NULL, r, true, str ? size + 1 : size, size, align ? align : ARENA_ALIGN,
               str, id);
 }
 
@@ -696,7 +702,7 @@ static void model_op_grow(model *m, model_before *b)
     {
         uint64_t id = m->next_id++;
         fill_pattern(q, want, id);
-        model_add(m, b, q, (arena_ref){0, 0, 0}, false, want, want, ARENA_ALIGN, false, id);
+        model_add(m, q, (arena_ref){0, 0, 0}, false, want, want, ARENA_ALIGN, false, id);
     }
 }
 
@@ -741,8 +747,9 @@ static void model_rewound(model *m, size_t j)
      * still resolves their refs). */
     bool behind = k->tail >= 0 && m->vals[k->tail].stored < k->tail_stored;
 
+    m->rewinds++;
     for (i = j + 1; i < m->nmarks && MODEL_UNORDERED_ENDS; i++)
-        model_bury(m, m->marks[i].m);
+        model_bury(m, m->marks[i].m, false);
     m->nmarks = j + 1;
     model_forget(m, k->nvals, !behind);
     m->size = k->size;
@@ -805,8 +812,10 @@ static void model_op_rewind(model *m)
 static void model_expire_all(model *m)
 {
     size_t i;
+    for (i = 0; i < m->ndead; i++)
+        m->dead[i].always = true;
     for (i = 0; i < m->nmarks; i++)
-        model_bury(m, m->marks[i].m);
+        model_bury(m, m->marks[i].m, true);
     model_forget(m, 0, true);
     m->nmarks = 0;
     m->size = m->over = 0;
@@ -819,6 +828,7 @@ static void model_op_reset(model *m)
     m->op = "reset";
     model_check_values(m);
     arena_reset(m->a);
+    m->dropped = true;
     model_expire_all(m);
 }
 
@@ -827,8 +837,8 @@ static void model_op_release(model *m)
     m->op = "release";
     model_check_values(m);
     arena_release(m->a);
+    m->dropped = true;
     model_expire_all(m);
-    m->uniform = 0;
     MCHECK(m, arena_retained(m->a) == m->base);
     if (m->tb) {
         MCHECK(m, m->tb->live == 0);
@@ -838,21 +848,36 @@ static void model_op_release(model *m)
 
 /* ---- Misuse ------------------------------------------------------------------------ */
 
+/* Two marks of the same position (their serials differ: each save counts). */
 static bool model_same_mark(arena_mark x, arena_mark y)
 {
-    return x.pos == y.pos && x.size == y.size && x.cur == y.cur && x.nused == y.nused &&
-           x.epoch == y.epoch;
+    return x.pos == y.pos && x.size == y.size && x.cur == y.cur && x.nused == y.nused;
+}
+
+/* Whether the library reports a rewind to dead mark k (see
+ * MODEL_REWINDS_REMEMBERED). */
+static bool model_reported_dead(const model *m, size_t k)
+{
+    return m->dead[k].always || m->rewinds - m->dead[k].rewinds < MODEL_REWINDS_REMEMBERED;
 }
 
 /* A rewind, plain or through a scope, to a mark that a reset, release or
- * rewind to an earlier mark expired. */
+ * rewind to an earlier mark expired (or to a zeroed one, which no arena
+ * makes). */
 static bool model_misuse_mark(model *m)
 {
-    arena_mark before = arena_save(m->a), dead;
+    arena_mark before, dead;
     int count = recorded_errors.count;
-    if (m->ndead == 0)
-        return false;
-    dead = m->dead[model_below(m, m->ndead)];
+    size_t k;
+    if (m->ndead == 0 || model_below(m, 8) == 0) {
+        memset(&dead, 0, sizeof dead);
+    } else {
+        k = model_below(m, m->ndead);
+        if (!model_reported_dead(m, k))
+            return false;
+        dead = m->dead[k].m;
+    }
+    before = arena_save(m->a); /* (a save of its own: it expires nothing) */
     if (model_below(m, 2) == 0) {
         arena_scope s;
         m->op = "misuse: scope_end expired";

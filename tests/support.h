@@ -45,6 +45,17 @@
  * be zero. */
 #define TB_DIRT 0xA5
 
+/* Aligned heap blocks: Windows has _aligned_malloc/_aligned_free instead of
+ * aligned_alloc (its free() cannot take such a block). */
+#if defined(_WIN32)
+#  include <malloc.h>
+#  define test_aligned_alloc(align, n) _aligned_malloc((n), (align))
+#  define test_aligned_free(p) _aligned_free(p)
+#else
+#  define test_aligned_alloc(align, n) aligned_alloc((align), (n))
+#  define test_aligned_free(p) free(p)
+#endif
+
 /* A backing allocator that records what is live and fails the call numbered
  * `fail_at` (1-based; 0: never) or every call from `fail_from` on.  Fresh
  * blocks are filled with TB_DIRT.  Big: keep instances static. */
@@ -82,7 +93,7 @@ static void *tb_alloc(void *ctx, size_t n)
      * blocks would fault in a fresh page per chunk of a fuzzer's tiny arenas.) */
     for (align = TB_PAGE; align > ARENA_ALIGN && align > n; align /= 2)
         ;
-    p = aligned_alloc(align, (n + align - 1) / align * align + (n == 0) * align);
+    p = test_aligned_alloc(align, (n + align - 1) / align * align + (n == 0) * align);
     if (!p) {
         tb->failed++;
         return NULL;
@@ -106,7 +117,7 @@ static void tb_free(void *ctx, void *p, size_t n)
             tb->live_bytes -= n;
             tb->blocks[i] = tb->blocks[--tb->live];
             tb->frees++;
-            free(p);
+            test_aligned_free(p);
             return;
         }
     }
@@ -238,10 +249,17 @@ const char *__asan_default_options(void) { return TEST_ASAN_OPTIONS; }
  * value of a chunk starts that far from the chunk's start. */
 #define TEST_LEAD ((size_t)(ARENA_CHECKED ? (ARENA_ALIGN > 16 ? ARENA_ALIGN : 16) : 0))
 
-/* The chunk index a ref names (a checked build keeps a tag in its top 12 bits). */
+/* Whether a chunk of ARENA_REF_MAX bytes plus the checked build's header and
+ * guard stays within PTRDIFF_MAX, the most one object may span.  Not on a
+ * 32-bit target (PTRDIFF_MAX == ARENA_REF_MAX): there a checked arena refuses
+ * that chunk without asking its backing, and reports out-of-memory. */
+#define TEST_REF_MAX_CHUNK_ASKED (!ARENA_CHECKED || (size_t)PTRDIFF_MAX - ARENA_REF_MAX >= 4096)
+
+/* The chunk index a ref names (a checked build keeps a tag in bits 20-30 of
+ * chunks below 2^20, and sets the top bit to say so). */
 static inline uint32_t test_ref_chunk(arena_ref r)
 {
-    return ARENA_CHECKED ? r.chunk & 0xFFFFFu : r.chunk;
+    return ARENA_CHECKED && (r.chunk & 0x80000000u) ? r.chunk & 0xFFFFFu : r.chunk;
 }
 
 static inline bool test_on_valgrind(void)
@@ -325,6 +343,14 @@ static inline size_t opaque_size(size_t n)
 static inline bool is_aligned(const void *p, size_t align)
 {
     return ((uintptr_t)p & (uintptr_t)(align - 1)) == 0;
+}
+
+/* The padding an oversized value's own chunk holds beyond the value: chunks
+ * start ARENA_ALIGN-aligned (16 on x86-64, 8 on s390x and armhf), so a larger
+ * alignment may need up to align - ARENA_ALIGN more bytes. */
+static inline size_t over_align(size_t align)
+{
+    return align > ARENA_ALIGN ? align - ARENA_ALIGN : 0;
 }
 
 #endif /* ARENA_TEST_SUPPORT_H */

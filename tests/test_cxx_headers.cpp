@@ -1,5 +1,6 @@
 // The public headers compile as C++17 (-Wall -Wextra -Werror) and work.
 #include <arena/arena.h>
+#include <arena/hooks.h>
 #include <arena/pool.h>
 #include <arena/thread.h>
 
@@ -38,6 +39,17 @@ int main()
     ok = ok && sh && arena_shared_alloc(sh, 10);
     arena_shared_destroy(sh);
     arena_scratch_release_thread();
+    {
+        char *f = arena_sprintf(&a, "%s-%d", "c++", 17);
+        ok = ok && f && std::strcmp(f, "c++-17") == 0;
+        arena *prev = arena_set_current(&a);
+        void *m = arena_cur_malloc(10);
+        ok = ok && prev == nullptr && m && arena_cur_size(m) == 10;
+        arena_cur_free(m);
+        arena_set_current(prev);
+        void *(*lua_shape)(void *, void *, size_t, size_t) = arena_hook_lua;
+        ok = ok && lua_shape(&a, nullptr, 0, 8) != nullptr;
+    }
     arena_release(&a);
 
     arena_pool pool = {};

@@ -20,7 +20,11 @@ static uint64_t rng(void)
     return rng_state * 2685821657736338717ull;
 }
 
-static char *slot(const arena_pool *p, size_t i) { return p->base + i * p->stride; }
+/* The pool's region, typed (the struct holds the addresses as integers). */
+static char *base_of(const arena_pool *p) { return (char *)p->base; }
+static uint32_t *stack_of(const arena_pool *p) { return (uint32_t *)p->stack; }
+static uint32_t *states_of(const arena_pool *p) { return (uint32_t *)p->state; }
+static char *slot(const arena_pool *p, size_t i) { return base_of(p) + i * p->stride; }
 
 /* ---- Capacity, LIFO, stability ---------------------------------------------- */
 
@@ -163,15 +167,15 @@ static void expect_misuse(arena_pool *p, void *bad, arena_error code)
 {
     size_t used = arena_pool_used(p), avail = arena_pool_available(p);
     arena_pool before = *p;
-    unsigned char *states = (unsigned char *)malloc(p->cap);
+    uint32_t *states = (uint32_t *)malloc(p->cap * sizeof *states);
     uint32_t *stack = (uint32_t *)malloc(p->cap * sizeof *stack);
     char name[64];
     void *next;
 
     assert_non_null(states);
     assert_non_null(stack);
-    memcpy(states, p->state, p->cap);
-    memcpy(stack, p->stack, p->cap * sizeof *stack);
+    memcpy(states, states_of(p), p->cap * sizeof *states);
+    memcpy(stack, stack_of(p), p->cap * sizeof *stack);
     snprintf(name, sizeof name, "%p", bad);
     if (!bad)
         snprintf(name, sizeof name, "NULL");
@@ -179,8 +183,8 @@ static void expect_misuse(arena_pool *p, void *bad, arena_error code)
     arena_pool_free(p, bad);
     /* Exactly as before: the struct, every state, the whole stack. */
     assert_memory_equal(&before, p, sizeof before);
-    assert_memory_equal(states, p->state, p->cap);
-    assert_memory_equal(stack, p->stack, p->cap * sizeof *stack);
+    assert_memory_equal(states, states_of(p), p->cap * sizeof *states);
+    assert_memory_equal(stack, stack_of(p), p->cap * sizeof *stack);
     free(states);
     free(stack);
     assert_int_equal(recorded_errors.count, 1);
@@ -193,11 +197,11 @@ static void expect_misuse(arena_pool *p, void *bad, arena_error code)
     assert_int_equal(recorded_errors.count, 1);
     /* Still usable: the next slot is the one that was on top. */
     if (avail) {
-        char *top = p->base + (size_t)p->stack[p->nfree - 1] * p->stride;
+        char *top = slot(p, stack_of(p)[p->nfree - 1]);
         next = arena_pool_alloc(p);
         assert_ptr_equal(next, top);
         arena_pool_free(p, next);
-        assert_ptr_equal(p->base + (size_t)p->stack[p->nfree - 1] * p->stride, top);
+        assert_ptr_equal(slot(p, stack_of(p)[p->nfree - 1]), top);
     }
     assert_int_equal(recorded_errors.count, 1);
 }
@@ -207,18 +211,19 @@ static void misuse_kinds(arena_pool *p)
     char *a = (char *)arena_pool_alloc(p);
     char *b = (char *)arena_pool_alloc(p);
     char *c = (char *)arena_pool_alloc(p);
-    char *end = p->base + p->cap * p->stride;
+    char *end = slot(p, p->cap);
     int local;
 
     assert_non_null(c);
     arena_pool_free(p, b);
     expect_misuse(p, NULL, ARENA_ERR_NULL_FREE);
     expect_misuse(p, &local, ARENA_ERR_FOREIGN_POINTER);
-    expect_misuse(p, p->base - p->stride, ARENA_ERR_FOREIGN_POINTER);
-    expect_misuse(p, p->base - 1, ARENA_ERR_FOREIGN_POINTER);
+    expect_misuse(p, base_of(p) - p->stride, ARENA_ERR_FOREIGN_POINTER);
+    expect_misuse(p, base_of(p) - 1, ARENA_ERR_FOREIGN_POINTER);
     expect_misuse(p, end, ARENA_ERR_FOREIGN_POINTER);
     expect_misuse(p, end + p->stride, ARENA_ERR_FOREIGN_POINTER);
-    expect_misuse(p, (void *)p->stack, ARENA_ERR_FOREIGN_POINTER); /* the metadata */
+    expect_misuse(p, stack_of(p), ARENA_ERR_FOREIGN_POINTER); /* the metadata */
+    expect_misuse(p, states_of(p), ARENA_ERR_FOREIGN_POINTER);
     expect_misuse(p, (void *)(uintptr_t)-1, ARENA_ERR_FOREIGN_POINTER);
     if (p->stride > 1) {
         expect_misuse(p, a + 1, ARENA_ERR_FOREIGN_POINTER);
@@ -365,9 +370,9 @@ static void test_owns_is_exact(void **state)
         arena_pool p;
         char *c;
         assert_true(arena_pool_init(&p, sizes[s], 1, 50, NULL));
-        for (c = p.base - 3 * p.stride; c < p.base + 53 * p.stride; c++) {
-            size_t off = (size_t)(c - p.base);
-            bool want = c >= p.base && off < 50 * p.stride && off % p.stride == 0;
+        for (c = base_of(&p) - 3 * p.stride; c < slot(&p, 53); c++) {
+            size_t off = (size_t)(c - base_of(&p));
+            bool want = c >= base_of(&p) && off < 50 * p.stride && off % p.stride == 0;
             assert_int_equal(arena_pool_owns(&p, c), want);
         }
         assert_false(arena_pool_owns(&p, NULL));
@@ -391,12 +396,12 @@ static void test_buffer_variant(void **state)
     assert_false(arena_pool_init_buffer(&p, buf, need - 1, 24, 8, 10));
     assert_int_equal(arena_pool_capacity(&p), 0);
     assert_null(arena_pool_alloc(&p));
-    assert_false(arena_pool_init_buffer(&p, buf + 8, need, 24, 8, 10)); /* not ARENA_ALIGN */
+    assert_false(arena_pool_init_buffer(&p, buf + ARENA_ALIGN / 2, need, 24, 8, 10)); /* not ARENA_ALIGN */
     assert_false(arena_pool_init_buffer(&p, NULL, need, 24, 8, 10));
     assert_false(arena_pool_init_buffer(&p, buf, need, 24, 3, 10));
     assert_false(arena_pool_init_buffer(&p, buf, need, 24, 8, 0));
     assert_true(arena_pool_init_buffer(&p, buf, need, 24, 8, 10));
-    assert_ptr_equal(p.base, buf);
+    assert_ptr_equal(base_of(&p), buf);
     assert_true(arena_pool_check(&p));
     for (i = 0; i < 10; i++) {
         got[i] = (char *)arena_pool_alloc(&p);
@@ -511,10 +516,10 @@ static void test_overflow_and_bad_arguments(void **state)
     assert_int_equal(arena_pool_buffer_size(16, 8, 0), 0);
     assert_int_equal(arena_pool_buffer_size(16, 6, 4), 0);
     assert_int_equal(arena_pool_buffer_size(16, 0, 4), 0);
-    /* Slots, then 4 bytes of stack and 1 of state per slot. */
-    assert_int_equal(arena_pool_buffer_size(16, 8, 10), 160 + 40 + 10);
-    assert_int_equal(arena_pool_buffer_size(3, 1, 3), 12 + 12 + 3);
-    assert_int_equal(arena_pool_buffer_size(0, 1, 1), 4 + 4 + 1);
+    /* Slots (rounded up to 4 bytes), then 4 bytes of stack and 4 of state per slot. */
+    assert_int_equal(arena_pool_buffer_size(16, 8, 10), 160 + 40 + 40);
+    assert_int_equal(arena_pool_buffer_size(3, 1, 3), 12 + 12 + 12);
+    assert_int_equal(arena_pool_buffer_size(0, 1, 1), 4 + 4 + 4);
     assert_int_equal(recorded_errors.count, 0);
 }
 
@@ -568,7 +573,7 @@ static void expect_corrupt(const arena_pool *p)
 static void test_check_finds_corruption(void **state)
 {
     arena_pool p;
-    unsigned char saved_state[8];
+    uint32_t saved_state[8];
     uint32_t saved_stack[8];
     void *a, *b;
     (void)state;
@@ -577,24 +582,24 @@ static void test_check_finds_corruption(void **state)
     a = arena_pool_alloc(&p);
     b = arena_pool_alloc(&p);
     arena_pool_free(&p, a);
-    memcpy(saved_state, p.state, sizeof saved_state);
-    memcpy(saved_stack, p.stack, sizeof saved_stack);
+    memcpy(saved_state, states_of(&p), sizeof saved_state);
+    memcpy(saved_stack, stack_of(&p), sizeof saved_stack);
     assert_true(arena_pool_check(&p));
-    assert_memory_equal(saved_state, p.state, sizeof saved_state); /* restored its marks */
+    assert_memory_equal(saved_state, states_of(&p), sizeof saved_state); /* restored its marks */
 
-    p.state[1] = ARENA__POOL_FREED; /* b looks free but is not on the stack */
+    states_of(&p)[1] = ARENA__POOL_FREED; /* b looks free but is not on the stack */
     expect_corrupt(&p);
-    p.state[1] = 7; /* not a state */
+    states_of(&p)[1] = 7; /* not a state */
     expect_corrupt(&p);
-    p.state[1] = ARENA__POOL_LIVE;
-    p.stack[p.nfree - 1] = p.stack[0]; /* a slot named twice */
+    states_of(&p)[1] = ARENA__POOL_LIVE;
+    stack_of(&p)[p.nfree - 1] = stack_of(&p)[0]; /* a slot named twice */
     expect_corrupt(&p);
-    assert_memory_equal(saved_state, p.state, sizeof saved_state);
-    p.stack[p.nfree - 1] = 1; /* a live slot on the stack */
+    assert_memory_equal(saved_state, states_of(&p), sizeof saved_state);
+    stack_of(&p)[p.nfree - 1] = 1; /* a live slot on the stack */
     expect_corrupt(&p);
-    p.stack[p.nfree - 1] = 99; /* out of range */
+    stack_of(&p)[p.nfree - 1] = 99; /* out of range */
     expect_corrupt(&p);
-    memcpy(p.stack, saved_stack, sizeof saved_stack);
+    memcpy(stack_of(&p), saved_stack, sizeof saved_stack);
     p.nfree++;
     expect_corrupt(&p);
     p.nfree--;
@@ -604,7 +609,7 @@ static void test_check_finds_corruption(void **state)
     p.inv++;
     expect_corrupt(&p);
     p.inv--;
-    assert_memory_equal(saved_state, p.state, sizeof saved_state);
+    assert_memory_equal(saved_state, states_of(&p), sizeof saved_state);
     record_errors();
     assert_true(arena_pool_check(&p));
     arena_pool_free(&p, b);

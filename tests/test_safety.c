@@ -37,7 +37,10 @@ static void test_counters_exact(void **state)
     assert_true(arena_check(&a));
     arena_reset(&a);
     assert_int_equal(arena_size(&a), 0);
-    assert_int_equal(arena_retained(&a), 2000); /* the uniform chunks stay */
+    assert_int_equal(arena_retained(&a), 7000); /* every chunk the batch used stays */
+    assert_true(arena_check(&a));
+    arena_reset_to(&a, 2000);
+    assert_int_equal(arena_retained(&a), 2000); /* the oversized one went first */
     assert_true(arena_check(&a));
     arena_release(&a);
     assert_int_equal(arena_retained(&a), 0);

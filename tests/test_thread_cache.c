@@ -6,39 +6,6 @@
 
 #include <arena/thread.h>
 
-/* test_backing is not thread-safe: this wraps it in a mutex for the tests
- * where several threads allocate. */
-typedef struct locked_backing {
-    pthread_mutex_t lock;
-    test_backing tb;
-    arena_allocator inner;
-} locked_backing;
-
-static void *lb_alloc(void *ctx, size_t n)
-{
-    locked_backing *lb = (locked_backing *)ctx;
-    pthread_mutex_lock(&lb->lock);
-    void *p = lb->inner.alloc(lb->inner.ctx, n);
-    pthread_mutex_unlock(&lb->lock);
-    return p;
-}
-
-static void lb_free(void *ctx, void *p, size_t n)
-{
-    locked_backing *lb = (locked_backing *)ctx;
-    pthread_mutex_lock(&lb->lock);
-    lb->inner.free(lb->inner.ctx, p, n);
-    pthread_mutex_unlock(&lb->lock);
-}
-
-static arena_allocator lb_allocator(locked_backing *lb)
-{
-    arena_allocator al = {lb_alloc, lb_free, lb};
-    pthread_mutex_init(&lb->lock, NULL);
-    lb->inner = tb_allocator(&lb->tb);
-    return al;
-}
-
 static void test_acquire_recycle_reuses_the_arena_and_its_chunks(void **state)
 {
     test_backing tb;
@@ -88,7 +55,7 @@ static void test_bounds_on_cached_arenas_and_retained_bytes(void **state)
     }
     for (int i = 0; i < 5; i++)
         arena_cache_recycle(c, a[i]);
-    /* One waits in the slot, two in the store, two were freed. */
+    /* One waits in the slot, two in the store, two were released. */
     assert_int_equal(arena_cache_count(c), 2);
     for (int i = 0; i < 3; i++) {
         a[i] = arena_cache_acquire(c);
@@ -96,13 +63,16 @@ static void test_bounds_on_cached_arenas_and_retained_bytes(void **state)
         assert_int_equal(arena_size(a[i]), 0);
     }
     assert_int_equal(arena_cache_count(c), 0);
-    /* Live: the cache, 3 nodes with 3 chunks each (each index back inline
-     * or kept): everything of the two freed arenas went back. */
+    /* Live: the cache, 5 nodes, 3 of them with 3 chunks each (each index
+     * back inline or kept): everything of the two released arenas but their
+     * structs went back. */
     size_t live_nodes = tb.live;
+    size_t calls = tb.calls;
     arena *fresh = arena_cache_acquire(c);
     assert_non_null(fresh);
     assert_int_equal(arena_retained(fresh), 0);
-    assert_int_equal(tb.live, live_nodes + 1); /* a fresh struct, no chunk yet */
+    assert_int_equal(tb.live, live_nodes); /* a released struct, no chunk */
+    assert_int_equal(tb.calls, calls);
     arena_cache_recycle(c, fresh);
     for (int i = 0; i < 3; i++)
         arena_cache_recycle(c, a[i]);
@@ -120,7 +90,8 @@ static void test_defaults_and_unbounded_retention(void **state)
         assert_non_null(arena_alloc(a, ARENA_DEFAULT_CHUNK));
     arena_cache_recycle(c, a);
     a = arena_cache_acquire(c);
-    assert_int_equal(arena_retained(a), 16 * (size_t)ARENA_DEFAULT_CHUNK); /* default bound */
+    /* no fixed bound: what the request used */
+    assert_int_equal(arena_retained(a), 20 * (size_t)ARENA_DEFAULT_CHUNK);
     arena_cache_recycle(c, a);
     arena_cache_destroy(c);
 
@@ -135,6 +106,80 @@ static void test_defaults_and_unbounded_retention(void **state)
     arena_cache_recycle(c, a);
     arena_cache_destroy(c);
     arena_cache_destroy(NULL);
+}
+
+/* One request of the workload: small values around one of `big` bytes. */
+static void request(arena *a, size_t big)
+{
+    for (int i = 0; i < 2000; i++) {
+        char *p = (char *)arena_alloc(a, 16 + (size_t)(i * 37) % 400);
+        assert_non_null(p);
+        p[0] = 1;
+    }
+    char *p = (char *)arena_alloc(a, big);
+    assert_non_null(p);
+    memset(p, 2, big);
+}
+
+/* With the default configuration a cache's arenas adapt to the requests:
+ * requests of one shape, a 17 MB value included, make no backing call once
+ * warm (where a fixed 1 MiB bound trimmed and refetched it every time); a
+ * one-off spike is given back after ARENA_RETAIN_BATCHES smaller requests;
+ * an explicit max_retained still bounds every recycle. */
+static void test_default_retention_adapts(void **state)
+{
+    test_backing tb;
+    arena_allocator al = tb_allocator(&tb);
+    arena_cache_config cfg = {0, 0, 0, &al};
+    arena_cache *c = arena_cache_create(&cfg);
+    const size_t mib = (size_t)1 << 20;
+    (void)state;
+    assert_non_null(c);
+
+    size_t calls = 0, frees = 0, normal = 0;
+    for (int i = 0; i < 12; i++) {
+        if (i == 2) {
+            calls = tb.calls;
+            frees = tb.frees;
+        }
+        arena *a = arena_cache_acquire(c);
+        assert_non_null(a);
+        request(a, 17 * mib);
+        arena_cache_recycle(c, a);
+    }
+    assert_int_equal(tb.calls, calls);
+    assert_int_equal(tb.frees, frees);
+
+    /* Smaller requests: the 17 MB chunk stays for ARENA_RETAIN_BATCHES - 1
+     * of them, and is freed by the recycle ending the last. */
+    for (int i = 1; i <= ARENA_RETAIN_BATCHES; i++) {
+        arena *a = arena_cache_acquire(c);
+        assert_true(arena_retained(a) > 17 * mib);
+        request(a, 100000);
+        normal = arena_size(a);
+        arena_cache_recycle(c, a);
+    }
+    arena *after = arena_cache_acquire(c);
+    assert_true(arena_retained(after) <= 2 * normal + 2 * ARENA_DEFAULT_CHUNK);
+    arena_cache_recycle(c, after);
+    assert_true(tb.live_bytes < 2 * mib);
+    arena_cache_destroy(c);
+    assert_int_equal(tb.live, 0);
+
+    /* An explicit bound is a hard one. */
+    arena_cache_config capped = {0, 0, mib, &al};
+    c = arena_cache_create(&capped);
+    assert_non_null(c);
+    for (int i = 0; i < 3; i++) {
+        arena *a = arena_cache_acquire(c);
+        request(a, 4 * mib);
+        arena_cache_recycle(c, a);
+        a = arena_cache_acquire(c);
+        assert_true(arena_retained(a) <= mib);
+        arena_cache_recycle(c, a);
+    }
+    arena_cache_destroy(c);
+    assert_int_equal(tb.live, 0);
 }
 
 static void test_misuse_is_reported_and_harmless(void **state)
@@ -154,17 +199,25 @@ static void test_misuse_is_reported_and_harmless(void **state)
     arena_cache_recycle(other, a);
     assert_int_equal(recorded_errors.count, 2);
     assert_int_equal(recorded_errors.last, ARENA_ERR_FOREIGN_POINTER);
+    arena_cache_recycle(NULL, a);
+    assert_int_equal(recorded_errors.count, 3);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_FOREIGN_POINTER);
     assert_int_equal(arena_size(a), 100); /* untouched */
+    assert_int_equal(arena_cache_count(other), 0);
 
     arena_cache_recycle(c, a); /* into the slot */
     arena_cache_recycle(c, a);
-    assert_int_equal(recorded_errors.count, 3);
+    assert_int_equal(recorded_errors.count, 4);
     assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
     arena_cache_recycle(c, b); /* into the store */
     arena_cache_recycle(c, b);
-    assert_int_equal(recorded_errors.count, 4);
+    assert_int_equal(recorded_errors.count, 5);
     assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
+    arena_cache_recycle(other, b); /* in c's store, still c's */
+    assert_int_equal(recorded_errors.count, 6);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_FOREIGN_POINTER);
     assert_int_equal(arena_cache_count(c), 1);
+    assert_int_equal(arena_cache_count(other), 0);
 
     arena_set_error_handler(NULL, NULL);
     arena_cache_destroy(c);
@@ -252,6 +305,248 @@ static void test_two_caches_on_one_thread(void **state)
     arena_cache_destroy(c2);
 }
 
+/* ---- Double recycle after the cache let the arena go ------------------------------ *
+ * Beyond max_arenas a recycled arena is released.  A second recycle of it must
+ * still be reported, and do nothing: however the arena left the cache. */
+
+/* What the cache holds, as seen from outside: compared before and after a
+ * misuse, which must change none of it. */
+struct cache_view {
+    size_t stored, calls, live, live_bytes, frees;
+};
+
+static struct cache_view view(arena_cache *c, const test_backing *tb)
+{
+    struct cache_view v = {arena_cache_count(c), tb->calls, tb->live, tb->live_bytes, tb->frees};
+    return v;
+}
+
+static void assert_same_view(struct cache_view a, struct cache_view b)
+{
+    assert_int_equal(a.stored, b.stored);
+    assert_int_equal(a.calls, b.calls);
+    assert_int_equal(a.live, b.live);
+    assert_int_equal(a.live_bytes, b.live_bytes);
+    assert_int_equal(a.frees, b.frees);
+}
+
+/* Recycles `a` (already recycled, and let go by the cache) into its own cache
+ * and into `other`: each is reported once, and nothing changes. */
+static void assert_recycles_are_harmless(arena_cache *c, arena_cache *other, arena *a,
+                                         const test_backing *tb)
+{
+    struct cache_view before = view(c, tb);
+    int errors = recorded_errors.count;
+    arena_cache_recycle(c, a);
+    assert_int_equal(recorded_errors.count, errors + 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
+    arena_cache_recycle(c, a);
+    assert_int_equal(recorded_errors.count, errors + 2);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
+    arena_cache_recycle(other, a);
+    assert_int_equal(recorded_errors.count, errors + 3);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_FOREIGN_POINTER);
+    assert_same_view(view(c, tb), before);
+}
+
+static test_backing tb_full;
+
+static void test_double_recycle_after_the_store_was_full(void **state)
+{
+    arena_allocator al = tb_allocator(&tb_full);
+    arena_cache_config cfg = {1000, 1, 5000, &al};
+    arena_cache *c = arena_cache_create(&cfg);
+    arena_cache *other = arena_cache_create(NULL);
+    (void)state;
+    record_errors();
+    arena *slotted = arena_cache_acquire(c);
+    arena *stored = arena_cache_acquire(c);
+    arena *a = arena_cache_acquire(c);
+    assert_non_null(slotted);
+    assert_non_null(stored);
+    assert_non_null(a);
+    size_t live = tb_full.live;
+    assert_non_null(arena_alloc(a, 600));
+    assert_non_null(arena_alloc(a, 3000)); /* an oversized chunk too */
+    arena_cache_recycle(c, slotted); /* this thread's slot */
+    arena_cache_recycle(c, stored);  /* the store: now full */
+    arena_cache_recycle(c, a);       /* released: its chunks go back */
+    assert_int_equal(recorded_errors.count, 0);
+    assert_int_equal(arena_cache_count(c), 1);
+    assert_int_equal(tb_full.live, live);
+
+    assert_recycles_are_harmless(c, other, a, &tb_full);
+
+    /* The three come back (the released one without chunks), with no
+     * allocation: the cache kept the released arena's struct. */
+    size_t calls = tb_full.calls;
+    arena *got[3];
+    for (int i = 0; i < 3; i++)
+        got[i] = arena_cache_acquire(c);
+    assert_ptr_equal(got[0], slotted);
+    assert_ptr_equal(got[1], stored);
+    assert_ptr_equal(got[2], a);
+    assert_int_equal(arena_retained(a), 0);
+    assert_int_equal(arena_size(a), 0);
+    assert_int_equal(tb_full.calls, calls);
+    assert_non_null(arena_strdup(a, "in use again"));
+    assert_true(arena_check(a));
+    for (int i = 0; i < 3; i++)
+        arena_cache_recycle(c, got[i]);
+    assert_int_equal(recorded_errors.count, 3);
+    arena_set_error_handler(NULL, NULL);
+    arena_cache_destroy(c);
+    arena_cache_destroy(other);
+    assert_int_equal(tb_full.live, 0);
+}
+
+/* A thread recycles an arena into its slot and exits while the store is
+ * full: the cache releases it. */
+struct exit_with_full_store {
+    arena_cache *c;
+    arena *a;
+};
+
+static void *recycle_and_exit(void *arg)
+{
+    struct exit_with_full_store *x = (struct exit_with_full_store *)arg;
+    arena_cache_recycle(x->c, x->a);
+    return NULL;
+}
+
+static test_backing tb_exit;
+
+static void test_double_recycle_after_a_thread_exit_with_the_store_full(void **state)
+{
+    arena_allocator al = tb_allocator(&tb_exit);
+    arena_cache_config cfg = {1000, 1, 5000, &al};
+    arena_cache *c = arena_cache_create(&cfg);
+    arena_cache *other = arena_cache_create(NULL);
+    pthread_t t;
+    (void)state;
+    record_errors();
+    arena *slotted = arena_cache_acquire(c);
+    arena *stored = arena_cache_acquire(c);
+    struct exit_with_full_store x = {c, arena_cache_acquire(c)};
+    assert_non_null(slotted);
+    assert_non_null(stored);
+    assert_non_null(x.a);
+    size_t live = tb_exit.live;
+    assert_non_null(arena_alloc(x.a, 600));
+    arena_cache_recycle(c, slotted);
+    arena_cache_recycle(c, stored); /* the store is full */
+    assert_int_equal(pthread_create(&t, NULL, recycle_and_exit, &x), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(tb_exit.live, live); /* released at the thread's exit */
+    assert_int_equal(arena_cache_count(c), 1);
+    assert_int_equal(recorded_errors.count, 0);
+
+    assert_recycles_are_harmless(c, other, x.a, &tb_exit);
+
+    arena_set_error_handler(NULL, NULL);
+    arena_cache_destroy(c);
+    arena_cache_destroy(other);
+    assert_int_equal(tb_exit.live, 0);
+}
+
+static test_backing tb_evict;
+
+/* An arena waits in this thread's slot while its store is full; a recycle
+ * into another cache pushes it out, and its cache releases it. */
+static void test_double_recycle_after_eviction_by_another_cache(void **state)
+{
+    arena_allocator al = tb_allocator(&tb_evict);
+    arena_cache_config cfg = {1000, 1, 5000, &al};
+    arena_cache *c = arena_cache_create(&cfg);
+    arena_cache *c2 = arena_cache_create(NULL);
+    (void)state;
+    record_errors();
+    arena *a = arena_cache_acquire(c);
+    arena *stored = arena_cache_acquire(c);
+    arena *a2 = arena_cache_acquire(c2);
+    assert_non_null(a);
+    assert_non_null(stored);
+    assert_non_null(a2);
+    size_t live = tb_evict.live;
+    assert_non_null(arena_alloc(a, 600));
+    arena_cache_recycle(c, a);      /* the slot */
+    arena_cache_recycle(c, stored); /* the store: full */
+    arena_cache_recycle(c2, a2);    /* takes the slot: a is released */
+    assert_int_equal(tb_evict.live, live);
+    assert_int_equal(arena_cache_count(c), 1);
+    assert_int_equal(recorded_errors.count, 0);
+
+    assert_recycles_are_harmless(c, c2, a, &tb_evict);
+    assert_int_equal(arena_cache_count(c2), 0); /* a2 still waits in the slot */
+    assert_ptr_equal(arena_cache_acquire(c2), a2);
+    arena_cache_recycle(c2, a2);
+
+    arena_set_error_handler(NULL, NULL);
+    arena_cache_destroy(c);
+    arena_cache_destroy(c2);
+    assert_int_equal(tb_evict.live, 0);
+}
+
+static test_backing tb_spares;
+
+/* Released arenas keep their structs for later acquires: however many rounds
+ * of 5 requests at once, the cache holds 5 structs and allocates no more. */
+static void test_released_structs_are_reused_not_accumulated(void **state)
+{
+    arena_allocator al = tb_allocator(&tb_spares);
+    arena_cache_config cfg = {1000, 1, 1000, &al};
+    arena_cache *c = arena_cache_create(&cfg);
+    arena *first[5], *got[5];
+    size_t live = 0, structs_calls = 0;
+    (void)state;
+    assert_non_null(c);
+    for (int round = 0; round < 50; round++) {
+        size_t calls = tb_spares.calls;
+        for (int i = 0; i < 5; i++) {
+            got[i] = arena_cache_acquire(c);
+            assert_non_null(got[i]);
+            assert_int_equal(arena_size(got[i]), 0);
+        }
+        if (round == 0) {
+            memcpy(first, got, sizeof first);
+            structs_calls = tb_spares.calls - calls;
+            assert_int_equal(structs_calls, 5);
+        } else {
+            /* The slot's and the store's (with their chunk) first, then the
+             * three spares, all without an allocation. */
+            assert_int_equal(tb_spares.calls, calls);
+            assert_int_equal(arena_retained(got[0]), 1000);
+            assert_int_equal(arena_retained(got[1]), 1000);
+            for (int i = 2; i < 5; i++)
+                assert_int_equal(arena_retained(got[i]), 0);
+            for (int i = 0; i < 5; i++) {
+                bool known = false;
+                for (int k = 0; k < 5; k++)
+                    known |= got[i] == first[k];
+                assert_true(known);
+            }
+        }
+        for (int i = 0; i < 5; i++)
+            assert_non_null(arena_alloc(got[i], 600));
+        for (int i = 4; i >= 0; i--)
+            arena_cache_recycle(c, got[i]);
+        if (round == 0)
+            live = tb_spares.live;
+        assert_int_equal(tb_spares.live, live); /* 5 structs, 2 chunks, the cache */
+    }
+    /* One more at once than ever before: exactly one more struct. */
+    size_t calls = tb_spares.calls;
+    arena *more[6];
+    for (int i = 0; i < 6; i++)
+        more[i] = arena_cache_acquire(c);
+    assert_int_equal(tb_spares.calls, calls + 1);
+    assert_int_equal(tb_spares.live, live + 1);
+    for (int i = 0; i < 6; i++)
+        arena_cache_recycle(c, more[i]);
+    arena_cache_destroy(c);
+    assert_int_equal(tb_spares.live, 0);
+}
+
 /* ---- Threads ------------------------------------------------------------------ */
 
 #define THREADS 4
@@ -302,10 +597,14 @@ static void *requests(void *arg)
     return NULL;
 }
 
+/* test_backing counts with plain loads and stores, as a backing written for
+ * one thread would: the cache must never call it from two threads at once
+ * (TSan sees any overlap). */
+static test_backing tb_threads;
+
 static void test_many_threads_acquire_and_recycle(void **state)
 {
-    locked_backing lb;
-    arena_allocator al = lb_allocator(&lb);
+    arena_allocator al = tb_allocator(&tb_threads);
     arena_cache_config cfg = {4096, 3, 8 * 4096, &al};
     arena_cache *c = arena_cache_create(&cfg);
     pthread_t t[THREADS];
@@ -321,9 +620,9 @@ static void test_many_threads_acquire_and_recycle(void **state)
         assert_int_equal(w[i].errors, 0);
     }
     assert_true(arena_cache_count(c) <= 3);
+    assert_true(tb_threads.frees > 0); /* chunks came and went on every thread */
     arena_cache_destroy(c);
-    assert_int_equal(lb.tb.live, 0);
-    pthread_mutex_destroy(&lb.lock);
+    assert_int_equal(tb_threads.live, 0);
 }
 
 /* Each thread holds an arena while all do, then recycles it and exits: the
@@ -509,14 +808,17 @@ static void *consume(void *arg)
     }
 }
 
+static test_backing tb_handoff;
+
 static void test_handoff_between_threads(void **state)
 {
     struct handoff h;
     pthread_t prod[2], cons[2];
     struct worker w[2];
+    arena_allocator al = tb_allocator(&tb_handoff);
     (void)state;
     memset(&h, 0, sizeof h);
-    arena_cache_config cfg = {8192, 4, 4 * 8192, NULL};
+    arena_cache_config cfg = {8192, 4, 4 * 8192, &al};
     h.c = arena_cache_create(&cfg);
     assert_non_null(h.c);
     pthread_mutex_init(&h.lock, NULL);
@@ -538,6 +840,7 @@ static void test_handoff_between_threads(void **state)
     pthread_cond_destroy(&h.changed);
     pthread_mutex_destroy(&h.lock);
     arena_cache_destroy(h.c);
+    assert_int_equal(tb_handoff.live, 0);
 }
 
 int main(void)
@@ -546,10 +849,15 @@ int main(void)
         cmocka_unit_test(test_acquire_recycle_reuses_the_arena_and_its_chunks),
         cmocka_unit_test(test_bounds_on_cached_arenas_and_retained_bytes),
         cmocka_unit_test(test_defaults_and_unbounded_retention),
+        cmocka_unit_test(test_default_retention_adapts),
         cmocka_unit_test(test_misuse_is_reported_and_harmless),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_destroy_frees_acquired_and_parked_arenas),
         cmocka_unit_test(test_two_caches_on_one_thread),
+        cmocka_unit_test(test_double_recycle_after_the_store_was_full),
+        cmocka_unit_test(test_double_recycle_after_a_thread_exit_with_the_store_full),
+        cmocka_unit_test(test_double_recycle_after_eviction_by_another_cache),
+        cmocka_unit_test(test_released_structs_are_reused_not_accumulated),
         cmocka_unit_test(test_many_threads_acquire_and_recycle),
         cmocka_unit_test(test_destroyed_cache_in_another_threads_slot),
         cmocka_unit_test(test_thread_exit_returns_the_slot),

@@ -117,21 +117,30 @@ static void test_scratch_trims_spares_and_releases(void **state)
 }
 
 /* Each thread has scratch arenas of its own; they are freed at its exit
- * (a leak here shows under ASan/LSan). */
+ * (a leak here shows under ASan/LSan).  The workers compare their arenas
+ * while all are alive: a thread's may take the address of one that exited. */
+struct scratch_worker_arg {
+    arena *seen;
+    pthread_barrier_t *all_seen;
+};
+
 static void *scratch_worker(void *arg)
 {
-    arena **out = (arena **)arg;
+    struct scratch_worker_arg *w = (struct scratch_worker_arg *)arg;
     arena_scratch s = arena_scratch_begin(NULL, 0);
-    for (int i = 0; i < 1000; i++) {
+    int i;
+    for (i = 0; i < 1000; i++) {
         arena_scratch t = arena_scratch_begin(&s.arena, 1);
         char *p = (char *)arena_alloc(t.arena, 100 + (size_t)i);
         if (p)
             memset(p, 0xab, 100 + (size_t)i);
         arena_scratch_end(t);
         if (!arena_alloc(s.arena, 32))
-            return NULL;
+            break;
     }
-    *out = s.arena;
+    w->seen = i == 1000 ? s.arena : NULL; /* NULL: the test fails */
+    pthread_barrier_wait(w->all_seen);
+    pthread_barrier_wait(w->all_seen); /* compared */
     arena_scratch_end(s);
     return NULL;
 }
@@ -139,18 +148,26 @@ static void *scratch_worker(void *arg)
 static void test_scratch_arenas_are_per_thread(void **state)
 {
     pthread_t t[2];
-    arena *seen[2] = {NULL, NULL};
+    pthread_barrier_t all_seen;
+    struct scratch_worker_arg w[2];
+    arena_scratch mine = arena_scratch_begin(NULL, 0);
     (void)state;
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, scratch_worker, &seen[i]), 0);
+    assert_non_null(mine.arena);
+    pthread_barrier_init(&all_seen, NULL, 3);
+    for (int i = 0; i < 2; i++) {
+        w[i] = (struct scratch_worker_arg){NULL, &all_seen};
+        assert_int_equal(pthread_create(&t[i], NULL, scratch_worker, &w[i]), 0);
+    }
+    pthread_barrier_wait(&all_seen);
+    assert_non_null(w[0].seen);
+    assert_non_null(w[1].seen);
+    assert_ptr_not_equal(w[0].seen, w[1].seen);
+    assert_ptr_not_equal(mine.arena, w[0].seen);
+    assert_ptr_not_equal(mine.arena, w[1].seen);
+    pthread_barrier_wait(&all_seen);
     for (int i = 0; i < 2; i++)
         assert_int_equal(pthread_join(t[i], NULL), 0);
-    assert_non_null(seen[0]);
-    assert_non_null(seen[1]);
-    arena_scratch mine = arena_scratch_begin(NULL, 0);
-    assert_ptr_not_equal(seen[0], seen[1]);
-    assert_ptr_not_equal(mine.arena, seen[0]);
-    assert_ptr_not_equal(mine.arena, seen[1]);
+    pthread_barrier_destroy(&all_seen);
     arena_scratch_end(mine);
     arena_scratch_release_thread();
 }

@@ -47,28 +47,38 @@ static void test_reset_to_keeps_whole_chunks_up_to_the_limit(void **state)
     assert_int_equal(tb.live, 0);
 }
 
-static void test_reset_to_frees_oversized_chunks(void **state)
+static void test_reset_to_keeps_oversized_chunks_within_the_limit(void **state)
 {
     test_backing tb;
     arena_allocator al = tb_allocator(&tb);
     arena a;
+    size_t calls;
     (void)state;
     arena_init_with(&a, 1000, &al);
     fill_chunks(&a, 2);
     assert_non_null(arena_alloc(&a, 50000));
     assert_int_equal(arena_retained(&a), 52000);
-    arena_reset_to(&a, 100000);
+    arena_reset_to(&a, 100000); /* within the limit: all kept, all reused */
+    assert_int_equal(arena_retained(&a), 52000);
+    assert_true(arena_check(&a));
+    calls = tb.calls;
+    fill_chunks(&a, 2);
+    assert_non_null(arena_alloc(&a, 50000));
+    assert_int_equal(tb.calls, calls);
+    arena_reset_to(&a, 51999); /* whole chunks, in order, while they fit */
     assert_int_equal(arena_retained(&a), 2000);
     assert_true(arena_check(&a));
     arena_release(&a);
     assert_int_equal(tb.live, 0);
 
-    /* One chunk only (the quick path): oversized, then uniform over the limit. */
+    /* An oversized chunk first, a uniform one after: the limit keeps the
+     * chunks that fit it, whatever comes before them. */
     assert_non_null(arena_alloc(&a, 5000));
     arena_reset_to(&a, SIZE_MAX);
-    assert_int_equal(arena_retained(&a), 0);
-    assert_int_equal(tb.live, 0);
+    assert_int_equal(arena_retained(&a), 5000);
+    assert_int_equal(tb.live, 1);
     assert_non_null(arena_alloc(&a, 10));
+    assert_int_equal(arena_retained(&a), 6000);
     arena_reset_to(&a, 1000);
     assert_int_equal(arena_retained(&a), 1000);
     assert_int_equal(arena_size(&a), 0);
@@ -159,7 +169,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reset_to_keeps_whole_chunks_up_to_the_limit),
-        cmocka_unit_test(test_reset_to_frees_oversized_chunks),
+        cmocka_unit_test(test_reset_to_keeps_oversized_chunks_within_the_limit),
         cmocka_unit_test(test_reset_to_keeps_the_callers_buffer),
         cmocka_unit_test(test_trim_frees_only_spares),
         cmocka_unit_test(test_trim_of_an_arena_without_values),

@@ -3,8 +3,8 @@
  *
  *   - arena_cache:   a thread-safe store of reset arenas.  A request takes one
  *                    (arena_cache_acquire), uses it, and gives it back
- *                    (arena_cache_recycle), which resets it and keeps its
- *                    chunks, up to a byte bound, for the next request.
+ *                    (arena_cache_recycle), which resets it and keeps the
+ *                    chunks its recent requests needed for the next one.
  *   - scratch:       per-thread scratch arenas that are never one of the
  *                    arenas the caller names as conflicts, with a mark taken
  *                    at arena_scratch_begin() and rewound at arena_scratch_end().
@@ -42,17 +42,27 @@ typedef struct arena_cache_config {
     size_t chunk_bytes;  /* chunk budget of each arena (0: ARENA_DEFAULT_CHUNK) */
     size_t max_arenas;   /* arenas kept in the shared store (0: 64); beyond it a
                             recycled arena is released */
-    size_t max_retained; /* bytes of chunks a recycled arena keeps, as with
-                            arena_reset_to() (0: 16 chunks; SIZE_MAX: all;
-                            below chunk_bytes: none) */
+    size_t max_retained; /* a hard bound on the bytes of chunks a recycled
+                            arena keeps, as with arena_reset_to() (0 or
+                            SIZE_MAX: none, the arena keeps what its recent
+                            requests needed, see arena_reset(); below
+                            chunk_bytes: no chunk) */
     const arena_allocator *backing; /* every arena's memory and the cache's
-                                       own (NULL: malloc); copied */
+                                       own (NULL: malloc); copied.  The cache
+                                       calls it one call at a time (under a
+                                       lock of its own), so it need not be
+                                       thread-safe unless other caches, arenas
+                                       or pools use it too */
 } arena_cache_config;
 
 /**
  * Creates a cache (`config` NULL: every default).  The cache and its arena
- * structs come from the backing allocator.  NULL on out-of-memory or when
- * the system refuses a mutex.  Thread-safe.
+ * structs come from the backing allocator.  An arena struct, once made, is
+ * kept until arena_cache_destroy() (an arena released beyond max_arenas keeps
+ * its struct, without chunks, for a later acquire), so they number at most the
+ * most arenas ever out at once (acquired, or waiting in threads' slots), at
+ * about 200 bytes each.  NULL on out-of-memory or when the system refuses a
+ * mutex.  Thread-safe.
  */
 ARENA_NODISCARD ARENA_API arena_cache *arena_cache_create(const arena_cache_config *config);
 
@@ -69,10 +79,11 @@ ARENA_API void arena_cache_destroy(arena_cache *c);
  * An empty arena for one request: the one this thread recycled last, when it
  * still waits in the thread's slot (no lock, no atomic operation), else one
  * from the shared store (a short lock), else a fresh one (its chunks come on
- * first use).  It keeps the chunks its previous request left, up to the
- * cache's max_retained.  The caller owns it until arena_cache_recycle(); it
- * is an ordinary arena (not thread-safe itself), which may be handed to
- * another thread and recycled there.  Do not arena_init*() it.
+ * first use).  It holds the chunks its last recycle kept: once the requests
+ * it serves repeat a shape, they make no backing-allocator call.  The caller
+ * owns it until arena_cache_recycle(); it is an ordinary arena (not
+ * thread-safe itself), which may be handed to another thread and recycled
+ * there.  Do not arena_init*() it.
  * NULL on out-of-memory.  Thread-safe.
  */
 ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
@@ -81,20 +92,28 @@ ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
  * Ends a request: resets `a` with arena_reset_to(a, max_retained) (every value
  * in it expires) and keeps it for a later arena_cache_acquire(): in this
  * thread's slot when the slot is free, else in the shared store while it holds
- * fewer than max_arenas, else the arena is released and freed.  Never fails.
- * Thread-safe.  `a` must come from arena_cache_acquire() of this cache;
- * NULL is reported (ARENA_ERR_NULL_FREE), an arena already recycled
- * (ARENA_ERR_DOUBLE_FREE) or from another cache (ARENA_ERR_FOREIGN_POINTER)
- * too, and then nothing happens.  An arena that no cache made is undefined.
+ * fewer than max_arenas, else the arena is released (its chunks are freed; its
+ * struct is kept, see arena_cache_create()).  Never fails.  Thread-safe.
+ * `a` must come from arena_cache_acquire() of this cache; NULL is reported
+ * (ARENA_ERR_NULL_FREE), an arena already recycled (ARENA_ERR_DOUBLE_FREE,
+ * wherever the cache has put it since: slot, store, or released) or from
+ * another cache, or `c` NULL (ARENA_ERR_FOREIGN_POINTER) too, and then nothing
+ * happens.  Once a later acquire hands the arena out again it is that
+ * request's, and a stale recycle of it cannot be told from that request's own.
+ * An arena that no cache made, or whose cache was destroyed, is undefined.
  * A thread's slot holds one arena of one cache: recycling into another cache
  * sends it back to its own cache's store first.  A thread that exits returns
  * the arena waiting in its slot to the store, so max_arenas bounds the store
  * and each thread holds at most one more.
+ * What an arena keeps follows the requests it serves (arena_reset()'s
+ * policy, under max_retained when set): a one-off huge request's chunks go
+ * back at the ARENA_RETAIN_BATCHES-th smaller request's recycle; an arena
+ * waiting in the store keeps its chunks until it serves again.
  */
 ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
 
 /** Arenas in the shared store now (not counting those waiting in threads'
- *  slots).  Thread-safe; a snapshot. */
+ *  slots, nor the structs of released ones).  Thread-safe; a snapshot. */
 ARENA_API size_t arena_cache_count(arena_cache *c);
 
 /* ---- Scopes --------------------------------------------------------------------- */
@@ -117,7 +136,9 @@ static inline arena_scope arena_scope_begin(arena *a)
 
 /** Ends a scope: arena_rewind(s->arena, s->mark) (nothing when s->arena is
  *  NULL).  Scopes of one arena must end in reverse order of their start; a
- *  scope ended after an enclosing one is reported (ARENA_ERR_BAD_MARK). */
+ *  scope ended after an enclosing one is reported (ARENA_ERR_BAD_MARK, in
+ *  every build: see arena_rewind()), and then nothing happens.  Ending a
+ *  scope again is fine. */
 static inline void arena_scope_end(arena_scope *s)
 {
     if (s->arena)
@@ -176,7 +197,9 @@ ARENA_NODISCARD ARENA_API arena_scratch arena_scratch_begin(arena *const *confli
 
 /** Rewinds the scratch arena to s's mark (nothing when s.arena is NULL), then
  *  frees its spare chunks beyond 1 MiB.  Every value stored since
- *  arena_scratch_begin() expires.  The calling thread's only. */
+ *  arena_scratch_begin() expires.  A scratch ended after an enclosing one of
+ *  the same arena is reported (ARENA_ERR_BAD_MARK), and then nothing happens
+ *  (no rewind, no trim).  The calling thread's only. */
 ARENA_API void arena_scratch_end(arena_scratch s);
 
 /** Frees this thread's scratch arenas now (the main thread, which need not
@@ -241,8 +264,8 @@ ARENA_NODISCARD ARENA_MALLOC
 ARENA_API void *arena_shared_calloc(arena_shared *s, size_t count, size_t size);
 
 /**
- * Forgets every value and keeps up to `retain_limit` bytes of chunks for the
- * next batch (as arena_reset_to(); SIZE_MAX: all uniform chunks, 0: none).
+ * Forgets every value and keeps chunks for the next batch as arena_reset_to()
+ * does (SIZE_MAX: what the retention policy of arena_reset() keeps; 0: none).
  * Every thread's run is abandoned.  Requires that no thread allocates from
  * `s` during the call, and that the threads that allocate afterwards are
  * ordered after it (join them, or use a barrier or a mutex, between the

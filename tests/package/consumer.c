@@ -1,5 +1,6 @@
 /* A program built against the installed package. */
 #include <arena/arena.h>
+#include <arena/hooks.h>
 #include <arena/pool.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,15 @@ int main(void)
     arena_ref r = arena_ref_strndup(&a, "ok", 2);
     int good = s && strcmp(arena_ref_str(&a, r), "ok") == 0 &&
                strcmp(arena_version(), ARENA_VERSION_STRING) == 0;
+    {
+        char *f = arena_sprintf(&a, "%s!", s);
+        arena *prev = arena_set_current(&a);
+        good = good && f && strcmp(f, "consumer!") == 0;
+        char *m = arena_cur_strdup("hooks");
+        good = good && m && arena_cur_size(m) == 6;
+        arena_cur_free(m);
+        arena_set_current(prev);
+    }
     printf("%s %s (libarena %s)\n", s, good ? arena_ref_str(&a, r) : "BROKEN", arena_version());
     arena_release(&a);
     {

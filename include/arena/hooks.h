@@ -1,0 +1,203 @@
+/*
+ * libarena: adapters for the allocator hooks of other libraries.
+ *
+ * A C library that lets its caller supply memory takes its hooks in one of
+ * three shapes; each has ready functions here, out of line so that their
+ * addresses can be taken:
+ *
+ *   - a context and a size, a context and a pointer: protobuf-c's
+ *     ProtobufCAllocator, zlib's zalloc/zfree, upb, nghttp2...
+ *     (arena_hook_alloc/free, arena_hook_zalloc/zfree; the context is the
+ *     arena);
+ *   - realloc with the old size: Lua's lua_Alloc (arena_hook_lua), yyjson's
+ *     yyjson_alc (arena_hook_realloc);
+ *   - global malloc/realloc/free with no context and no old size: cJSON,
+ *     expat, jansson, libxml2, SQLite.  The arena_cur_* family takes its
+ *     memory from the calling thread's "current arena" (arena_set_current),
+ *     keeps a small header before each block for the size realloc and free
+ *     need, and falls back to the C heap while no arena is current, so the
+ *     hooks can be installed for the whole process.
+ *
+ * Values that come from an arena die with the arena's batch (its reset,
+ * rewind or release), whatever the library does: a library's own free walk
+ * may be skipped (drop the batch instead), but a block must not be used, or
+ * freed through a hook, after its batch is gone.  The free hooks give the
+ * bytes back only when the block is the arena's most recent value
+ * (arena_free), which is what a library's short-lived temporaries are.
+ *
+ * Thread-safety: as for the arena itself.  The hooks with a context use that
+ * arena, so one thread at a time per arena.  The current arena is per thread;
+ * the arena_cur_* family never touches an arena other than the calling
+ * thread's current one (see arena_cur_free).
+ *
+ * This header includes only arena.h and is usable from C++.
+ */
+#ifndef ARENA_HOOKS_H
+#define ARENA_HOOKS_H
+
+#include "arena/arena.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Hooks with a context: the context is an arena * --------------------------- */
+
+/**
+ * arena_alloc(arena_ctx, size) as a function: `size` uninitialised bytes,
+ * ARENA_ALIGN-aligned, in the arena `arena_ctx` (an arena *).  Size 0, as
+ * for arena_alloc, stores nothing and returns a pointer not to be
+ * dereferenced.  NULL on out-of-memory or overflow, arena unchanged.  Fits
+ * protobuf-c's ProtobufCAllocator.alloc.
+ */
+ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
+ARENA_API void *arena_hook_alloc(void *arena_ctx, size_t size);
+
+/** Does nothing: the value dies with the batch.  Fits ProtobufCAllocator.free
+ *  (so protobuf_c_message_free_unpacked() may be called, or skipped). */
+ARENA_API void arena_hook_free(void *arena_ctx, void *ptr);
+
+/**
+ * zlib's zalloc: `items * size` uninitialised bytes, ARENA_ALIGN-aligned,
+ * from the arena `arena_ctx`.  NULL (Z_NULL, arena unchanged) when the
+ * product overflows size_t or memory runs out; zlib then reports
+ * Z_MEM_ERROR.  Use with `strm.opaque = &arena`.
+ */
+ARENA_NODISCARD ARENA_MALLOC
+ARENA_API void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size);
+
+/** zlib's zfree: does nothing (zlib's state dies with the batch). */
+ARENA_API void arena_hook_zfree(void *arena_ctx, void *ptr);
+
+/**
+ * Lua's lua_Alloc: `lua_newstate(arena_hook_lua, &arena)`.
+ *   - new_size 0: frees `ptr` (old_size bytes; NULL is fine) with arena_free,
+ *     which gives the bytes back when it is the arena's most recent value,
+ *     and returns NULL;
+ *   - ptr NULL: a new block of new_size bytes (old_size is then Lua's type
+ *     tag and is ignored);
+ *   - otherwise arena_grow(arena_ctx, ptr, old_size, new_size): in place when
+ *     it is the most recent value and its chunk has room, else a copy.
+ * ARENA_ALIGN-aligned.  NULL on out-of-memory (the block unchanged), which Lua
+ * turns into an emergency collection and then LUA_ERRMEM.  Shrinking never
+ * fails.  Requires old_size to be the block's size, as Lua guarantees.
+ * lua_close() walks every object to free it; dropping the arena's batch
+ * without lua_close() is allowed when no finalizer (__gc) needs to run.
+ */
+ARENA_API void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_size);
+
+/**
+ * Realloc with the old size (yyjson_alc.realloc): exactly arena_grow().  ptr
+ * NULL allocates new_size bytes; new_size <= old_size returns ptr, giving the
+ * tail back when it is the most recent value (new_size 0 included: the
+ * result is then a block of no bytes, not NULL).  NULL on out-of-memory,
+ * block and arena unchanged.  ARENA_ALIGN-aligned.
+ */
+ARENA_NODISCARD
+ARENA_API void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new_size);
+
+/**
+ * The arena `a` as an arena_allocator: alloc stores a value in `a` (with
+ * ARENA_ALIGN bytes before the block, so that a nested arena's chunk never
+ * starts where one of `a`'s does, as Valgrind's description of chunks needs),
+ * free gives it back when it is `a`'s most recent value (arena_free), which is
+ * how a nested arena's last chunk returns to `a`.  Lets an arena
+ * back a pool (arena_pool_init), another arena (arena_init_with) or anything
+ * else that takes an arena_allocator.  Everything allocated through it dies
+ * with `a`'s batch: release the pool or the inner arena before `a` is reset.
+ * Give `a` a chunk budget larger than the inner arena's chunks (or each of
+ * them takes an oversized chunk of its own).  Never fails.
+ */
+ARENA_API arena_allocator arena_allocator_of(arena *a);
+
+/* ---- The current arena and the global malloc family ------------------------------- */
+
+/**
+ * Makes `a` the calling thread's current arena (NULL: none) and returns the
+ * previous one, so that scopes nest:
+ *
+ *     arena *prev = arena_set_current(&request);
+ *     doc = cJSON_Parse(text);      // every block from `request`
+ *     ...
+ *     arena_set_current(prev);
+ *
+ * The current arena is thread-local: each thread has its own, NULL at start.
+ * The arena must stay valid while it is current; do not make one arena
+ * current in two threads at once (an arena is not thread-safe).  Never fails.
+ */
+ARENA_API arena *arena_set_current(arena *a);
+
+/** The calling thread's current arena, NULL when none. */
+ARENA_API arena *arena_current(void);
+
+/**
+ * malloc for libraries with global hooks (cJSON_InitHooks, expat's
+ * XML_Memory_Handling_Suite, json_set_alloc_funcs, xmlMemSetup,
+ * sqlite3_mem_methods).  `size` bytes from the current arena, or from the C
+ * heap (malloc) when the thread has none: the hooks are safe to install for
+ * the whole process.  Each block carries a header before it, holding its
+ * size and where it came from: the smallest multiple of ARENA_ALIGN that holds
+ * two words, three in a checked build (16 and 32 bytes on x86-64), so blocks
+ * stay ARENA_ALIGN-aligned.  Size 0 returns a unique block of no bytes.  NULL on
+ * out-of-memory or overflow: an arena that cannot grow returns NULL; it never
+ * falls back to the heap (that would change the block's lifetime).
+ * Thread-safe in the sense above (it uses the calling thread's arena).
+ */
+ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(1)
+ARENA_API void *arena_cur_malloc(size_t size);
+
+/** arena_cur_malloc(count * size), zeroed; NULL when the product overflows. */
+ARENA_NODISCARD ARENA_MALLOC
+ARENA_API void *arena_cur_calloc(size_t count, size_t size);
+
+/**
+ * realloc for a block of this family (the header has its size):
+ *   - ptr NULL: arena_cur_malloc(size);
+ *   - a block from the C heap stays on the C heap (realloc()), whatever
+ *     arena is current: it was made to outlive any batch;
+ *   - a block of the current arena grows or shrinks in place when it is the
+ *     most recent value and its chunk has room, else it is copied within the
+ *     arena (the old bytes stay until the batch ends);
+ *   - a block of an arena that is not current (an outer scope's while an
+ *     inner one is current, another thread's, or any arena while none is
+ *     current) is copied to the C heap, the one place whose blocks outlive
+ *     every batch, so that it cannot dangle; its arena is never touched.  The
+ *     copy is an ordinary heap block: arena_cur_free frees it.
+ * size 0 returns a block of no bytes (not NULL, and ptr is not freed): the
+ * BSD and musl behaviour rather than glibc's.  NULL on out-of-memory or
+ * overflow, with the block unchanged.
+ * Misuse: a pointer that is not from this family, or whose header was
+ * overwritten, is reported (ARENA_ERR_FOREIGN_POINTER) when the header shows
+ * it: a cheap test in every build catches most such headers, the checked
+ * build's check word all but a forged one.  Under ASan the header is
+ * poisoned, so the write that overwrites it is reported itself.  If the
+ * handler returns, NULL and nothing changes.
+ */
+ARENA_NODISCARD
+ARENA_API void *arena_cur_realloc(void *ptr, size_t size);
+
+/**
+ * free for a block of this family.  NULL: nothing.  A block from the C heap
+ * is freed (whatever arena is current).  A block of the current arena gives
+ * its bytes back when it is the arena's most recent value, else nothing (it
+ * goes with the batch).  A block of an arena that is not current: nothing,
+ * and that arena is not touched (it may be another thread's).  Under ASan the
+ * block is poisoned, so a use after this call is reported.  Misuse as for
+ * arena_cur_realloc (then nothing happens).
+ */
+ARENA_API void arena_cur_free(void *ptr);
+
+/** The usable size of a block of this family (what was asked), 0 for NULL:
+ *  SQLite's xSize.  Misuse as for arena_cur_realloc (then 0). */
+ARENA_API size_t arena_cur_size(const void *ptr);
+
+/** strdup through arena_cur_malloc (libxml2's xmlStrdupFunc).  NULL on
+ *  out-of-memory. */
+ARENA_NODISCARD ARENA_MALLOC
+ARENA_API char *arena_cur_strdup(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARENA_HOOKS_H */

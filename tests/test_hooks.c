@@ -1,0 +1,835 @@
+/*
+ * The adapters (arena/hooks.h) and free-last (arena_free): each hook shape,
+ * alignment, overflow, the current arena (NULL, nesting, per thread), the
+ * size header of the global family (heap and arena blocks told apart,
+ * foreign pointers, blocks of an arena that is not current), realloc growth
+ * and shrink, and the backing failing at each call of a workload.
+ */
+#include "support.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <stdalign.h>
+
+#include <arena/hooks.h>
+#include <arena/pool.h>
+
+#if TEST_ASAN
+#  include <sanitizer/asan_interface.h>
+#endif
+
+static test_backing tb;
+
+/* The header the documentation promises before each arena_cur_* block: the
+ * smallest multiple of ARENA_ALIGN that holds two words (three checked). */
+#define WORDS ((size_t)(ARENA_CHECKED ? 3 : 2))
+#define HDR_BYTES ((WORDS * sizeof(size_t) + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN)
+
+static bool aligned(const void *p) { return (uintptr_t)p % ARENA_ALIGN == 0; }
+
+static int teardown_current(void **state)
+{
+    (void)state;
+    arena_set_current(NULL);
+    restore_errors();
+    return 0;
+}
+
+/* ---- arena_free ------------------------------------------------------------------- */
+
+static void free_last_gives_back(void **state)
+{
+    arena a;
+    char *x, *y, *z;
+    size_t before;
+    (void)state;
+
+    arena_init(&a, 4096);
+    x = (char *)arena_alloc(&a, 96);
+    before = arena_size(&a);
+    y = (char *)arena_alloc(&a, 200);
+    assert_non_null(x);
+    assert_non_null(y);
+    arena_free(&a, x, 96); /* not the most recent: nothing */
+    assert_int_equal(arena_size(&a), before + 200);
+    arena_free(&a, y, 200);
+    assert_int_equal(arena_size(&a), before);
+    z = (char *)arena_alloc(&a, 200);
+    assert_non_null(z);
+    if (test_packed())
+        assert_ptr_equal(z, y); /* the bytes were given back */
+    arena_free(&a, z, 150);     /* a wrong size is not the most recent value */
+    assert_int_equal(arena_size(&a), before + 200);
+    arena_free(&a, NULL, 10);
+    arena_free(&a, z, 200);
+    /* x is the most recent again where values are packed; where guards
+     * separate values (sanitizers, checked builds) the position after z's
+     * removal is z's start, past x's guard, so x stays */
+    arena_free(&a, x, 96);
+    assert_int_equal(arena_size(&a), test_packed() ? 0 : 96);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
+/* A value with its own (oversized) chunk is not in the current chunk: it goes
+ * at the reset, and arena_free leaves it and the current chunk alone. */
+static void free_last_oversized_and_empty(void **state)
+{
+    arena a;
+    char *small, *big;
+    size_t before;
+    (void)state;
+
+    arena_free(&a, NULL, 0);
+    arena_init(&a, 1024);
+    arena_free(&a, NULL, 0);
+    small = (char *)arena_alloc(&a, 16);
+    big = (char *)arena_alloc(&a, 5000);
+    assert_non_null(small);
+    assert_non_null(big);
+    before = arena_size(&a);
+    arena_free(&a, big, 5000);
+    assert_int_equal(arena_size(&a), before);
+    arena_free(&a, small, 16);
+    assert_int_equal(arena_size(&a), before - 16);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
+/* ---- Hooks with a context ------------------------------------------------------------ */
+
+static void hook_alloc_and_free(void **state)
+{
+    arena a;
+    arena_allocator al = tb_allocator(&tb);
+    size_t n, before;
+    (void)state;
+
+    arena_init_with(&a, 4096, &al);
+    assert_non_null(arena_hook_alloc(&a, 0)); /* not to be dereferenced */
+    assert_int_equal(arena_size(&a), 0);
+    for (n = 1; n < 300; n += 7) {
+        char *p = (char *)arena_hook_alloc(&a, n);
+        assert_non_null(p);
+        assert_true(aligned(p));
+        memset(p, 0x5A, n);
+        before = arena_size(&a);
+        arena_hook_free(&a, p);
+        assert_int_equal(arena_size(&a), before);
+    }
+    before = arena_size(&a);
+    n = tb.calls;
+    assert_null(arena_hook_alloc(&a, opaque_size(SIZE_MAX)));
+    assert_null(arena_hook_alloc(&a, opaque_size(SIZE_MAX - ARENA_ALIGN)));
+    assert_int_equal(arena_size(&a), before);
+    assert_int_equal(tb.calls, n); /* refused before the backing is asked */
+    tb.fail_from = tb.calls + 1;
+    assert_null(arena_hook_alloc(&a, 5000));
+    assert_int_equal(arena_size(&a), before);
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+static void hook_zalloc_overflow(void **state)
+{
+    arena a;
+    arena_allocator al = tb_allocator(&tb);
+    char *p;
+    (void)state;
+
+    arena_init_with(&a, 4096, &al);
+    p = (char *)arena_hook_zalloc(&a, 3, 40);
+    assert_non_null(p);
+    assert_true(aligned(p));
+    assert_int_equal(arena_size(&a), 120);
+    memset(p, 1, 120);
+    /* UINT_MAX * UINT_MAX overflows a 32-bit size_t, and is beyond any object
+     * with a 64-bit one: NULL either way, the arena unchanged. */
+    assert_null(arena_hook_zalloc(&a, UINT_MAX, UINT_MAX));
+    assert_null(arena_hook_zalloc(&a, UINT_MAX, 2));
+    assert_int_equal(arena_size(&a), 120);
+    assert_non_null(arena_hook_zalloc(&a, 0, 10));
+    arena_hook_zfree(&a, p);
+    assert_int_equal(arena_size(&a), 120);
+    tb.fail_from = tb.calls + 1;
+    assert_null(arena_hook_zalloc(&a, 1000, 1000));
+    assert_int_equal(arena_size(&a), 120);
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+static void hook_lua_shapes(void **state)
+{
+    arena a;
+    char *p, *q, *r;
+    size_t before;
+    (void)state;
+
+    arena_init(&a, 4096);
+    /* ptr NULL: old_size is Lua's type tag, not a size */
+    p = (char *)arena_hook_lua(&a, NULL, 5, 40);
+    assert_non_null(p);
+    assert_true(aligned(p));
+    assert_int_equal(arena_size(&a), 40);
+    fill_pattern(p, 40, 1);
+    /* the most recent value grows in place */
+    q = (char *)arena_hook_lua(&a, p, 40, 100);
+    assert_ptr_equal(q, p);
+    assert_int_equal(arena_size(&a), 100);
+    assert_true(has_pattern(q, 40, 1));
+    fill_pattern(q, 100, 2);
+    r = (char *)arena_hook_lua(&a, NULL, 0, 16);
+    assert_non_null(r);
+    /* not the most recent: moved, contents kept */
+    p = (char *)arena_hook_lua(&a, q, 100, 200);
+    assert_non_null(p);
+    assert_ptr_not_equal(p, q);
+    assert_true(has_pattern(p, 100, 2));
+    assert_int_equal(arena_size(&a), 100 + 16 + 200);
+    /* shrinking never moves; the most recent gives its tail back */
+    q = (char *)arena_hook_lua(&a, p, 200, 50);
+    assert_ptr_equal(q, p);
+    assert_int_equal(arena_size(&a), 100 + 16 + 50);
+    assert_true(has_pattern(q, 50, 2));
+    /* free: NULL, the most recent gives its bytes back, others nothing */
+    before = arena_size(&a);
+    assert_null(arena_hook_lua(&a, r, 16, 0));
+    assert_int_equal(arena_size(&a), before);
+    assert_null(arena_hook_lua(&a, q, 50, 0));
+    assert_int_equal(arena_size(&a), before - 50);
+    assert_null(arena_hook_lua(&a, NULL, 3, 0));
+    assert_null(arena_hook_lua(&a, r, 16, opaque_size(SIZE_MAX))); /* no such growth */
+    assert_null(arena_hook_lua(&a, r, 16, opaque_size(SIZE_MAX - 16)));
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
+static void hook_lua_out_of_memory(void **state)
+{
+    arena a;
+    arena_allocator al = tb_allocator(&tb);
+    char *p, *q;
+    size_t before;
+    (void)state;
+
+    arena_init_with(&a, 1024, &al);
+    p = (char *)arena_hook_lua(&a, NULL, 0, 600);
+    assert_non_null(p);
+    fill_pattern(p, 600, 3);
+    tb.fail_from = tb.calls + 1;
+    before = arena_size(&a);
+    assert_null(arena_hook_lua(&a, p, 600, 2000)); /* needs a new chunk */
+    assert_null(arena_hook_lua(&a, NULL, 0, 2000));
+    assert_int_equal(arena_size(&a), before);
+    assert_true(has_pattern(p, 600, 3));
+    q = (char *)arena_hook_lua(&a, p, 600, 10); /* shrinking never fails */
+    assert_ptr_equal(q, p);
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+static void hook_realloc_shape(void **state)
+{
+    arena a;
+    char *p, *q;
+    (void)state;
+
+    arena_init(&a, 4096);
+    p = (char *)arena_hook_realloc(&a, NULL, 99, 32);
+    assert_non_null(p);
+    assert_true(aligned(p));
+    fill_pattern(p, 32, 4);
+    q = (char *)arena_hook_realloc(&a, p, 32, 64);
+    assert_ptr_equal(q, p);
+    assert_true(has_pattern(q, 32, 4));
+    q = (char *)arena_hook_realloc(&a, p, 64, 0); /* a block of no bytes */
+    assert_ptr_equal(q, p);
+    assert_int_equal(arena_size(&a), 0);
+    assert_null(arena_hook_realloc(&a, p, 0, SIZE_MAX));
+    assert_int_equal(arena_size(&a), 0);
+    arena_release(&a);
+}
+
+/* ---- An arena as an arena_allocator ------------------------------------------------------ */
+
+static void arena_backs_a_pool(void **state)
+{
+    arena outer;
+    arena_allocator al = tb_allocator(&tb), of;
+    arena_pool pool;
+    void *slots[10];
+    size_t before, i;
+    (void)state;
+
+    arena_init_with(&outer, 1 << 16, &al);
+    assert_non_null(arena_alloc(&outer, 10));
+    before = arena_size(&outer);
+    of = arena_allocator_of(&outer);
+    assert_ptr_equal(of.ctx, &outer);
+    assert_true(arena_pool_init(&pool, 24, 8, 10, &of));
+    assert_true(arena_size(&outer) > before);
+    for (i = 0; i < 10; i++) {
+        slots[i] = arena_pool_alloc(&pool);
+        assert_non_null(slots[i]);
+        memset(slots[i], (int)i, 24);
+    }
+    assert_null(arena_pool_alloc(&pool));
+    for (i = 0; i < 10; i++)
+        arena_pool_free(&pool, slots[i]);
+    arena_pool_destroy(&pool); /* its block was the most recent: given back */
+    assert_int_equal(arena_size(&outer), before);
+    /* the outer arena failing: the pool says so and holds nothing */
+    tb.fail_from = tb.calls + 1;
+    assert_false(arena_pool_init(&pool, 64, 8, 4096, &of));
+    assert_int_equal(arena_size(&outer), before);
+    arena_release(&outer);
+    assert_int_equal(tb.live, 0);
+}
+
+static void arena_backs_an_arena(void **state)
+{
+    arena outer, inner;
+    arena_allocator al = tb_allocator(&tb), of;
+    char want[32];
+    size_t i;
+    (void)state;
+
+    arena_init_with(&outer, 1 << 16, &al);
+    of = arena_allocator_of(&outer);
+    arena_init_with(&inner, 1024, &of);
+    for (i = 0; i < 200; i++) {
+        char *s = arena_sprintf(&inner, "value %zu", i);
+        assert_non_null(s);
+        snprintf(want, sizeof want, "value %zu", i);
+        assert_string_equal(s, want);
+    }
+    assert_true(arena_retained(&inner) >= 2048);
+    assert_true(arena_size(&outer) >= arena_retained(&inner));
+    arena_reset(&inner);                        /* keeps its chunks */
+    assert_non_null(arena_alloc(&inner, 5000)); /* an oversized chunk, from outer */
+    assert_true(arena_check(&inner));
+    arena_release(&inner);
+    assert_true(arena_check(&outer));
+    /* a one-chunk inner arena's release gives its chunk back to outer */
+    arena_reset(&outer);
+    arena_init_with(&inner, 1024, &of);
+    assert_non_null(arena_alloc(&inner, 100));
+    assert_true(arena_size(&outer) >= 1024);
+    arena_release(&inner);
+    assert_int_equal(arena_size(&outer), 0);
+    /* outer out of memory: the inner arena's allocation fails, nothing changes */
+    arena_init_with(&inner, 1024, &of);
+    tb.fail_from = tb.calls + 1;
+    assert_non_null(arena_alloc(&outer, 60000));
+    assert_null(arena_alloc(&inner, 10000));
+    assert_int_equal(arena_size(&inner), 0);
+    assert_int_equal(arena_retained(&inner), 0);
+    arena_release(&inner);
+    arena_release(&outer);
+    assert_int_equal(tb.live, 0);
+}
+
+/* ---- The current arena ------------------------------------------------------------------ */
+
+static void current_nests(void **state)
+{
+    arena x, y, z;
+    (void)state;
+
+    arena_init(&x, 0);
+    arena_init(&y, 0);
+    arena_init(&z, 0);
+    assert_null(arena_current());
+    assert_null(arena_set_current(&x));
+    assert_ptr_equal(arena_current(), &x);
+    assert_ptr_equal(arena_set_current(&y), &x);
+    assert_ptr_equal(arena_set_current(&z), &y);
+    assert_ptr_equal(arena_current(), &z);
+    assert_ptr_equal(arena_set_current(&y), &z);
+    assert_ptr_equal(arena_set_current(&x), &y);
+    assert_ptr_equal(arena_set_current(NULL), &x);
+    assert_null(arena_current());
+    arena_release(&x);
+    arena_release(&y);
+    arena_release(&z);
+}
+
+struct thread_probe {
+    arena *seen_at_start;
+    arena *mine;
+    void *block;
+    bool in_mine;
+};
+
+static void *probe_thread(void *arg)
+{
+    struct thread_probe *t = (struct thread_probe *)arg;
+    size_t before;
+    t->seen_at_start = arena_current();
+    arena_set_current(t->mine);
+    before = arena_size(t->mine);
+    t->block = arena_cur_malloc(100);
+    t->in_mine = t->block && arena_size(t->mine) == before + HDR_BYTES + 100;
+    return NULL;
+}
+
+static void current_is_per_thread(void **state)
+{
+    arena main_arena, other;
+    struct thread_probe t;
+    pthread_t th;
+    void *p;
+    (void)state;
+
+    arena_init(&main_arena, 0);
+    arena_init(&other, 0);
+    arena_set_current(&main_arena);
+    memset(&t, 0, sizeof t);
+    t.mine = &other;
+    assert_int_equal(pthread_create(&th, NULL, probe_thread, &t), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_null(t.seen_at_start);
+    assert_true(t.in_mine);
+    assert_ptr_equal(arena_current(), &main_arena);
+    /* the other thread's block, freed here: its arena is not current here,
+     * so neither arena is touched */
+    p = arena_cur_malloc(8);
+    assert_non_null(p);
+    arena_cur_free(t.block);
+    assert_int_equal(arena_size(&other), HDR_BYTES + 100);
+    assert_int_equal(arena_size(&main_arena), HDR_BYTES + 8);
+    arena_cur_free(p);
+    assert_int_equal(arena_size(&main_arena), 0);
+    arena_set_current(NULL);
+    arena_release(&main_arena);
+    arena_release(&other);
+}
+
+/* ---- The global family ------------------------------------------------------------------ */
+
+static void cur_malloc_heap_without_current(void **state)
+{
+    size_t n;
+    (void)state;
+
+    assert_null(arena_current());
+    for (n = 0; n < 200; n += 3) {
+        char *p = (char *)arena_cur_malloc(n);
+        assert_non_null(p);
+        assert_true(aligned(p));
+        assert_int_equal(arena_cur_size(p), n);
+        memset(p, 0x11, n);
+        arena_cur_free(p); /* a leak here fails memcheck and LeakSanitizer */
+    }
+    assert_null(arena_cur_malloc(opaque_size(SIZE_MAX)));
+    assert_null(arena_cur_malloc(opaque_size(SIZE_MAX - HDR_BYTES + 1)));
+    assert_null(arena_cur_malloc(opaque_size((size_t)PTRDIFF_MAX)));
+    assert_null(arena_cur_calloc(SIZE_MAX / 2 + 1, 2));
+    assert_int_equal(arena_cur_size(NULL), 0);
+    arena_cur_free(NULL);
+    {
+        /* realloc that fails, on the heap: NULL, the block intact */
+        char *p = (char *)arena_cur_malloc(10), *q;
+        assert_non_null(p);
+        memcpy(p, "123456789", 10);
+        assert_null(arena_cur_realloc(p, opaque_size(SIZE_MAX)));
+        assert_null(arena_cur_realloc(p, opaque_size(SIZE_MAX - HDR_BYTES + 1)));
+        /* the largest size allowed reaches realloc(), which refuses it where
+         * that is beyond the address space (a 32-bit process may have 2 GiB) */
+        if (sizeof(size_t) >= 8)
+            assert_null(arena_cur_realloc(p, opaque_size((size_t)PTRDIFF_MAX - HDR_BYTES)));
+        assert_string_equal(p, "123456789");
+        assert_int_equal(arena_cur_size(p), 10);
+        q = (char *)arena_cur_realloc(p, 100000);
+        assert_non_null(q);
+        assert_string_equal(q, "123456789");
+        arena_cur_free(q);
+    }
+}
+
+static void cur_malloc_from_current(void **state)
+{
+    arena a;
+    arena_allocator al = tb_allocator(&tb);
+    size_t n, before, calls;
+    char *p, *z;
+    (void)state;
+
+    arena_init_with(&a, 4096, &al);
+    arena_set_current(&a);
+    for (n = 0; n < 200; n += 5) {
+        before = arena_size(&a);
+        p = (char *)arena_cur_malloc(n);
+        assert_non_null(p);
+        assert_true(aligned(p));
+        assert_int_equal(arena_size(&a), before + HDR_BYTES + n);
+        assert_int_equal(arena_cur_size(p), n);
+        memset(p, 0x22, n);
+    }
+    /* calloc zeroes (the test backing hands out dirty memory) */
+    z = (char *)arena_cur_calloc(30, 7);
+    assert_non_null(z);
+    for (n = 0; n < 210; n++)
+        assert_int_equal(z[n], 0);
+    assert_int_equal(arena_cur_size(z), 210);
+    p = arena_cur_strdup("strdup");
+    assert_string_equal(p, "strdup");
+    assert_int_equal(arena_cur_size(p), 7);
+    /* too large: NULL, no backing call, arena unchanged */
+    before = arena_size(&a);
+    calls = tb.calls;
+    assert_null(arena_cur_malloc(opaque_size(SIZE_MAX)));
+    assert_null(arena_cur_malloc(opaque_size(SIZE_MAX - HDR_BYTES)));
+    assert_null(arena_cur_calloc(SIZE_MAX / 4, 8));
+    assert_null(arena_cur_calloc(3, SIZE_MAX / 2));
+    assert_int_equal(arena_size(&a), before);
+    assert_int_equal(tb.calls, calls);
+    /* the arena out of memory: NULL, never the heap */
+    tb.fail_from = tb.calls + 1;
+    assert_null(arena_cur_malloc(5000));
+    assert_null(arena_cur_calloc(50, 100));
+    {
+        static char longer[5000];
+        memset(longer, 'x', sizeof longer - 1);
+        assert_null(arena_cur_strdup(longer));
+    }
+    assert_int_equal(arena_size(&a), before);
+    arena_set_current(NULL);
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+static void cur_free_last_only(void **state)
+{
+    arena a;
+    char *x, *y, *z;
+    size_t base;
+    (void)state;
+
+    arena_init(&a, 4096);
+    arena_set_current(&a);
+    x = (char *)arena_cur_malloc(40);
+    base = arena_size(&a);
+    y = (char *)arena_cur_malloc(24);
+    assert_non_null(x);
+    assert_non_null(y);
+    arena_cur_free(x); /* not the most recent: left to the batch */
+    assert_int_equal(arena_size(&a), base + HDR_BYTES + 24);
+#if TEST_ASAN
+    assert_true(__asan_address_is_poisoned(x));      /* a use after free is caught */
+    assert_true(__asan_address_is_poisoned(y - 1));  /* and so is a write before a block */
+    assert_false(__asan_address_is_poisoned(y));
+#endif
+    arena_cur_free(y);
+    assert_int_equal(arena_size(&a), base);
+    z = (char *)arena_cur_malloc(24);
+    assert_non_null(z);
+    if (test_packed())
+        assert_ptr_equal(z, y);
+    arena_cur_free(z);
+    assert_true(arena_check(&a));
+    arena_set_current(NULL);
+    arena_release(&a);
+}
+
+static void cur_realloc_in_the_arena(void **state)
+{
+    arena a;
+    char *p, *q, *r;
+    size_t before;
+    (void)state;
+
+    arena_init(&a, 4096);
+    arena_set_current(&a);
+    p = (char *)arena_cur_realloc(NULL, 32); /* NULL: malloc */
+    assert_non_null(p);
+    fill_pattern(p, 32, 5);
+    q = (char *)arena_cur_realloc(p, 300); /* the most recent: in place */
+    assert_ptr_equal(q, p);
+    assert_int_equal(arena_cur_size(q), 300);
+    assert_int_equal(arena_size(&a), HDR_BYTES + 300);
+    assert_true(has_pattern(q, 32, 5));
+    fill_pattern(q, 300, 6);
+    r = (char *)arena_cur_malloc(10);
+    assert_non_null(r);
+    p = (char *)arena_cur_realloc(q, 600); /* not the most recent: copied */
+    assert_non_null(p);
+    assert_ptr_not_equal(p, q);
+    assert_true(aligned(p));
+    assert_true(has_pattern(p, 300, 6));
+    assert_int_equal(arena_cur_size(p), 600);
+#if TEST_ASAN
+    assert_true(__asan_address_is_poisoned(q)); /* the old block is dead */
+#endif
+    before = arena_size(&a);
+    q = (char *)arena_cur_realloc(p, 100); /* shrink in place, tail given back */
+    assert_ptr_equal(q, p);
+    assert_int_equal(arena_size(&a), before - 500);
+    assert_true(has_pattern(q, 100, 6));
+    q = (char *)arena_cur_realloc(r, 0); /* not the most recent, a block of no bytes */
+    assert_ptr_equal(q, r);
+    assert_int_equal(arena_cur_size(q), 0);
+    q = (char *)arena_cur_realloc(p, 0);
+    assert_ptr_equal(q, p);
+    assert_int_equal(arena_cur_size(q), 0);
+    /* overflow: NULL, block unchanged */
+    p = (char *)arena_cur_realloc(q, 20);
+    fill_pattern(p, 20, 7);
+    before = arena_size(&a);
+    assert_null(arena_cur_realloc(p, SIZE_MAX));
+    assert_null(arena_cur_realloc(p, SIZE_MAX - HDR_BYTES));
+    assert_int_equal(arena_size(&a), before);
+    assert_true(has_pattern(p, 20, 7));
+    assert_int_equal(arena_cur_size(p), 20);
+    assert_true(arena_check(&a));
+    arena_set_current(NULL);
+    arena_release(&a);
+}
+
+/* A heap block stays on the heap, whatever arena is current; an arena block
+ * realloc'd while its arena is not current goes to the heap. */
+static void cur_realloc_keeps_lifetimes(void **state)
+{
+    arena a, b;
+    char *heap, *ina, *moved;
+    size_t sa, sb;
+    (void)state;
+
+    arena_init(&a, 4096);
+    arena_init(&b, 4096);
+    heap = (char *)arena_cur_malloc(50);
+    assert_non_null(heap);
+    fill_pattern(heap, 50, 8);
+    arena_set_current(&a);
+    ina = (char *)arena_cur_malloc(70);
+    assert_non_null(ina);
+    fill_pattern(ina, 70, 9);
+    sa = arena_size(&a);
+    heap = (char *)arena_cur_realloc(heap, 5000);
+    assert_non_null(heap);
+    assert_true(aligned(heap));
+    assert_true(has_pattern(heap, 50, 8));
+    assert_int_equal(arena_size(&a), sa);
+    /* an inner scope: a's block is moved to the heap, neither arena grows */
+    assert_ptr_equal(arena_set_current(&b), &a);
+    moved = (char *)arena_cur_realloc(ina, 90);
+    assert_non_null(moved);
+    assert_true(has_pattern(moved, 70, 9));
+    assert_int_equal(arena_cur_size(moved), 90);
+    assert_int_equal(arena_size(&a), sa);
+    assert_int_equal(arena_size(&b), 0);
+    sb = arena_size(&b);
+    arena_cur_free(heap); /* freed on the heap, b untouched */
+    assert_int_equal(arena_size(&b), sb);
+    arena_set_current(&a);
+    arena_release(&b); /* the moved block survives its arena's scopes */
+    arena_release(&a);
+    assert_true(has_pattern(moved, 70, 9));
+    arena_set_current(NULL);
+    /* with no arena current, an arena block is also moved to the heap */
+    arena_set_current(&a);
+    ina = (char *)arena_cur_malloc(10);
+    assert_non_null(ina);
+    memcpy(ina, "123456789", 10);
+    arena_set_current(NULL);
+    assert_null(arena_cur_realloc(ina, opaque_size(SIZE_MAX))); /* too large: NULL */
+    heap = (char *)arena_cur_realloc(ina, 20);
+    assert_non_null(heap);
+    assert_string_equal(heap, "123456789");
+    assert_int_equal(arena_size(&a), HDR_BYTES + 10);
+    arena_cur_free(ina); /* its arena is not current: nothing */
+    assert_int_equal(arena_size(&a), HDR_BYTES + 10);
+    arena_cur_free(heap);
+    arena_cur_free(moved);
+    arena_release(&a);
+}
+
+/* Out of memory in realloc: NULL, the block intact and still usable. */
+static void cur_realloc_out_of_memory(void **state)
+{
+    arena a;
+    arena_allocator al = tb_allocator(&tb);
+    char *p, *q;
+    size_t before;
+    (void)state;
+
+    arena_init_with(&a, 1024, &al);
+    arena_set_current(&a);
+    p = (char *)arena_cur_malloc(500);
+    assert_non_null(p);
+    fill_pattern(p, 500, 10);
+    tb.fail_from = tb.calls + 1;
+    before = arena_size(&a);
+    assert_null(arena_cur_realloc(p, 3000));
+    assert_int_equal(arena_size(&a), before);
+    assert_true(has_pattern(p, 500, 10));
+    assert_int_equal(arena_cur_size(p), 500);
+    q = (char *)arena_cur_realloc(p, 600); /* fits the chunk: no backing call */
+    assert_ptr_equal(q, p);
+    arena_cur_free(q);
+    assert_int_equal(arena_size(&a), 0);
+    arena_set_current(NULL);
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+/* Pointers that are not from the family, or whose header was overwritten,
+ * go to the error handler; then the call does nothing. */
+static void cur_foreign_pointers(void **state)
+{
+    alignas(16) static unsigned char zeroes[64];
+    void *fake = zeroes + 32;
+    (void)state;
+
+    record_errors();
+    arena_cur_free(fake);
+    assert_int_equal(recorded_errors.count, 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_FOREIGN_POINTER);
+    assert_non_null(strstr(recorded_errors.message, "arena_cur_free"));
+    assert_null(arena_cur_realloc(fake, 10));
+    assert_int_equal(recorded_errors.count, 2);
+    assert_non_null(strstr(recorded_errors.message, "arena_cur_realloc"));
+    assert_int_equal(arena_cur_size(fake), 0);
+    assert_int_equal(recorded_errors.count, 3);
+    assert_non_null(strstr(recorded_errors.message, "arena_cur_size"));
+#if !TEST_ASAN
+    {
+        /* a stray write that changes the size field (ASan reports the write
+         * itself: the header is poisoned, see cur_free_last_only) */
+        arena a;
+        void *p;
+        size_t *size_field;
+        arena_init(&a, 0);
+        arena_set_current(&a);
+        p = arena_cur_malloc(24);
+        assert_non_null(p);
+        size_field = (size_t *)(uintptr_t)((uintptr_t)p - HDR_BYTES);
+        *size_field ^= 1;
+        arena_cur_free(p);
+        assert_int_equal(recorded_errors.count, 4);
+        assert_int_equal(arena_cur_size(p), 0);
+        assert_int_equal(recorded_errors.count, 5);
+        *size_field ^= 1;
+        assert_int_equal(arena_cur_size(p), 24);
+        arena_cur_free(p);
+        assert_int_equal(arena_size(&a), 0);
+        arena_set_current(NULL);
+        arena_release(&a);
+    }
+#endif
+    assert_true(zeroes[0] == 0 && zeroes[63] == 0); /* nothing written */
+    restore_errors();
+}
+
+/* ---- The family under failure at each backing call -------------------------------------- */
+
+#define LIVE 24
+
+/* A workload of malloc/calloc/realloc/free over LIVE slots with a 256-byte
+ * chunk budget (many backing calls); every call that fails must leave the
+ * arena and every live block as they were.  Returns the backing calls. */
+static size_t family_workload(size_t fail_at, size_t fail_from, size_t *failures)
+{
+    arena a;
+    arena_allocator al = tb_allocator(&tb);
+    char *slot[LIVE] = {0};
+    size_t len[LIVE] = {0}, i, calls;
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+
+    tb.fail_at = fail_at;
+    tb.fail_from = fail_from;
+    arena_init_with(&a, 256, &al);
+    arena_set_current(&a);
+    for (i = 0; i < 250; i++) {
+        size_t k, n, before = arena_size(&a), failed = tb.failed;
+        char *p;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        k = (size_t)(x % LIVE);
+        n = (size_t)(x >> 40) % 400;
+        switch ((x >> 20) % 4) {
+        case 0:
+        case 1:
+            p = (char *)(x & 0x100000 ? arena_cur_calloc(1, n) : arena_cur_malloc(n));
+            break;
+        case 2:
+            p = (char *)arena_cur_realloc(slot[k], n);
+            break;
+        default:
+            arena_cur_free(slot[k]);
+            slot[k] = NULL;
+            len[k] = 0;
+            continue;
+        }
+        if (!p) {
+            assert_true(tb.failed > failed); /* only the backing may fail */
+            assert_int_equal(arena_size(&a), before);
+            (*failures)++;
+            continue;
+        }
+        assert_true(aligned(p));
+        if ((x >> 20) % 4 == 2) {
+            assert_true(has_pattern(p, len[k] < n ? len[k] : n, k));
+        } else {
+            arena_cur_free(slot[k]);
+        }
+        fill_pattern(p, n, k);
+        slot[k] = p;
+        len[k] = n;
+        for (n = 0; n < LIVE; n++) {
+            if (slot[n]) {
+                assert_int_equal(arena_cur_size(slot[n]), len[n]);
+                assert_true(has_pattern(slot[n], len[n], n));
+            }
+        }
+    }
+    assert_true(arena_check(&a));
+    arena_set_current(NULL);
+    calls = tb.calls;
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+    return calls;
+}
+
+static void family_failure_sweep(void **state)
+{
+    size_t failures = 0, total = family_workload(0, 0, &failures), n;
+    (void)state;
+    assert_int_equal(failures, 0);
+    assert_true(total > 20);
+    for (n = 1; n <= total; n++) {
+        size_t at = 0, from = 0;
+        family_workload(n, 0, &at);
+        family_workload(0, n, &from);
+        assert_true(at >= 1);
+        assert_true(from >= 1);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(free_last_gives_back),
+        cmocka_unit_test(free_last_oversized_and_empty),
+        cmocka_unit_test(hook_alloc_and_free),
+        cmocka_unit_test(hook_zalloc_overflow),
+        cmocka_unit_test(hook_lua_shapes),
+        cmocka_unit_test(hook_lua_out_of_memory),
+        cmocka_unit_test(hook_realloc_shape),
+        cmocka_unit_test(arena_backs_a_pool),
+        cmocka_unit_test(arena_backs_an_arena),
+        cmocka_unit_test_teardown(current_nests, teardown_current),
+        cmocka_unit_test_teardown(current_is_per_thread, teardown_current),
+        cmocka_unit_test_teardown(cur_malloc_heap_without_current, teardown_current),
+        cmocka_unit_test_teardown(cur_malloc_from_current, teardown_current),
+        cmocka_unit_test_teardown(cur_free_last_only, teardown_current),
+        cmocka_unit_test_teardown(cur_realloc_in_the_arena, teardown_current),
+        cmocka_unit_test_teardown(cur_realloc_keeps_lifetimes, teardown_current),
+        cmocka_unit_test_teardown(cur_realloc_out_of_memory, teardown_current),
+        cmocka_unit_test_teardown(cur_foreign_pointers, teardown_current),
+        cmocka_unit_test_teardown(family_failure_sweep, teardown_current),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

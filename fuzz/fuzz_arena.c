@@ -1,406 +1,559 @@
 /*
- * libFuzzer target: the input is a sequence of operations on one arena (every
- * entry point, marks, refs, grow, a backing allocator that fails on demand),
- * each checked against a reference model: every live value keeps its bytes,
- * arena_size() is exact, arena_check() holds, misuse is reported exactly once,
- * and a failed allocation leaves the arena as it was.  In a checked build,
- * stale refs are resolved too and must be reported.
+ * libFuzzer target: the arena model of tests/model.h, with its choices drawn
+ * from the input's bytes, over one arena (every entry point, marks and
+ * scopes, refs, grow, misuse, a backing that fails on demand), and beside it,
+ * in this one thread, what else hands out arenas:
+ *   - scratch arenas, begun with conflicts of every kind and ended in order
+ *     and out of order (an end after an enclosing one's is reported);
+ *   - arena caches (small max_arenas and max_retained), whose acquires,
+ *     recycles, double, NULL and foreign recycles, counts and destroys are
+ *     predicted: which arena an acquire returns, a bound on its capacity,
+ *     what is reported.
+ * The model drives every scratch arena and every acquired arena too.
+ *
+ * A step checks the counters and the values it touched; every value, and
+ * arena_check() of every arena, is checked at the end of the input.
+ *
+ * Two kinds of misuse are switched at compile time (1 by default, 0 leaves
+ * them out): MODEL_UNORDERED_ENDS (tests/model.h), rewinds and scope and
+ * scratch ends after an enclosing one's; FUZZ_RECYCLE_FREED, a second
+ * recycle of an arena that its cache has already released.
  *
  * Build: cmake -DARENA_FUZZ=ON -DCMAKE_C_COMPILER=clang (see fuzz/CMakeLists.txt).
  */
-#include "fuzz_common.h"
+#define TEST_NO_CMOCKA 1
+#include "model.h"
 
-#define MAX_VALUES 256
-#define MAX_MARKS 16
-#define MAX_STALE 32
+#ifndef FUZZ_RECYCLE_FREED
+#  define FUZZ_RECYCLE_FREED 1
+#endif
 
-typedef struct value {
-    unsigned char *p;
-    size_t n;       /* bytes checked (a string's NUL included) */
-    size_t align;
-    uint8_t seed;
-    bool str;
-    bool has_ref;
-    arena_ref ref;
-} value;
+static model_input input;
+static model chooser; /* draws the fuzzer's own choices from the input */
 
-typedef struct model {
-    arena a;
-    fuzz_backing fb;
-    arena_allocator al;
-    value v[MAX_VALUES];
-    size_t nv;
-    struct { arena_mark m; size_t nv, size; } marks[MAX_MARKS];
-    size_t nmarks;
-    size_t size;      /* arena_size() expected */
-    size_t floor;     /* values below it were stored before the newest mark */
-    arena_mark old;   /* a mark from before the last reset or release */
-    bool have_old;
-    arena_ref stale[MAX_STALE];
-    size_t nstale;
-    int expected_errors;
-    unsigned char buf[4096 + 16];
-    unsigned char scratch[65536 + 16];
-} model;
+static size_t below(size_t n) { return model_below(&chooser, n); }
 
-static unsigned char byte_of(uint8_t seed, size_t i) { return (unsigned char)(seed + i * 31u); }
-
-static void fill(unsigned char *p, size_t n, uint8_t seed)
+/* A side model (a scratch arena, an acquired arena): the model drives the
+ * arena's stores and misuse, someone else its lifetime. */
+static void start_side(model *m, arena *a, size_t budget, test_backing *tb)
 {
-    size_t i;
-    for (i = 0; i < n; i++)
-        p[i] = byte_of(seed, i);
+    model_start(m, a, 0, budget, 0);
+    m->tb = tb;
+    m->stores_only = true;
+    m->light = true;
+    m->misuse = true;
+    m->in = &input;
 }
 
-static void verify_value(const model *m, const value *v)
+/* ---- The main arena ------------------------------------------------------------ */
+
+static test_backing tb_main;
+static _Alignas(64) unsigned char buf[4096 + 16];
+
+static void start_main(void)
 {
-    size_t i, body = v->str ? v->n - 1 : v->n;
-    for (i = 0; i < body; i++)
-        CHECK(v->p[i] == byte_of(v->seed, i));
-    if (v->str)
-        CHECK(v->p[body] == '\0');
-    if (v->has_ref) {
-        CHECK(arena_ref_ptr(&m->a, v->ref) == v->p);
-        CHECK(arena_ref_len(v->ref) == body);
-    }
-}
+    /* (ARENA_DEFAULT_CHUNK comes with the buffer and zero-value arenas: big
+     * chunks cost time in a checked build, which clobbers and walks them) */
+    static const size_t budgets[] = {32, 64, 256, 512, 1000, 4096, 4096, 16384};
+    arena_allocator al = tb_allocator(&tb_main);
+    unsigned kind = (unsigned)below(8);
+    size_t budget = ARENA_DEFAULT_CHUNK, base = 0;
 
-static void verify(model *m)
-{
-    size_t i;
-    for (i = 0; i < m->nv; i++)
-        verify_value(m, &m->v[i]);
-    CHECK(arena_size(&m->a) == m->size);
-    CHECK(arena_check(&m->a));
-    CHECK(total_errors() == m->expected_errors);
-}
-
-static void forget_values(model *m, size_t from)
-{
-    size_t i;
-    for (i = from; i < m->nv; i++)
-        if (m->v[i].has_ref && m->nstale < MAX_STALE)
-            m->stale[m->nstale++] = m->v[i].ref;
-    m->nv = from;
-    if (m->floor > from)
-        m->floor = from;
-}
-
-static void add_value(model *m, void *p, size_t n, size_t align, uint8_t seed, bool str)
-{
-    value *v = &m->v[m->nv++];
-    memset(v, 0, sizeof *v);
-    v->p = (unsigned char *)p;
-    v->n = n;
-    v->align = align;
-    v->seed = seed;
-    v->str = str;
-    if (!str)
-        fill(v->p, n, seed);
-    m->size += n;
-}
-
-/* A result of an allocation of `n` bytes: NULL must mean the arena did not
- * change; size 0 must not be NULL (unless the request was invalid). */
-static bool accept(model *m, void *p, size_t n, size_t align, size_t retained_before)
-{
-    if (p && ((uintptr_t)p % (align ? align : ARENA_ALIGN)) != 0)
-        CHECK(!"misaligned value");
-    if (!p) {
-        CHECK(arena_size(&m->a) == m->size);
-        CHECK(arena_retained(&m->a) == retained_before);
-        return false;
-    }
-    return n != 0;
-}
-
-static size_t take_align(input *in)
-{
-    static const size_t aligns[] = {0, 1, 2, 4, 8, 16, 32, 64, 4096, 3, 24, 1, 8, 16, 0, 2};
-    return aligns[take8(in) & 15u];
-}
-
-static bool valid_align(size_t al) { return al == 0 || (al & (al - 1)) == 0; }
-
-static void op_store(model *m, input *in, uint8_t op)
-{
-    size_t n = take_size(in), align = ARENA_ALIGN, retained = arena_retained(&m->a);
-    uint8_t seed = take8(in);
-    void *p = NULL;
-    bool str = false;
-
-    if (m->nv == MAX_VALUES)
-        return;
-    switch (op % 8) {
-    case 0: p = arena_alloc(&m->a, n); break;
-    case 1:
-        align = take_align(in);
-        p = arena_alloc_aligned(&m->a, n, align);
-        if (!valid_align(align))
-            CHECK(p == NULL);
-        break;
-    case 2: {
-        size_t count = take8(in) & 15u;
-        size_t total = count * (n & 4095u);
-        p = arena_calloc(&m->a, count, n & 4095u);
-        if (p) {
-            size_t i;
-            for (i = 0; i < total; i++)
-                CHECK(((unsigned char *)p)[i] == 0);
-        }
-        n = total;
-        break;
-    }
-    case 3:
-        if (n > sizeof m->scratch)
-            n = sizeof m->scratch;
-        align = take_align(in);
-        fill(m->scratch, n, seed);
-        p = arena_copy(&m->a, m->scratch, n, align);
-        if (!valid_align(align))
-            CHECK(p == NULL);
-        break;
-    case 4:
-    case 5:
-        if (n >= sizeof m->scratch)
-            n = sizeof m->scratch - 1;
-        fill(m->scratch, n, seed);
-        p = arena_strndup(&m->a, (const char *)m->scratch, n);
-        if (p)
-            CHECK(memcmp(p, m->scratch, n) == 0 && ((char *)p)[n] == '\0');
-        n += 1;
-        align = 1;
-        str = true;
-        break;
-    case 6: {
-        typedef struct { double d; int i; } pair;
-        size_t count = n & 63u;
-        p = ARENA_NEW_ARRAY(&m->a, pair, count);
-        n = count * sizeof(pair);
-        if (p) {
-            size_t i;
-            for (i = 0; i < n; i++)
-                CHECK(((unsigned char *)p)[i] == 0);
-        }
-        align = _Alignof(pair);
-        break;
-    }
-    default: {
-        size_t count = n;
-        p = ARENA_ALLOC_ARRAY(&m->a, uint32_t, count);
-        if (count > SIZE_MAX / 4) {
-            CHECK(p == NULL);
-            n = 0;
-        } else {
-            n = count * 4;
-        }
-        align = 4;
-        break;
-    }
-    }
-    if (p && n == 0)
-        return; /* size 0: nothing stored */
-    if (accept(m, p, n, align && valid_align(align) ? align : ARENA_ALIGN, retained))
-        add_value(m, p, n, align, seed, str);
-}
-
-static void op_ref(model *m, input *in, uint8_t op)
-{
-    size_t n = take_size(in), retained = arena_retained(&m->a);
-    uint8_t seed = take8(in);
-    arena_ref r;
-    value *v;
-
-    if (m->nv == MAX_VALUES)
-        return;
-    if (op & 1) {
-        if (n > ARENA_REF_MAX) { /* refused before anything is read */
-            r = arena_ref_copy(&m->a, m->scratch, n, 0);
-            m->expected_errors++;
-            CHECK(arena_ref_empty(r));
-            CHECK(errors[ARENA_ERR_REF_TOO_LARGE] > 0);
-            return;
-        }
-        if (n > sizeof m->scratch)
-            n = sizeof m->scratch;
-        fill(m->scratch, n, seed);
-        r = arena_ref_copy(&m->a, m->scratch, n, take_align(in) & 63u);
+    kind = kind < 5 ? 0 : kind - 4; /* mostly chunks of the budget drawn */
+    if (kind == 0) {
+        budget = budgets[below(8)];
+        arena_init_with(&md.own, budget, &al);
+    } else if (kind == 3) {
+        memset(&md.own, 0, sizeof md.own); /* the zero-value arena on malloc */
     } else {
-        if (n >= ARENA_REF_MAX) {
-            r = arena_ref_strndup(&m->a, (const char *)m->scratch, n);
-            m->expected_errors++;
-            CHECK(arena_ref_empty(r));
-            return;
-        }
-        if (n >= sizeof m->scratch)
-            n = sizeof m->scratch - 1;
-        fill(m->scratch, n, seed);
-        r = arena_ref_strndup(&m->a, (const char *)m->scratch, n);
+        size_t off = below(16), len = below(4097);
+        size_t pad = (size_t)(-(uintptr_t)(buf + off) & (ARENA_ALIGN - 1));
+        base = len > pad ? len - pad : 0;
+        arena_init_buffer(&md.own, buf + off, len, kind == 1 ? &al : NULL);
     }
-    if (arena_ref_empty(r)) { /* size 0, an invalid alignment, or out of memory */
-        CHECK(arena_size(&m->a) == m->size);
-        CHECK(arena_retained(&m->a) == retained);
-        return;
-    }
-    CHECK(arena_ref_len(r) == n);
-    v = &m->v[m->nv++];
-    memset(v, 0, sizeof *v);
-    v->p = (unsigned char *)arena_ref_ptr(&m->a, r);
-    v->n = (op & 1) ? n : n + 1;
-    v->seed = seed;
-    v->str = !(op & 1);
-    v->align = 1;
-    v->has_ref = true;
-    v->ref = r;
-    m->size += v->n;
+    model_start(&md, &md.own, 0, budget, base);
+    md.tb = kind <= 1 ? &tb_main : NULL;
+    md.fixed = kind == 2;
+    md.light = true;
+    md.misuse = true;
+    md.in = &input;
 }
 
-static void op_grow(model *m, input *in)
+static void end_main(void)
 {
-    size_t new_size = take_size(in) & 0x3FFFFu, retained = arena_retained(&m->a);
-    uint8_t seed = take8(in);
-    size_t pick = take8(in);
-    unsigned char *q;
-    value *v;
-
-    if (m->nv == MAX_VALUES)
-        return;
-    if (m->nv <= m->floor || (pick & 128u)) {
-        q = (unsigned char *)arena_grow(&m->a, NULL, 0, new_size);
-        if (new_size && accept(m, q, new_size, ARENA_ALIGN, retained))
-            add_value(m, q, new_size, ARENA_ALIGN, seed, false);
-        return;
-    }
-    v = &m->v[m->floor + pick % (m->nv - m->floor)];
-    if (v->align > ARENA_ALIGN || v->has_ref || v->str)
-        return;
-    q = (unsigned char *)arena_grow(&m->a, v->p, v->n, new_size);
-    if (!q) {
-        CHECK(new_size > v->n);
-        CHECK(arena_size(&m->a) == m->size && arena_retained(&m->a) == retained);
-        return;
-    }
-    if (q == v->p) {
-        size_t now = arena_size(&m->a);
-        if (new_size <= v->n)
-            CHECK(now == m->size || now == m->size - (v->n - new_size));
-        else
-            CHECK(now == m->size + (new_size - v->n));
-        m->size = now;
-        v->n = new_size;
-        fill(v->p, new_size, v->seed);
-        return;
-    }
-    CHECK(new_size > v->n);
-    CHECK(memcmp(q, v->p, v->n) == 0);
-    add_value(m, q, new_size, ARENA_ALIGN, seed, false);
+    model_finish(&md);
+    arena_release(md.a);
+    TEST_CHECK(arena_retained(md.a) == md.base);
+    TEST_CHECK(tb_main.live == 0);
 }
 
-static void op_mark(model *m, input *in, uint8_t op)
+/* ---- Scratch arenas -------------------------------------------------------------- */
+
+#define MAX_OPEN 8
+
+typedef struct open_scratch {
+    arena_scratch s;
+    int which; /* the scratch arena, -1: none was given */
+    long mark; /* its mark in that arena's model */
+    bool dead; /* one that encloses it (begun before, same arena) has ended */
+    size_t died; /* the arena's model's rewinds then */
+} open_scratch;
+
+static arena *scratch_arena[ARENA_SCRATCH_COUNT]; /* this thread's, in the order handed out */
+static model sm[ARENA_SCRATCH_COUNT];
+static open_scratch opened[MAX_OPEN];
+static size_t nopen;
+
+/* Which scratch arenas this thread has: each is the first that is not a
+ * conflict.  Learnt once, then released as at the end of every input. */
+static void learn_scratch_arenas(void)
+{
+    arena_scratch s[ARENA_SCRATCH_COUNT];
+    int i;
+    for (i = 0; i < ARENA_SCRATCH_COUNT; i++) {
+        s[i] = arena_scratch_begin(scratch_arena, (size_t)i);
+        TEST_CHECK(s[i].arena != NULL);
+        scratch_arena[i] = s[i].arena;
+    }
+    while (i--)
+        arena_scratch_end(s[i]);
+    arena_scratch_release_thread();
+}
+
+static void start_scratch(void)
+{
+    int i;
+    if (!scratch_arena[0])
+        learn_scratch_arenas();
+    for (i = 0; i < ARENA_SCRATCH_COUNT; i++)
+        start_side(&sm[i], scratch_arena[i], ARENA_DEFAULT_CHUNK, NULL);
+    nopen = 0;
+}
+
+static arena *held_arena(size_t k);
+
+static void scratch_begin(void)
+{
+    arena *conflicts[3];
+    size_t n = below(4), k;
+    bool no_list = below(8) == 0; /* NULL with n > 0 is fine: nothing conflicts */
+    int which = -1, i;
+    arena_scratch s;
+
+    if (nopen == MAX_OPEN)
+        return;
+    for (k = 0; k < n; k++) {
+        size_t pick = below(ARENA_SCRATCH_COUNT + 3);
+        conflicts[k] = pick < ARENA_SCRATCH_COUNT       ? scratch_arena[pick]
+                       : pick == ARENA_SCRATCH_COUNT     ? md.a
+                       : pick == ARENA_SCRATCH_COUNT + 1 ? held_arena(below(4))
+                                                         : NULL;
+    }
+    for (i = 0; i < ARENA_SCRATCH_COUNT && which < 0; i++) {
+        which = i;
+        for (k = 0; k < n && !no_list; k++)
+            if (conflicts[k] == scratch_arena[i])
+                which = -1;
+    }
+    if (which >= 0 && sm[which].nmarks == MODEL_MAX_MARKS)
+        return;
+    s = arena_scratch_begin(no_list ? NULL : conflicts, n);
+    TEST_CHECK(s.arena == (which >= 0 ? scratch_arena[which] : NULL));
+    opened[nopen].s = s;
+    opened[nopen].which = which;
+    opened[nopen].mark = which >= 0 ? model_push_mark(&sm[which], s.mark) : -1;
+    opened[nopen].dead = false;
+    nopen++;
+}
+
+static void scratch_end(size_t k)
+{
+    open_scratch o = opened[k];
+    model *m = o.which >= 0 ? &sm[o.which] : NULL;
+    size_t i;
+
+    memmove(&opened[k], &opened[k + 1], (nopen - k - 1) * sizeof *opened);
+    nopen--;
+    if (!m) {
+        arena_scratch_end(o.s); /* nothing to do */
+        return;
+    }
+    if (o.dead) {
+        arena_mark before;
+        int count = recorded_errors.count;
+        /* (reported while the arena remembers the rewind that expired it) */
+        if (!MODEL_UNORDERED_ENDS || m->rewinds - o.died >= MODEL_REWINDS_REMEMBERED)
+            return;
+        before = arena_save(m->a);
+        m->op = "scratch_end after an enclosing one";
+        arena_scratch_end(o.s);
+        MCHECK(m, test_misuse_reported(count, ARENA_ERR_BAD_MARK));
+        MCHECK(m, model_same_mark(arena_save(m->a), before));
+        return;
+    }
+    m->op = "scratch_end";
+    model_rewinding(m, (size_t)o.mark);
+    arena_scratch_end(o.s);
+    model_rewound(m, (size_t)o.mark);
+    m->nmarks = (size_t)o.mark; /* ended: the model forgets the mark */
+    m->dropped = true;          /* spares beyond 1 MiB are freed */
+    for (i = 0; i < nopen; i++) {
+        if (opened[i].which == o.which && opened[i].mark > o.mark && !opened[i].dead) {
+            opened[i].dead = true;
+            opened[i].died = m->rewinds;
+        }
+    }
+    model_check_counters(m);
+}
+
+static void scratch_op(void)
+{
+    switch (below(4)) {
+    case 0: scratch_begin(); break;
+    case 1:
+        if (nopen)
+            scratch_end(nopen - 1);
+        break;
+    case 2:
+        if (nopen)
+            scratch_end(below(nopen));
+        break;
+    default:
+        if (nopen) {
+            const open_scratch *o = &opened[below(nopen)];
+            if (o->which >= 0 && !o->dead)
+                model_step(&sm[o->which]);
+        }
+        break;
+    }
+}
+
+static void end_scratch(void)
+{
+    int i;
+    for (i = 0; i < ARENA_SCRATCH_COUNT; i++)
+        model_finish(&sm[i]);
+    while (nopen)
+        scratch_end(nopen - 1);
+    arena_scratch_release_thread();
+}
+
+/* ---- Arena caches ---------------------------------------------------------------- */
+
+#define CACHES 2
+#define HELD 4         /* arenas acquired at once */
+#define KNOWN 32       /* arenas the model follows */
+#define MAX_STORE HELD /* a cache makes an arena only when it has none to give */
+
+enum { UNUSED, ACQUIRED, PARKED, STACKED, RELEASED };
+
+/* An arena a cache made, as the model knows it. */
+typedef struct known {
+    arena *a;
+    int cache;
+    int state;
+    size_t retained; /* at most this at the next acquire */
+} known;
+
+typedef struct cache_model {
+    arena_cache *c;
+    size_t budget, max_arenas;
+    size_t limit;            /* max_retained when it bounds what a recycle keeps */
+    bool tb;                 /* its backing is tb_cache (else malloc) */
+    known *store[MAX_STORE]; /* the shared store, oldest first */
+    size_t nstore;
+    known *spare[KNOWN];     /* released arenas' structs, oldest first */
+    size_t nspare;
+} cache_model;
+
+static test_backing tb_cache;
+static cache_model caches[CACHES];
+static known arenas[KNOWN];
+static model hm[HELD];    /* the model of each acquired arena */
+static known *held[HELD];
+static known *slot;       /* the arena waiting in this thread's slot */
+
+static arena *held_arena(size_t k) { return held[k] ? held[k]->a : NULL; }
+
+/* Into the cache's store, or released (its struct kept for a later acquire)
+ * when the store is full. */
+static void store_push(cache_model *cm, known *k)
+{
+    if (cm->nstore < cm->max_arenas) {
+        TEST_CHECK(cm->nstore < MAX_STORE);
+        k->state = STACKED;
+        cm->store[cm->nstore++] = k;
+    } else {
+        k->state = RELEASED;
+        k->retained = 0;
+        cm->spare[cm->nspare++] = k;
+    }
+}
+
+static void cache_create(int i)
+{
+    static const size_t chunk_bytes[] = {0, 256, 1000, 4096};
+    /* Stores that fill up (recycled arenas are then released), and the
+     * default (64), which never does here. */
+    static const size_t max_arenas[] = {0, 1, 1, 2};
+    cache_model *cm = &caches[i];
+    arena_allocator al;
+    arena_cache_config cfg;
+    size_t failed = tb_cache.failed;
+
+    memset(&cfg, 0, sizeof cfg);
+    cfg.chunk_bytes = chunk_bytes[below(4)];
+    cfg.max_arenas = max_arenas[below(4)];
+    cm->budget = cfg.chunk_bytes ? cfg.chunk_bytes : ARENA_DEFAULT_CHUNK;
+    switch (below(5)) {
+    case 0: cfg.max_retained = 0; break; /* no bound: the reset policy's */
+    case 1: cfg.max_retained = 1; break; /* no chunk */
+    case 2: cfg.max_retained = cm->budget; break;
+    case 3: cfg.max_retained = 2 * cm->budget + 1; break;
+    default: cfg.max_retained = SIZE_MAX; break; /* no bound */
+    }
+    cm->limit = cfg.max_retained ? cfg.max_retained : SIZE_MAX;
+    cm->max_arenas = cfg.max_arenas ? cfg.max_arenas : 64;
+    cm->tb = below(4) != 0;
+    if (cm->tb) {
+        al = tb_use(&tb_cache);
+        cfg.backing = &al;
+    }
+    cm->nstore = cm->nspare = 0;
+    cm->c = arena_cache_create(&cfg);
+    if (!cm->c)
+        TEST_CHECK(cm->tb && tb_cache.failed > failed);
+}
+
+static void cache_destroy(int i)
 {
     size_t k;
-    if (op & 1) {
-        if (m->nmarks == MAX_MARKS)
-            return;
-        m->marks[m->nmarks].m = arena_save(&m->a);
-        m->marks[m->nmarks].nv = m->nv;
-        m->marks[m->nmarks].size = m->size;
-        m->nmarks++;
-        m->floor = m->nv;
-        return;
-    }
-    if (m->nmarks == 0) {
-        if (m->have_old) { /* expired by a reset or release: reported, no effect */
-            size_t retained = arena_retained(&m->a);
-            arena_rewind(&m->a, m->old);
-            m->expected_errors++;
-            CHECK(errors[ARENA_ERR_BAD_MARK] > 0);
-            CHECK(arena_retained(&m->a) == retained);
+    for (k = 0; k < HELD; k++) {
+        if (held[k] && held[k]->cache == i) {
+            model_finish(&hm[k]);
+            held[k] = NULL;
         }
-        return;
     }
-    k = take8(in) % m->nmarks;
-    arena_rewind(&m->a, m->marks[k].m);
-    forget_values(m, m->marks[k].nv);
-    m->size = m->marks[k].size;
-    m->nmarks = k + 1;
-    m->floor = m->nv;
+    arena_cache_destroy(caches[i].c);
+    caches[i].c = NULL;
+    caches[i].nstore = caches[i].nspare = 0;
+    if (slot && slot->cache == i)
+        slot = NULL;
+    for (k = 0; k < KNOWN; k++)
+        if (arenas[k].cache == i)
+            arenas[k].state = UNUSED;
 }
 
-static void expire_all(model *m)
+static known *unused_record(void)
 {
-    forget_values(m, 0);
-    if (m->nmarks) {
-        m->old = m->marks[0].m;
-        m->have_old = true;
-    }
-    m->nmarks = 0;
-    m->floor = 0;
-    m->size = 0;
+    size_t n;
+    for (n = 0; n < KNOWN; n++)
+        if (arenas[n].state == UNUSED)
+            return &arenas[n];
+    return NULL;
 }
 
-static void op_stale(model *m, input *in)
+/* An arena for a request: the one in this thread's slot, else the store's
+ * newest, else the newest released struct, else a fresh one. */
+static void cache_acquire(int i)
 {
-    arena_ref r;
-    if (!ARENA_CHECKED || m->nstale == 0)
+    cache_model *cm = &caches[i];
+    known *want = NULL, *k;
+    size_t h, n, failed = tb_cache.failed;
+    arena *a;
+
+    for (h = 0; h < HELD && held[h]; h++)
+        ;
+    if (h == HELD || !unused_record())
         return;
-    r = m->stale[take8(in) % m->nstale];
-    CHECK(arena_ref_ptr(&m->a, r) == NULL);
-    m->expected_errors++;
-    CHECK(errors[ARENA_ERR_STALE_REF] > 0);
+    if (slot && slot->cache == i) {
+        want = slot;
+        slot = NULL;
+    } else if (cm->nstore) {
+        want = cm->store[--cm->nstore];
+    } else if (cm->nspare) {
+        want = cm->spare[--cm->nspare];
+    }
+    a = arena_cache_acquire(cm->c);
+    if (want) {
+        TEST_CHECK(a == want->a);
+        k = want;
+    } else if (!a) {
+        TEST_CHECK(cm->tb && tb_cache.failed > failed);
+        return;
+    } else {
+        for (n = 0; n < KNOWN; n++) /* not one the model knows */
+            TEST_CHECK(arenas[n].state == UNUSED || arenas[n].a != a);
+        k = unused_record();
+        k->a = a;
+        k->cache = i;
+        k->retained = 0;
+    }
+    k->state = ACQUIRED;
+    held[h] = k;
+    TEST_CHECK(arena_size(a) == 0);
+    TEST_CHECK(arena_retained(a) <= k->retained);
+    start_side(&hm[h], a, cm->budget, cm->tb ? &tb_cache : NULL);
 }
+
+/* The arena held as hm[h] goes back to its cache: reset under the limit,
+ * then into this thread's slot, else the store, else released. */
+static void cache_recycle(size_t h)
+{
+    known *k = held[h];
+    cache_model *cm = &caches[k->cache];
+    model *m = &hm[h];
+    size_t before;
+
+    model_finish(m);
+    before = arena_retained(m->a);
+    m->op = "recycle";
+    arena_cache_recycle(cm->c, k->a);
+    k->retained = before < cm->limit ? before : cm->limit; /* a reset keeps, never adds */
+    held[h] = NULL;
+    /* A slot that holds another cache's arena gives it back to its store. */
+    if (slot && slot->cache != k->cache) {
+        store_push(&caches[slot->cache], slot);
+        slot = NULL;
+    }
+    if (!slot) {
+        k->state = PARKED;
+        slot = k;
+    } else {
+        store_push(cm, k);
+    }
+    MCHECK(m, recorded_errors.count == recorded_errors.expected);
+}
+
+/* One of the arenas the model follows, or NULL. */
+static known *pick_known(void)
+{
+    size_t n, used = 0, k;
+    for (n = 0; n < KNOWN; n++)
+        used += arenas[n].state != UNUSED;
+    if (used == 0)
+        return NULL;
+    k = below(used);
+    for (n = 0; arenas[n].state == UNUSED || k--; n++)
+        ;
+    return &arenas[n];
+}
+
+/* Misuse: NULL, an arena already recycled (wherever the cache has put it,
+ * released included), an arena of another cache or of none.  Reported, and
+ * nothing happens. */
+static void cache_misuse(int i)
+{
+    cache_model *cm = &caches[i];
+    int count = recorded_errors.count;
+    unsigned kind = (unsigned)below(4);
+    known *k;
+
+    if (kind == 0) {
+        arena_cache_recycle(cm->c, NULL);
+        TEST_CHECK(test_misuse_reported(count, ARENA_ERR_NULL_FREE));
+        return;
+    }
+    k = pick_known();
+    if (!k || (k->state == RELEASED && !FUZZ_RECYCLE_FREED))
+        return;
+    if (kind == 1 || k->cache != i) {
+        arena_cache_recycle(kind == 1 ? NULL : cm->c, k->a);
+        TEST_CHECK(test_misuse_reported(count, ARENA_ERR_FOREIGN_POINTER));
+    } else if (k->state != ACQUIRED) {
+        arena_cache_recycle(cm->c, k->a);
+        TEST_CHECK(test_misuse_reported(count, ARENA_ERR_DOUBLE_FREE));
+    }
+}
+
+/* One of the acquired arenas, or -1. */
+static long pick_held(void)
+{
+    size_t n, used = 0, k;
+    for (n = 0; n < HELD; n++)
+        used += held[n] != NULL;
+    if (used == 0)
+        return -1;
+    k = below(used);
+    for (n = 0; !held[n] || k--; n++)
+        ;
+    return (long)n;
+}
+
+static void cache_op(void)
+{
+    int i = (int)below(CACHES);
+    cache_model *cm = &caches[i];
+    long h;
+
+    if (!cm->c) {
+        cache_create(i);
+        return;
+    }
+    switch (below(16)) {
+    case 0: cache_destroy(i); break;
+    case 1: case 2: case 3: case 4: case 5: cache_acquire(i); break;
+    case 6: case 7: case 8: case 9: case 10:
+        if ((h = pick_held()) >= 0)
+            cache_recycle((size_t)h);
+        break;
+    case 11: case 12: cache_misuse(i); break;
+    case 13: case 14:
+        TEST_CHECK(arena_cache_count(cm->c) == cm->nstore);
+        if ((h = pick_held()) >= 0)
+            model_step(&hm[h]);
+        break;
+    default: tb_cache.fail_at = tb_cache.calls + 1 + below(3); break;
+    }
+}
+
+static void start_caches(void)
+{
+    tb_reset(&tb_cache);
+    memset(arenas, 0, sizeof arenas);
+    memset(held, 0, sizeof held);
+    slot = NULL;
+}
+
+static void end_caches(void)
+{
+    size_t h;
+    int i;
+    for (h = 0; h < HELD; h++)
+        if (held[h] && below(2))
+            cache_recycle(h);
+    for (i = 0; i < CACHES; i++)
+        if (caches[i].c)
+            cache_destroy(i);
+    TEST_CHECK(tb_cache.live == 0);
+}
+
+/* ---- The input ------------------------------------------------------------------- */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static model m;
-    input in = {data, size};
-    uint8_t setup = take8(&in);
-    size_t budget = (size_t)(take16(&in) & 4095u) * 4; /* small chunks: more of them */
+    input.p = data;
+    input.n = size;
+    chooser.in = &input;
+    record_errors();
+    start_main();
+    start_scratch();
+    start_caches();
 
-    fuzz_begin(&m.fb, &m.al);
-    m.nv = m.nmarks = m.size = m.floor = m.nstale = 0;
-    m.have_old = false;
-    m.expected_errors = 0;
-    switch (setup & 3u) {
-    case 0: arena_init_with(&m.a, budget, &m.al); break;
-    case 1: arena_init_buffer(&m.a, m.buf + (setup >> 2 & 15u), budget % 4096, &m.al); break;
-    case 2: arena_init_buffer(&m.a, m.buf, budget % 4096, NULL); break;
-    default: arena_init_with(&m.a, setup >> 2, &m.al); break;
-    }
-
-    while (in.n) {
-        uint8_t op = take8(&in);
-        switch (op >> 4) {
-        case 0: case 1: case 2: case 3: case 4: case 5:
-            op_store(&m, &in, op);
-            break;
-        case 6: case 7: op_ref(&m, &in, op); break;
-        case 8: case 9: op_grow(&m, &in); break;
-        case 10: case 11: op_mark(&m, &in, op); break;
-        case 12:
-            arena_reset(&m.a);
-            expire_all(&m);
-            break;
-        case 13:
-            if (op & 1) {
-                arena_release(&m.a);
-                expire_all(&m);
-                CHECK(m.fb.live == 0);
-                CHECK(arena_retained(&m.a) <= ((setup & 3u) == 1 || (setup & 3u) == 2 ? 4096 : 0));
-            } else {
-                op_stale(&m, &in);
-            }
-            break;
-        case 14: m.fb.fail_at = m.fb.calls + 1 + (op & 3u); break;
-        default: break;
+    while (input.n) {
+        switch (below(16)) {
+        default: model_step(&md); break;
+        case 9: tb_main.fail_at = tb_main.calls + 1 + below(4); break;
+        case 10: case 11: scratch_op(); break;
+        case 12: case 13: case 14: cache_op(); break;
         }
-        verify(&m);
     }
-    arena_release(&m.a);
-    CHECK(m.fb.live == 0);
-    CHECK(arena_retained(&m.a) <= ((setup & 3u) == 1 || (setup & 3u) == 2 ? 4096 : 0));
-    arena_set_error_handler(NULL, NULL);
+    end_scratch();
+    end_caches();
+    end_main();
+    TEST_CHECK(recorded_errors.count == recorded_errors.expected);
+    restore_errors();
     return 0;
 }

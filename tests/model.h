@@ -1,9 +1,11 @@
 /*
  * A reference model of the arena, and a generator of mixed operations checked
- * against it.  Shared by the randomized suite (test_arena_model.c) and the
- * failure sweep (test_arena_failure.c).
+ * against it.  Shared by the randomized suite (test_arena_model.c), the
+ * failure sweep (test_arena_failure.c) and the fuzzer (fuzz/fuzz_arena.c),
+ * which draws the model's choices from its input bytes instead of a seeded
+ * generator.
  *
- * The model knows only what API.md promises:
+ * The model knows only what arena.h promises:
  *   - every live value keeps its bytes (each is filled with a pattern derived
  *     from its id, so any overlap or stray write shows);
  *   - arena_size() is the sum of the sizes stored (strings with their NUL),
@@ -12,11 +14,22 @@
  *     values (each has a chunk of its own), where base is the caller's
  *     buffer; it never decreases but at a reset or release (stores and
  *     rewinds keep every chunk), and a reset never increases it;
+ *   - a value goes to the current chunk when it fits, else to a chunk of
+ *     its own when its size, plus the padding its alignment may need beyond
+ *     ARENA_ALIGN, exceeds the budget, else to a regular chunk that becomes
+ *     the current one (so the model knows which value grow may extend in
+ *     place, with no positions, padding or guard bytes);
  *   - a failed call returns NULL (or the empty ref) only when the backing
- *     refused a request during it, and changes nothing.
- * Sizes are chosen away from the uniform/oversized boundary (small values fit
- * a quarter of a chunk, oversized ones need two), so the model never depends
- * on placement details such as guard bytes.
+ *     refused a request during it, and changes nothing;
+ *   - misuse (drawn when `misuse` is set: a rewind to an expired mark, a
+ *     scope ended after an enclosing one, a stale ref in a checked build, a
+ *     ref too large) is reported once, with its code, and changes nothing.
+ *
+ * Checking: after every step the counters and two values; every value every
+ * 128 steps, before a reset or release, and before and after a rewind (those
+ * it forgets, those it keeps); arena_check() after every step too, unless
+ * `light` (a fuzzer, which calls model_finish() at the end of each input
+ * instead).  So every value is checked before it is forgotten.
  */
 #ifndef ARENA_TEST_MODEL_H
 #define ARENA_TEST_MODEL_H
@@ -24,6 +37,15 @@
 #include "support.h"
 
 #include <stdio.h>
+
+#include <arena/thread.h>
+
+/* Draw rewinds to marks that a rewind to an earlier mark expired (a scope
+ * ended after an enclosing one) as misuse: reported as ARENA_ERR_BAD_MARK,
+ * nothing changed.  0 leaves them out. */
+#ifndef MODEL_UNORDERED_ENDS
+#  define MODEL_UNORDERED_ENDS 1
+#endif
 
 typedef struct mval {
     uint64_t id;
@@ -35,7 +57,7 @@ typedef struct mval {
     bool is_ref;
     bool has_nul;   /* a NUL at [size] */
     bool growable;  /* a pointer value with alignment <= ARENA_ALIGN */
-    bool oversized; /* counts exactly `stored` in retained */
+    bool oversized; /* in a chunk of its own, counted in `over` */
 } mval;
 
 typedef struct mmark {
@@ -48,6 +70,19 @@ typedef struct mmark {
 } mmark;
 
 #define MODEL_MAX_MARKS 8
+#define MODEL_MAX_DEAD 4   /* expired marks kept to rewind to (misuse) */
+
+/* arena_rewind() tells a mark that a rewind expired by the serials its latest
+ * four rewinds expired: a mark is rewound to as misuse only while fewer rewinds
+ * than that followed the one that expired it (one that expired nothing may
+ * count for the arena too: the model's count of rewinds errs on the safe side). */
+#define MODEL_REWINDS_REMEMBERED 4
+#define MODEL_MAX_STALE 16 /* refs of forgotten values kept to resolve (misuse) */
+
+/* A checked build tells a stale ref by a 13-bit tag drawn per value stored:
+ * after this many stores the tag may come round again, so an older stale
+ * ref is not resolved (ids are drawn at least once per store). */
+#define MODEL_TAG_SPAN 8000
 
 /* Kinds of operation, in the order model_step() draws them. */
 enum {
@@ -55,8 +90,15 @@ enum {
     MODEL_GROW, MODEL_SAVE, MODEL_REWIND, MODEL_RESET, MODEL_RELEASE, MODEL_OPS
 };
 
+/* Bytes to draw choices from (a fuzzer's input): zeros once used up. */
+typedef struct model_input {
+    const unsigned char *p;
+    size_t n;
+} model_input;
+
 typedef struct model {
-    arena a;
+    arena *a;      /* the arena under test */
+    arena own;     /* its storage, where the caller has none of its own */
     test_backing *tb;
     size_t budget; /* uniform chunk capacity */
     size_t base;   /* retained capacity of the caller's buffer */
@@ -64,6 +106,15 @@ typedef struct model {
     size_t nvals, capvals;
     mmark marks[MODEL_MAX_MARKS];
     size_t nmarks;
+    struct {
+        arena_mark m;
+        size_t rewinds; /* `rewinds` when it expired */
+        bool always;    /* expired by a reset or release: always reported */
+    } dead[MODEL_MAX_DEAD]; /* expired marks */
+    size_t ndead;
+    size_t rewinds; /* rewinds of the arena so far */
+    struct { arena_ref r; uint64_t id; } stale[MODEL_MAX_STALE]; /* with its value's id */
+    size_t nstale;
     size_t size;    /* expected arena_size() */
     size_t over;    /* expected oversized bytes in arena_retained() */
     size_t floor;   /* arena_retained() at the last check */
@@ -74,22 +125,31 @@ typedef struct model {
     long tail;
     bool tail_known, tail_clean;
     uint64_t rng, seed, next_id;
-    size_t step, failures, stores, checks;
+    size_t step, failures, stores, checks, misuses;
     size_t refused; /* calls that fail anyway (near SIZE_MAX) and met a backing refusal */
     size_t ops[MODEL_OPS]; /* steps per kind of operation */
     unsigned big_rarity;   /* oversized values are this many times rarer (0: 1) */
     bool fixed;            /* a caller's buffer without backing: full means NULL */
+    bool misuse;           /* draw misuse too (one step in 16) */
+    bool stores_only;      /* no save, rewind, reset or release: the arena's
+                              lifetime is someone else's (a scratch arena, an
+                              arena of a cache) */
+    bool light;            /* no arena_check() per step (see the top) */
+    model_input *in;       /* choices come from these bytes, when set */
     const char *op;
-    unsigned char scratch[3 * 65536 + 64];
 } model;
+
+/* What values are copied from: the largest value is three chunks of at most
+ * ARENA_DEFAULT_CHUNK (see model_start()). */
+static unsigned char model_scratch[3 * 65536 + 64];
 
 /* A failure names the seed, the step and the operation, so that it can be
  * replayed with ARENA_TEST_SEED. */
 #define MCHECK(m, cond)                                                                    \
     do {                                                                                   \
         if (!(cond))                                                                       \
-            fail_msg("model check failed: %s (seed %llu, step %zu, op %s)", #cond,         \
-                     (unsigned long long)(m)->seed, (m)->step, (m)->op ? (m)->op : "-");   \
+            TEST_FAIL("model check failed: %s (seed %llu, step %zu, op %s)", #cond,        \
+                      (unsigned long long)(m)->seed, (m)->step, (m)->op ? (m)->op : "-");  \
     } while (0)
 
 static uint64_t model_rand(model *m)
@@ -101,32 +161,60 @@ static uint64_t model_rand(model *m)
     return m->rng * 0x2545F4914F6CDD1Dull;
 }
 
-static size_t model_below(model *m, size_t n) { return (size_t)(model_rand(m) % n); }
-
-/* Starts a model over an arena already initialised by the caller. */
-static void model_start(model *m, uint64_t seed, size_t budget, size_t base)
+static unsigned model_byte(model_input *in)
 {
+    if (in->n == 0)
+        return 0;
+    in->n--;
+    return *in->p++;
+}
+
+/* A choice in [0, n): from the input when there is one (as few bytes as
+ * cover n, so that each byte a fuzzer mutates is one decision), else from
+ * the generator. */
+static size_t model_below(model *m, size_t n)
+{
+    if (m->in) {
+        size_t v = 0, span;
+        for (span = 1; span < n; span <<= 8) {
+            v = v << 8 | model_byte(m->in);
+            if (span > SIZE_MAX >> 8)
+                break;
+        }
+        return v % n;
+    }
+    return (size_t)(model_rand(m) % n);
+}
+
+/* Starts a model over `a`, already initialised by the caller (uniform chunks
+ * of `budget`, a caller's buffer of `base` bytes).  Flags are off. */
+static void model_start(model *m, arena *a, uint64_t seed, size_t budget, size_t base)
+{
+    TEST_CHECK(budget <= 65536); /* model_scratch holds the largest value */
+    m->a = a;
     m->seed = seed;
     m->rng = seed * 0x9E3779B97F4A7C15ull + 1;
     m->budget = budget;
     m->base = base;
     m->nvals = 0;
-    m->nmarks = 0;
-    m->size = m->over = m->floor = 0;
+    m->nmarks = m->ndead = m->nstale = m->rewinds = 0;
+    m->size = m->over = 0;
+    m->floor = arena_retained(a); /* (a caller's buffer; an acquired arena's chunks) */
     m->dropped = false;
     m->tail = -1;
     m->tail_known = true;
     m->tail_clean = true;
     m->next_id = 0;
-    m->step = m->failures = m->stores = m->checks = m->refused = 0;
+    m->step = m->failures = m->stores = m->checks = m->refused = m->misuses = 0;
     memset(m->ops, 0, sizeof m->ops);
     m->big_rarity = 0;
-    m->fixed = false;
+    m->fixed = m->misuse = m->stores_only = m->light = false;
+    m->in = NULL;
     m->op = NULL;
     if (!m->vals) {
         m->capvals = 1024;
         m->vals = (mval *)malloc(m->capvals * sizeof *m->vals);
-        assert_non_null(m->vals);
+        TEST_CHECK(m->vals != NULL);
     }
 }
 
@@ -139,7 +227,7 @@ static void model_free(model *m)
 
 static unsigned char *mval_bytes(model *m, const mval *v)
 {
-    return v->is_ref ? (unsigned char *)arena_ref_ptr(&m->a, v->ref) : v->p;
+    return v->is_ref ? (unsigned char *)arena_ref_ptr(m->a, v->ref) : v->p;
 }
 
 static void model_check_value(model *m, size_t i)
@@ -155,17 +243,20 @@ static void model_check_value(model *m, size_t i)
     m->checks++;
 }
 
-static void model_check_values(model *m)
+/* Values from `from` on. */
+static void model_check_values_from(model *m, size_t from)
 {
     size_t i;
-    for (i = 0; i < m->nvals; i++)
+    for (i = from; i < m->nvals; i++)
         model_check_value(m, i);
 }
 
+static void model_check_values(model *m) { model_check_values_from(m, 0); }
+
 static void model_check_counters(model *m)
 {
-    size_t r = arena_retained(&m->a);
-    MCHECK(m, arena_size(&m->a) == m->size);
+    size_t r = arena_retained(m->a);
+    MCHECK(m, arena_size(m->a) == m->size);
     MCHECK(m, r >= m->base + m->over);
     if (m->dropped)
         MCHECK(m, r <= m->floor); /* a reset or release allocates nothing */
@@ -175,8 +266,34 @@ static void model_check_counters(model *m)
     m->dropped = false;
     if (m->tb)
         MCHECK(m, m->tb->live_bytes >= r - m->base);
-    MCHECK(m, arena_check(&m->a));
-    MCHECK(m, recorded_errors.count == 0); /* nothing here is misuse */
+    if (!m->light)
+        MCHECK(m, arena_check(m->a));
+    MCHECK(m, recorded_errors.count == recorded_errors.expected); /* no report but misuse's */
+}
+
+/* Everything: every value, the counters and arena_check(). */
+static inline void model_finish(model *m)
+{
+    m->op = "finish";
+    model_check_values(m);
+    model_check_counters(m);
+    MCHECK(m, arena_check(m->a));
+}
+
+/* ---- One operation ----------------------------------------------------------------- */
+
+typedef struct model_before {
+    size_t size, retained, failed, calls;
+} model_before;
+
+static model_before model_snapshot(model *m)
+{
+    model_before b;
+    b.size = arena_size(m->a);
+    b.retained = arena_retained(m->a);
+    b.failed = m->tb ? m->tb->failed : 0;
+    b.calls = m->tb ? m->tb->calls : 0;
+    return b;
 }
 
 /* Records a value stored at p (already filled by the caller or the arena). */
@@ -184,17 +301,21 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
                        size_t size, size_t align, bool has_nul, uint64_t id)
 {
     mval *v;
-    bool oversized = stored > m->budget / 2;
+    /* A chunk of its own (by the rule at the top): the suites' sizes are
+     * plainly small or plainly oversized.  A fuzzer's may be near the budget:
+     * one too large for a regular chunk may still fit the current chunk, so
+     * the tail is then unknown, and `over` counts only the suites' values. */
+    bool oversized = m->in ? stored + over_align(align) > m->budget : stored > m->budget / 2;
     if (m->nvals == m->capvals) {
         mval *grown = (mval *)realloc(m->vals, 2 * m->capvals * sizeof *m->vals);
-        assert_non_null(grown);
+        TEST_CHECK(grown != NULL);
         m->vals = grown;
         m->capvals *= 2;
     }
     if (!is_ref)
         MCHECK(m, is_aligned(p, align));
     else
-        MCHECK(m, is_aligned(arena_ref_ptr(&m->a, ref), align));
+        MCHECK(m, is_aligned(arena_ref_ptr(m->a, ref), align));
     v = &m->vals[m->nvals];
     v->id = id;
     v->p = p;
@@ -207,7 +328,9 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
     v->growable = !is_ref && align <= ARENA_ALIGN;
     v->oversized = oversized;
     m->size += stored;
-    if (oversized) {
+    if (oversized && m->in) {
+        m->tail_known = false;
+    } else if (oversized) {
         m->over += stored + over_align(align);
         m->tail_clean = false;
     } else {
@@ -220,12 +343,60 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
     return v;
 }
 
+/* Forgets the values from `from` on; their refs become stale (to resolve as
+ * misuse) when `stale`. */
+static void model_forget(model *m, size_t from, bool stale)
+{
+    size_t i;
+    for (i = from; i < m->nvals && stale; i++) {
+        if (m->vals[i].is_ref) {
+            size_t at = m->nstale < MODEL_MAX_STALE ? m->nstale++ : (size_t)(i % MODEL_MAX_STALE);
+            m->stale[at].r = m->vals[i].ref;
+            m->stale[at].id = m->vals[i].id;
+        }
+    }
+    m->nvals = from;
+}
+
+/* Keeps an expired mark to rewind to later (misuse). */
+static void model_bury(model *m, arena_mark mk, bool always)
+{
+    size_t at = m->ndead < MODEL_MAX_DEAD ? m->ndead++ : (size_t)(m->step % MODEL_MAX_DEAD);
+    m->dead[at].m = mk;
+    m->dead[at].rewinds = m->rewinds;
+    m->dead[at].always = always;
+}
+
 /* ---- Choosing sizes ------------------------------------------------------------- */
 
+/* Drawn from a fuzzer's input: mostly small, some around the budget (on
+ * either side of the uniform/oversized boundary), some oversized: up to three
+ * chunks, or 4 KiB past the budget (large chunks cost time, not coverage). */
+static size_t model_input_size(model *m, bool big)
+{
+    size_t b = m->budget;
+    switch (model_below(m, 8)) {
+    case 0: case 1: case 2: return 1 + model_below(m, 64);
+    case 3: case 4: return 1 + model_below(m, b / 4 + 1);
+    case 5:
+        if (big)
+            return (b > 32 ? b - 32 : 0) + 1 + model_below(m, 64);
+        return 1 + model_below(m, b / 4 + 1);
+    default:
+        if (big)
+            return b + 1 + model_below(m, b < 2048 ? 2 * b : 4096);
+        return 1 + model_below(m, 64);
+    }
+}
+
 /* A size that is plainly small (fits a quarter of a uniform chunk with any
- * padding used here) or, one time in `big_odds`, plainly oversized. */
+ * padding used here) or, one time in `big_odds`, plainly oversized.  From a
+ * fuzzer's input: any size up to three chunks (oversized never when
+ * big_odds is 0). */
 static size_t model_size(model *m, unsigned big_odds)
 {
+    if (m->in)
+        return model_input_size(m, big_odds != 0);
     if (big_odds && model_below(m, (size_t)big_odds * (m->big_rarity ? m->big_rarity : 1)) == 0)
         return 2 * m->budget + 1 + model_below(m, m->budget);
     return 1 + model_below(m, m->budget / 4 - 64);
@@ -237,21 +408,14 @@ static size_t model_small_align(model *m)
     return aligns[model_below(m, sizeof aligns / sizeof aligns[0])];
 }
 
-/* ---- One operation ----------------------------------------------------------------- */
-
-typedef struct model_before {
-    size_t size, retained, failed, calls;
-} model_before;
-
-static model_before model_snapshot(model *m)
+/* Any valid alignment, up to a page (from a fuzzer's input). */
+static size_t model_any_align(model *m)
 {
-    model_before b;
-    b.size = arena_size(&m->a);
-    b.retained = arena_retained(&m->a);
-    b.failed = m->tb ? m->tb->failed : 0;
-    b.calls = m->tb ? m->tb->calls : 0;
-    return b;
+    static const size_t aligns[] = {0, 1, 2, 4, 8, 16, 32, 64, 256, 4096};
+    return aligns[model_below(m, sizeof aligns / sizeof aligns[0])];
 }
+
+/* ---- Operations -------------------------------------------------------------------- */
 
 /* A call returned NULL or the empty ref: legitimate only when the backing
  * refused a request during it (or `always` fails, e.g. a size near SIZE_MAX);
@@ -260,40 +424,42 @@ static void model_failed(model *m, const model_before *b, bool always)
 {
     if (!always && !m->fixed)
         MCHECK(m, m->tb && m->tb->failed > b->failed);
-    MCHECK(m, arena_size(&m->a) == b->size);
-    MCHECK(m, arena_retained(&m->a) == b->retained);
-    MCHECK(m, arena_check(&m->a));
-    model_check_values(m);
+    MCHECK(m, arena_size(m->a) == b->size);
+    MCHECK(m, arena_retained(m->a) == b->retained);
+    if (!m->light) {
+        MCHECK(m, arena_check(m->a));
+        model_check_values(m);
+    }
     m->failures++;
 }
 
 static void model_op_alloc(model *m, model_before *b)
 {
     size_t size = model_size(m, 8);
-    size_t align = size > m->budget ? 16 : model_small_align(m);
+    size_t align = m->in ? model_any_align(m) : size > m->budget ? 16 : model_small_align(m);
     uint64_t id = m->next_id++;
     unsigned char *p;
     unsigned kind = (unsigned)model_below(m, 4);
 
     m->op = "alloc";
     if (kind == 0 && align == 0) {
-        p = (unsigned char *)arena_alloc(&m->a, size);
+        p = (unsigned char *)arena_alloc(m->a, size);
     } else if (kind == 1 && align == 0) {
-        p = (unsigned char *)arena_grow(&m->a, NULL, 0, size);
+        p = (unsigned char *)arena_grow(m->a, NULL, 0, size);
     } else if (kind == 2 && align == 8) {
         size = (size + 7) / 8 * 8;
-        p = (unsigned char *)ARENA_ALLOC_ARRAY(&m->a, uint64_t, size / 8);
+        p = (unsigned char *)ARENA_ALLOC_ARRAY(m->a, uint64_t, size / 8);
         align = _Alignof(uint64_t); /* 4 on i386 */
     } else {
-        p = (unsigned char *)arena_alloc_aligned(&m->a, size, align);
+        p = (unsigned char *)arena_alloc_aligned(m->a, size, align);
     }
     if (!p) {
         model_failed(m, b, false);
         return;
     }
     fill_pattern(p, size, id);
-    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN, false,
-              id);
+    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN,
+              false, id);
 }
 
 static void model_op_zeroed(model *m, model_before *b)
@@ -307,15 +473,15 @@ static void model_op_zeroed(model *m, model_before *b)
     if (kind == 0) {
         size_t count = 1 + model_below(m, 8);
         size = (size + count - 1) / count * count;
-        p = (unsigned char *)arena_calloc(&m->a, count, size / count);
+        p = (unsigned char *)arena_calloc(m->a, count, size / count);
     } else if (kind == 1) {
         size = (size + 3) / 4 * 4;
-        p = (unsigned char *)ARENA_NEW_ARRAY(&m->a, uint32_t, size / 4);
+        p = (unsigned char *)ARENA_NEW_ARRAY(m->a, uint32_t, size / 4);
         align = _Alignof(uint32_t);
     } else {
         typedef struct { uint64_t a, b, c; } triple;
         size = sizeof(triple);
-        p = (unsigned char *)ARENA_NEW(&m->a, triple);
+        p = (unsigned char *)ARENA_NEW(m->a, triple);
         align = _Alignof(triple);
     }
     if (!p) {
@@ -330,20 +496,22 @@ static void model_op_zeroed(model *m, model_before *b)
 static void model_op_copy(model *m, model_before *b)
 {
     size_t size = model_size(m, 10);
-    size_t align = size > m->budget ? (size_t)1 << model_below(m, 5) : model_small_align(m);
+    size_t align = m->in ? model_any_align(m)
+                   : size > m->budget ? (size_t)1 << model_below(m, 5)
+                                      : model_small_align(m);
     uint64_t id = m->next_id++;
     unsigned char *p;
 
     m->op = "copy";
-    fill_pattern(m->scratch, size, id);
-    p = (unsigned char *)arena_copy(&m->a, m->scratch, size, align);
-    memset(m->scratch, 0, size); /* the copy must not depend on the source */
+    fill_pattern(model_scratch, size, id);
+    p = (unsigned char *)arena_copy(m->a, model_scratch, size, align);
+    memset(model_scratch, 0, size); /* the copy must not depend on the source */
     if (!p) {
         model_failed(m, b, false);
         return;
     }
-    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN, false,
-              id);
+    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN,
+              false, id);
 }
 
 static void model_op_string(model *m, model_before *b)
@@ -355,14 +523,14 @@ static void model_op_string(model *m, model_before *b)
     unsigned char *p;
 
     m->op = dup ? "strdup" : "strndup";
-    fill_pattern(m->scratch, len, id); /* pattern bytes include NULs */
-    m->scratch[len] = '\0';
-    size = dup ? strlen((const char *)m->scratch) : len;
+    fill_pattern(model_scratch, len, id); /* pattern bytes include NULs */
+    model_scratch[len] = '\0';
+    size = dup ? strlen((const char *)model_scratch) : len;
     if (dup)
-        p = (unsigned char *)arena_strdup(&m->a, (const char *)m->scratch);
+        p = (unsigned char *)arena_strdup(m->a, (const char *)model_scratch);
     else
-        p = (unsigned char *)arena_strndup(&m->a, (const char *)m->scratch, len);
-    memset(m->scratch, 0xFF, len + 1);
+        p = (unsigned char *)arena_strndup(m->a, (const char *)model_scratch, len);
+    memset(model_scratch, 0xFF, len + 1);
     if (!p) {
         model_failed(m, b, false);
         return;
@@ -375,21 +543,24 @@ static void model_op_ref(model *m, model_before *b)
     size_t size = model_size(m, 10);
     uint64_t id = m->next_id++;
     bool str = model_below(m, 2) == 0;
-    size_t align = str ? 1 : (size > m->budget ? 16 : model_small_align(m));
+    size_t align = str      ? 1
+                   : m->in  ? model_any_align(m)
+                   : size > m->budget ? 16
+                                      : model_small_align(m);
     arena_ref r;
 
     m->op = str ? "ref_strndup" : "ref_copy";
-    fill_pattern(m->scratch, size, id);
-    r = str ? arena_ref_strndup(&m->a, (const char *)m->scratch, size)
-            : arena_ref_copy(&m->a, m->scratch, size, align);
-    memset(m->scratch, 0, size);
+    fill_pattern(model_scratch, size, id);
+    r = str ? arena_ref_strndup(m->a, (const char *)model_scratch, size)
+            : arena_ref_copy(m->a, model_scratch, size, align);
+    memset(model_scratch, 0, size);
     if (arena_ref_empty(r)) {
         model_failed(m, b, false);
         return;
     }
     MCHECK(m, arena_ref_len(r) == size);
-    model_add(m, NULL, r, true, str ? size + 1 : size, size, align ? align : ARENA_ALIGN, str,
-              id);
+    model_add(m, NULL, r, true, str ? size + 1 : size, size, align ? align : ARENA_ALIGN,
+              str, id);
 }
 
 /* Size 0 and sizes near SIZE_MAX: nothing stored, nothing changed. */
@@ -402,23 +573,23 @@ static void model_op_degenerate(model *m, model_before *b)
 
     m->op = "degenerate";
     switch (kind) {
-    case 0: MCHECK(m, arena_alloc(&m->a, 0) != NULL); break;
-    case 1: MCHECK(m, arena_calloc(&m->a, 0, 9) != NULL); break;
-    case 2: MCHECK(m, arena_copy(&m->a, NULL, 0, 4) != NULL); break;
-    case 3: MCHECK(m, arena_ref_empty(arena_ref_copy(&m->a, m->scratch, 0, 0))); break;
-    case 4: p = arena_alloc(&m->a, huge); break;
-    case 5: p = arena_alloc_aligned(&m->a, huge, 64); break;
-    case 6: p = arena_calloc(&m->a, huge, 2); break;
-    case 7: p = arena_strndup(&m->a, (const char *)m->scratch, opaque_size(huge)); break;
-    case 8: p = ARENA_NEW_ARRAY(&m->a, uint64_t, huge / 4); break;
-    case 9: p = arena_copy(&m->a, m->scratch, opaque_size(huge), 8); break;
-    case 10: p = arena_alloc_aligned(&m->a, 8, 3); break; /* not a power of two */
-    default: r = arena_ref_copy(&m->a, m->scratch, 8, 24); break;
+    case 0: MCHECK(m, arena_alloc(m->a, 0) != NULL); break;
+    case 1: MCHECK(m, arena_calloc(m->a, 0, 9) != NULL); break;
+    case 2: MCHECK(m, arena_copy(m->a, NULL, 0, 4) != NULL); break;
+    case 3: MCHECK(m, arena_ref_empty(arena_ref_copy(m->a, model_scratch, 0, 0))); break;
+    case 4: p = arena_alloc(m->a, huge); break;
+    case 5: p = arena_alloc_aligned(m->a, huge, 64); break;
+    case 6: p = arena_calloc(m->a, huge, 2); break;
+    case 7: p = arena_strndup(m->a, (const char *)model_scratch, opaque_size(huge)); break;
+    case 8: p = ARENA_NEW_ARRAY(m->a, uint64_t, huge / 4); break;
+    case 9: p = arena_copy(m->a, model_scratch, opaque_size(huge), 8); break;
+    case 10: p = arena_alloc_aligned(m->a, 8, 3); break; /* not a power of two */
+    default: r = arena_ref_copy(m->a, model_scratch, 8, 24); break;
     }
     MCHECK(m, p == NULL);
     MCHECK(m, arena_ref_empty(r));
-    MCHECK(m, arena_size(&m->a) == b->size);
-    MCHECK(m, arena_retained(&m->a) == b->retained);
+    MCHECK(m, arena_size(m->a) == b->size);
+    MCHECK(m, arena_retained(m->a) == b->retained);
     if (m->tb && m->tb->failed > b->failed)
         m->refused++;
 }
@@ -438,11 +609,39 @@ static long model_pick_growable(model *m)
     return -1;
 }
 
+/* The new size of a value of `old` bytes: growth stays plainly small or
+ * plainly oversized; from a fuzzer's input, anything up to three chunks. */
+static size_t model_grow_size(model *m, size_t old)
+{
+    size_t r, want;
+    if (m->in) {
+        switch (model_below(m, 4)) {
+        case 0: return model_below(m, old + 1);
+        case 1: want = old + 1 + model_below(m, 64); break;
+        case 2: want = old + 1 + model_below(m, m->budget); break;
+        default: want = model_input_size(m, true); break;
+        }
+        return want <= 3 * m->budget ? want : old;
+    }
+    r = model_below(m, 100);
+    if (r < 52 && old > m->budget / 2)
+        want = old + 1 + model_below(m, m->budget / 4);
+    else if (r < 45 && old < m->budget / 4)
+        want = old + 1 + model_below(m, m->budget / 4 - 64);
+    else if (r < 52)
+        want = 2 * m->budget + model_below(m, m->budget);
+    else if (r < 92)
+        want = model_below(m, old + 1);
+    else
+        want = old;
+    return want <= PATTERN_SPAN ? want : old; /* repeated growth stays in a pattern */
+}
+
 static void model_op_grow(model *m, model_before *b)
 {
     long i = model_pick_growable(m);
     mval *v;
-    size_t old, want, r;
+    size_t old, want;
     bool is_tail, certain;
     unsigned char *p, *q;
 
@@ -454,24 +653,13 @@ static void model_op_grow(model *m, model_before *b)
     old = v->stored;
     is_tail = m->tail_known && i == m->tail;
     certain = m->tail_known && (i != m->tail || m->tail_clean);
-    r = model_below(m, 100);
-    /* Growth stays plainly small or plainly oversized. */
-    if (r < 52 && old > m->budget / 2)
-        want = old + 1 + model_below(m, m->budget / 4);
-    else if (r < 45 && old < m->budget / 4)
-        want = old + 1 + model_below(m, m->budget / 4 - 64);
-    else if (r < 52)
-        want = 2 * m->budget + model_below(m, m->budget);
-    else if (r < 92)
-        want = model_below(m, old + 1);
-    else
-        want = old;
+    want = model_grow_size(m, old);
     if (old == 0 && want == 0)
         return;
 
-    q = (unsigned char *)arena_grow(&m->a, p, old, want);
+    q = (unsigned char *)arena_grow(m->a, p, old, want);
     if (want <= old) {
-        size_t now = arena_size(&m->a);
+        size_t now = arena_size(m->a);
         MCHECK(m, q == p);
         if (is_tail && certain) {
             MCHECK(m, now == m->size - (old - want));
@@ -501,7 +689,8 @@ static void model_op_grow(model *m, model_before *b)
     if (q == p) {
         /* In place: only the most recent value may grow there. */
         MCHECK(m, !certain || is_tail);
-        MCHECK(m, arena_size(&m->a) == m->size + (want - old));
+        MCHECK(m, arena_size(m->a) == m->size + (want - old));
+        MCHECK(m, arena_retained(m->a) == b->retained);
         m->size += want - old;
         v->stored = want;
         v->size = want;
@@ -517,14 +706,16 @@ static void model_op_grow(model *m, model_before *b)
     }
 }
 
-static void model_op_save(model *m)
+/* Records `mk`, a mark just taken of the arena (by arena_save(), a scope or a
+ * scratch); returns its index, or -1 when the model holds as many as it can
+ * (it then never rewinds to it). */
+static long model_push_mark(model *m, arena_mark mk)
 {
     mmark *k;
-    m->op = "save";
     if (m->nmarks == MODEL_MAX_MARKS)
-        return;
+        return -1;
     k = &m->marks[m->nmarks++];
-    k->m = arena_save(&m->a);
+    k->m = mk;
     k->nvals = m->nvals;
     k->size = m->size;
     k->over = m->over;
@@ -536,20 +727,31 @@ static void model_op_save(model *m)
         k->tail_size = m->vals[m->tail].size;
         k->tail_has_nul = m->vals[m->tail].has_nul;
     }
+    return (long)m->nmarks - 1;
 }
 
-static void model_op_rewind(model *m)
+/* The arena is about to be rewound to mark j: what it forgets is checked
+ * now, while it is still there to check. */
+static void model_rewinding(model *m, size_t j) { model_check_values_from(m, m->marks[j].nvals); }
+
+/* The arena was just rewound to mark j (by arena_rewind(), a scope's or a
+ * scratch's end): later marks expire, and so does everything stored since. */
+static void model_rewound(model *m, size_t j)
 {
-    size_t j;
-    mmark *k;
-    m->op = "rewind";
-    if (m->nmarks == 0)
-        return;
-    j = model_below(m, m->nmarks);
-    k = &m->marks[j];
-    arena_rewind(&m->a, k->m);
-    m->nmarks = j + 1; /* later marks expire */
-    m->nvals = k->nvals;
+    mmark *k = &m->marks[j];
+    size_t i;
+
+    /* When the tail shrank since the save, the position went below the
+     * mark's: values stored since may lie in the bytes it gave back, which
+     * the rewind leaves behind the position, not expired (a checked build
+     * still resolves their refs). */
+    bool behind = k->tail >= 0 && m->vals[k->tail].stored < k->tail_stored;
+
+    m->rewinds++;
+    for (i = j + 1; i < m->nmarks && MODEL_UNORDERED_ENDS; i++)
+        model_bury(m, m->marks[i].m, false);
+    m->nmarks = j + 1;
+    model_forget(m, k->nvals, !behind);
     m->size = k->size;
     m->over = k->over;
     m->tail = k->tail;
@@ -571,40 +773,175 @@ static void model_op_rewind(model *m)
     model_check_values(m);
 }
 
+/* A mark, taken plainly or as the start of a scope. */
+static void model_op_save(model *m)
+{
+    m->op = "save";
+    if (model_below(m, 2) == 0) {
+        arena_scope s = arena_scope_begin(m->a);
+        m->op = "scope_begin";
+        MCHECK(m, s.arena == m->a);
+        model_push_mark(m, s.mark);
+    } else {
+        model_push_mark(m, arena_save(m->a));
+    }
+}
+
+/* Rewinds to one of the marks, plainly or as the end of a scope. */
+static void model_op_rewind(model *m)
+{
+    size_t j;
+    m->op = "rewind";
+    if (m->nmarks == 0)
+        return;
+    j = model_below(m, m->nmarks);
+    model_rewinding(m, j);
+    if (model_below(m, 2) == 0) {
+        arena_scope s;
+        m->op = "scope_end";
+        s.arena = m->a;
+        s.mark = m->marks[j].m;
+        arena_scope_end(&s);
+    } else {
+        arena_rewind(m->a, m->marks[j].m);
+    }
+    model_rewound(m, j);
+}
+
+/* Every mark expires at a reset or release. */
+static void model_expire_all(model *m)
+{
+    size_t i;
+    for (i = 0; i < m->ndead; i++)
+        m->dead[i].always = true;
+    for (i = 0; i < m->nmarks; i++)
+        model_bury(m, m->marks[i].m, true);
+    model_forget(m, 0, true);
+    m->nmarks = 0;
+    m->size = m->over = 0;
+    m->tail = -1;
+    m->tail_known = m->tail_clean = true;
+}
+
 static void model_op_reset(model *m)
 {
     m->op = "reset";
     model_check_values(m);
-    arena_reset(&m->a);
+    arena_reset(m->a);
     m->dropped = true;
-    m->nvals = m->nmarks = 0;
-    m->size = m->over = 0;
-    m->tail = -1;
-    m->tail_known = m->tail_clean = true;
+    model_expire_all(m);
 }
 
 static void model_op_release(model *m)
 {
     m->op = "release";
     model_check_values(m);
-    arena_release(&m->a);
+    arena_release(m->a);
     m->dropped = true;
-    m->nvals = m->nmarks = 0;
-    m->size = m->over = 0;
-    m->tail = -1;
-    m->tail_known = m->tail_clean = true;
-    MCHECK(m, arena_retained(&m->a) == m->base);
+    model_expire_all(m);
+    MCHECK(m, arena_retained(m->a) == m->base);
     if (m->tb) {
         MCHECK(m, m->tb->live == 0);
         MCHECK(m, m->tb->live_bytes == 0);
     }
 }
 
+/* ---- Misuse ------------------------------------------------------------------------ */
+
+/* Two marks of the same position (their serials differ: each save counts). */
+static bool model_same_mark(arena_mark x, arena_mark y)
+{
+    return x.pos == y.pos && x.size == y.size && x.cur == y.cur && x.nused == y.nused;
+}
+
+/* Whether the library reports a rewind to dead mark k (see
+ * MODEL_REWINDS_REMEMBERED). */
+static bool model_reported_dead(const model *m, size_t k)
+{
+    return m->dead[k].always || m->rewinds - m->dead[k].rewinds < MODEL_REWINDS_REMEMBERED;
+}
+
+/* A rewind, plain or through a scope, to a mark that a reset, release or
+ * rewind to an earlier mark expired (or to a zeroed one, which no arena
+ * makes). */
+static bool model_misuse_mark(model *m)
+{
+    arena_mark before, dead;
+    int count = recorded_errors.count;
+    size_t k;
+    if (m->ndead == 0 || model_below(m, 8) == 0) {
+        memset(&dead, 0, sizeof dead);
+    } else {
+        k = model_below(m, m->ndead);
+        if (!model_reported_dead(m, k))
+            return false;
+        dead = m->dead[k].m;
+    }
+    before = arena_save(m->a); /* (a save of its own: it expires nothing) */
+    if (model_below(m, 2) == 0) {
+        arena_scope s;
+        m->op = "misuse: scope_end expired";
+        s.arena = m->a;
+        s.mark = dead;
+        arena_scope_end(&s);
+    } else {
+        m->op = "misuse: rewind expired";
+        arena_rewind(m->a, dead);
+    }
+    MCHECK(m, test_misuse_reported(count, ARENA_ERR_BAD_MARK));
+    MCHECK(m, model_same_mark(arena_save(m->a), before));
+    return true;
+}
+
+/* Checked build: resolving the ref of a value that expired. */
+static bool model_misuse_stale(model *m)
+{
+    size_t k;
+    int count = recorded_errors.count;
+    if (!ARENA_CHECKED || m->nstale == 0)
+        return false;
+    k = model_below(m, m->nstale);
+    if (m->next_id - m->stale[k].id >= MODEL_TAG_SPAN)
+        return false;
+    m->op = "misuse: stale ref";
+    MCHECK(m, arena_ref_ptr(m->a, m->stale[k].r) == NULL);
+    MCHECK(m, test_misuse_reported(count, ARENA_ERR_STALE_REF));
+    return true;
+}
+
+/* A ref of a value larger than a ref can describe: refused before the
+ * source is read. */
+static void model_misuse_large(model *m)
+{
+    int count = recorded_errors.count;
+    arena_ref r;
+    if (model_below(m, 2) == 0) {
+        m->op = "misuse: ref_copy too large";
+        r = arena_ref_copy(m->a, model_scratch, opaque_size(ARENA_REF_MAX + 1 + model_below(m, 4)),
+                           0);
+    } else {
+        m->op = "misuse: ref_strndup too large";
+        r = arena_ref_strndup(m->a, (const char *)model_scratch,
+                              opaque_size(ARENA_REF_MAX + model_below(m, 4)));
+    }
+    MCHECK(m, arena_ref_empty(r));
+    MCHECK(m, test_misuse_reported(count, ARENA_ERR_REF_TOO_LARGE));
+}
+
+static void model_op_misuse(model *m, const model_before *b)
+{
+    unsigned kind = (unsigned)model_below(m, 3);
+    m->misuses++;
+    if (!(kind == 0 && model_misuse_mark(m)) && !(kind == 1 && model_misuse_stale(m)))
+        model_misuse_large(m);
+    MCHECK(m, arena_size(m->a) == b->size);
+    MCHECK(m, arena_retained(m->a) == b->retained);
+}
+
 /* One random operation, then the counters (and some values) checked. */
 static void model_step(model *m)
 {
     model_before b = model_snapshot(m);
-    unsigned r = (unsigned)model_below(m, 1000);
 
     /* cumulative odds, per mille, in the order of the enum */
     static const unsigned upto[MODEL_OPS] = {200, 300, 400, 550, 700, 760,
@@ -612,26 +949,36 @@ static void model_step(model *m)
     unsigned kind = 0;
 
     m->step++;
-    while (r >= upto[kind])
-        kind++;
-    m->ops[kind]++;
-    switch (kind) {
-    case MODEL_ALLOC: model_op_alloc(m, &b); break;
-    case MODEL_ZEROED: model_op_zeroed(m, &b); break;
-    case MODEL_COPY: model_op_copy(m, &b); break;
-    case MODEL_STRING: model_op_string(m, &b); break;
-    case MODEL_REF: model_op_ref(m, &b); break;
-    case MODEL_DEGENERATE: model_op_degenerate(m, &b); break;
-    case MODEL_GROW: model_op_grow(m, &b); break;
-    case MODEL_SAVE: model_op_save(m); break;
-    case MODEL_REWIND: model_op_rewind(m); break;
-    case MODEL_RESET: model_op_reset(m); break;
-    default: model_op_release(m); break;
+    if (m->misuse && model_below(m, 16) == 0) {
+        model_op_misuse(m, &b);
+    } else {
+        unsigned r = (unsigned)model_below(m, 1000);
+        while (r >= upto[kind])
+            kind++;
+        if (m->stores_only && kind >= MODEL_SAVE)
+            kind = MODEL_ALLOC;
+        m->ops[kind]++;
+        switch (kind) {
+        case MODEL_ALLOC: model_op_alloc(m, &b); break;
+        case MODEL_ZEROED: model_op_zeroed(m, &b); break;
+        case MODEL_COPY: model_op_copy(m, &b); break;
+        case MODEL_STRING: model_op_string(m, &b); break;
+        case MODEL_REF: model_op_ref(m, &b); break;
+        case MODEL_DEGENERATE: model_op_degenerate(m, &b); break;
+        case MODEL_GROW: model_op_grow(m, &b); break;
+        case MODEL_SAVE: model_op_save(m); break;
+        case MODEL_REWIND: model_op_rewind(m); break;
+        case MODEL_RESET: model_op_reset(m); break;
+        default: model_op_release(m); break;
+        }
     }
     model_check_counters(m);
     if (m->nvals) { /* a few values every step, all of them now and then */
         model_check_value(m, m->nvals - 1);
-        model_check_value(m, model_below(m, m->nvals));
+        /* (not drawn from a fuzzer's input: which value is checked is no
+         * decision of the input's) */
+        model_check_value(m, m->in ? (size_t)(model_rand(m) % m->nvals)
+                                   : model_below(m, m->nvals));
     }
     if (m->step % 128 == 0)
         model_check_values(m);
@@ -641,7 +988,7 @@ static void model_step(model *m)
  * records errors around each test and frees the model after it. */
 static model md;
 
-static int teardown_model(void **state)
+static inline int teardown_model(void **state)
 {
     (void)state;
     model_free(&md);

@@ -1,7 +1,10 @@
 /*
- * Test support shared by the cmocka suites: a backing allocator that records
- * every chunk and can fail on the Nth call, and an error handler that records
- * instead of aborting.
+ * Test support shared by the cmocka suites and the fuzzers: a backing
+ * allocator that records every chunk and can fail on the Nth call, an error
+ * handler that records instead of aborting, and value patterns.
+ *
+ * A fuzzer defines TEST_NO_CMOCKA before including it: a failed check then
+ * prints and aborts (libFuzzer keeps the input), where a suite fails its test.
  */
 #ifndef ARENA_TEST_SUPPORT_H
 #define ARENA_TEST_SUPPORT_H
@@ -10,11 +13,25 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
 
 #include <arena/arena.h>
+
+#ifdef TEST_NO_CMOCKA
+#  define TEST_FAIL(...) (fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
+#else
+#  include <cmocka.h>
+#  define TEST_FAIL(...) fail_msg(__VA_ARGS__)
+#endif
+
+/* A check that holds in every build, in suites and fuzzers alike. */
+#define TEST_CHECK(cond)                                                            \
+    do {                                                                            \
+        if (!(cond))                                                                \
+            TEST_FAIL("%s:%d: check failed: %s", __FILE__, __LINE__, #cond);        \
+    } while (0)
 
 #define TB_MAX_LIVE 16384
 #define TB_PAGE ((size_t)4096)
@@ -57,6 +74,7 @@ typedef struct test_backing {
 static void *tb_alloc(void *ctx, size_t n)
 {
     test_backing *tb = (test_backing *)ctx;
+    size_t align;
     void *p;
     tb->calls++;
     if (n > tb->max_request)
@@ -66,16 +84,21 @@ static void *tb_alloc(void *ctx, size_t n)
         tb->failed++;
         return NULL;
     }
-    assert_true(tb->live < TB_MAX_LIVE);
-    /* Page-aligned blocks: the padding of a value aligned up to 4096 is then
-     * the same in every run, so a workload makes the same backing calls each
-     * time (the failure sweeps rely on it) whatever addresses malloc picks. */
-    p = test_aligned_alloc(TB_PAGE, (n + TB_PAGE - 1) / TB_PAGE * TB_PAGE + (n == 0) * TB_PAGE);
+    TEST_CHECK(tb->live < TB_MAX_LIVE);
+    /* A block of n bytes is aligned to the largest power of two <= n (a page
+     * at most): any value aligned up to a page that fits a block starts at
+     * the same offset in it in every run, so a workload makes the same
+     * backing calls each time (the failure sweeps, and a fuzzer replaying an
+     * input, rely on it) whatever addresses malloc picks.  (Pages for small
+     * blocks would fault in a fresh page per chunk of a fuzzer's tiny arenas.) */
+    for (align = TB_PAGE; align > ARENA_ALIGN && align > n; align /= 2)
+        ;
+    p = test_aligned_alloc(align, (n + align - 1) / align * align + (n == 0) * align);
     if (!p) {
         tb->failed++;
         return NULL;
     }
-    assert_int_equal((uintptr_t)p % ARENA_ALIGN, 0);
+    TEST_CHECK((uintptr_t)p % ARENA_ALIGN == 0);
     memset(p, TB_DIRT, n);
     tb->blocks[tb->live].p = p;
     tb->blocks[tb->live].n = n;
@@ -90,7 +113,7 @@ static void tb_free(void *ctx, void *p, size_t n)
     size_t i;
     for (i = 0; i < tb->live; i++) {
         if (tb->blocks[i].p == p) {
-            assert_int_equal(tb->blocks[i].n, n); /* freed with the size asked */
+            TEST_CHECK(tb->blocks[i].n == n); /* freed with the size asked */
             tb->live_bytes -= n;
             tb->blocks[i] = tb->blocks[--tb->live];
             tb->frees++;
@@ -98,23 +121,38 @@ static void tb_free(void *ctx, void *p, size_t n)
             return;
         }
     }
-    fail_msg("backing free of %p (%zu bytes), which it never handed out", p, n);
+    TEST_FAIL("backing free of %p (%zu bytes), which it never handed out", p, n);
 }
 
-static inline arena_allocator tb_allocator(test_backing *tb)
+/* Clears `tb`'s counters and settings (the block table is read only up to
+ * `live`: a fuzzer need not clear its 256 KiB at every input). */
+static inline void tb_reset(test_backing *tb) { memset(tb, 0, offsetof(test_backing, blocks)); }
+
+/* An allocator over `tb` as it stands. */
+static inline arena_allocator tb_use(test_backing *tb)
 {
     arena_allocator al;
-    memset(tb, 0, sizeof *tb);
     al.alloc = tb_alloc;
     al.free = tb_free;
     al.ctx = tb;
     return al;
 }
 
+/* An allocator over `tb`, reset. */
+static inline arena_allocator tb_allocator(test_backing *tb)
+{
+    tb_reset(tb);
+    return tb_use(tb);
+}
+
 /* An error handler that records instead of aborting. */
+#define TEST_ERROR_CODES 16
+
 typedef struct test_errors {
     int count;
+    int expected; /* misuse made on purpose and seen reported (test_misuse_reported()) */
     arena_error last;
+    int of_code[TEST_ERROR_CODES]; /* count per code (0: codes out of range) */
     char message[256];
 } test_errors;
 
@@ -125,7 +163,19 @@ static void record_error(arena_error code, const char *message, void *ctx)
     (void)ctx;
     recorded_errors.count++;
     recorded_errors.last = code;
+    recorded_errors.of_code[(unsigned)code < TEST_ERROR_CODES ? (unsigned)code : 0]++;
     strncpy(recorded_errors.message, message, sizeof recorded_errors.message - 1);
+}
+
+/* After a misuse made on purpose, with `before` the count taken just before
+ * it: true when it was reported exactly once, with `code`.  It then counts as
+ * expected, so that `count == expected` later says nothing else was reported. */
+static inline bool test_misuse_reported(int before, arena_error code)
+{
+    if (recorded_errors.count != before + 1 || recorded_errors.last != code)
+        return false;
+    recorded_errors.expected++;
+    return true;
 }
 
 static inline void record_errors(void)
@@ -166,9 +216,17 @@ static inline int teardown_record_errors(void **state)
 
 #if TEST_ASAN
 /* Sizes near SIZE_MAX reach malloc in some tests (the default backing): they
- * must come back NULL, not stop the process. */
+ * must come back NULL, not stop the process.  A fuzzer also keeps 64 MiB of
+ * freed memory in quarantine instead of 256: far more than one input frees,
+ * so a use after free in an input is still caught, and memory is reused
+ * while it is still mapped (the page faults were a fifth of the run time). */
+#  ifdef TEST_NO_CMOCKA
+#    define TEST_ASAN_OPTIONS "allocator_may_return_null=1:quarantine_size_mb=64"
+#  else
+#    define TEST_ASAN_OPTIONS "allocator_may_return_null=1"
+#  endif
 const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+const char *__asan_default_options(void) { return TEST_ASAN_OPTIONS; }
 #endif
 
 /* Release builds pack values exactly as API.md describes (no guard bytes), so
@@ -239,7 +297,7 @@ static inline const unsigned char *pattern_of(uint64_t id, size_t n)
         }
         ready = true;
     }
-    assert_true(n <= PATTERN_SPAN);
+    TEST_CHECK(n <= PATTERN_SPAN);
     return pattern_src + (size_t)(((id + 1) * 0x9E3779B97F4A7C15ull) >> 33) % PATTERN_OFFSETS;
 }
 
@@ -266,14 +324,12 @@ static inline bool has_pattern(const void *p, size_t n, uint64_t id)
     return pattern_mismatch(p, n, id) == n;
 }
 
+/* (Every byte zero: the first, and each equal to the one before it; a
+ * memcmp, not a loop, which a fuzzer would trace byte by byte.) */
 static inline bool all_zero(const void *p, size_t n)
 {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        if (((const unsigned char *)p)[i] != 0)
-            return false;
-    }
-    return true;
+    const unsigned char *b = (const unsigned char *)p;
+    return n == 0 || (b[0] == 0 && memcmp(b, b + 1, n - 1) == 0);
 }
 
 /* n, hidden from the optimizer (so that it does not warn about a huge size

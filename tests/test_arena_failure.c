@@ -34,11 +34,11 @@ static size_t run_workload(const sweep_config *c, size_t fail_at, size_t fail_fr
     tb.fail_from = fail_from;
     md.tb = &tb;
     if (c->budget) {
-        arena_init_with(&md.a, c->budget, &al);
-        model_start(&md, c->seed, c->budget, 0);
+        arena_init_with(&md.own, c->budget, &al);
+        model_start(&md, &md.own, c->seed, c->budget, 0);
     } else {
-        arena_init_buffer(&md.a, buf + 3, 2000, &al);
-        model_start(&md, c->seed, ARENA_DEFAULT_CHUNK, 2000 - (ARENA_ALIGN - 3));
+        arena_init_buffer(&md.own, buf + 3, 2000, &al);
+        model_start(&md, &md.own, c->seed, ARENA_DEFAULT_CHUNK, 2000 - (ARENA_ALIGN - 3));
         md.big_rarity = 4; /* 128 KiB values: keep the run short */
     }
     for (i = 0; i < STEPS; i++) {

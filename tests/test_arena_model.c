@@ -24,9 +24,9 @@ static void run_seed(uint64_t seed, size_t budget, size_t steps)
     arena_allocator al = tb_allocator(&tb);
     size_t i;
 
-    arena_init_with(&md.a, budget, &al);
+    arena_init_with(&md.own, budget, &al);
     md.tb = &tb;
-    model_start(&md, seed, budget, 0);
+    model_start(&md, &md.own, seed, budget, 0);
     for (i = 0; i < steps; i++)
         model_step(&md);
     model_check_values(&md);
@@ -80,15 +80,15 @@ static void test_model_buffer_arena(void **state)
     size_t i;
     (void)state;
 
-    arena_init_buffer(&md.a, buf + 1, 3000, &al);
+    arena_init_buffer(&md.own, buf + 1, 3000, &al);
     md.tb = &tb;
-    model_start(&md, seed, ARENA_DEFAULT_CHUNK, 3000 - (ARENA_ALIGN - 1));
-    MCHECK(&md, arena_retained(&md.a) == md.base);
+    model_start(&md, &md.own, seed, ARENA_DEFAULT_CHUNK, 3000 - (ARENA_ALIGN - 1));
+    MCHECK(&md, arena_retained(md.a) == md.base);
     for (i = 0; i < steps; i++)
         model_step(&md);
     model_check_values(&md);
     model_op_release(&md);
-    MCHECK(&md, arena_retained(&md.a) == md.base);
+    MCHECK(&md, arena_retained(md.a) == md.base);
 }
 
 /* A fixed caller's buffer (no backing): a value that does not fit is NULL
@@ -101,13 +101,13 @@ static void test_model_fixed_buffer(void **state)
     size_t i;
     (void)state;
 
-    arena_init_buffer(&md.a, buf + 5, 16384, NULL);
+    arena_init_buffer(&md.own, buf + 5, 16384, NULL);
     md.tb = NULL;
-    model_start(&md, seed, ARENA_DEFAULT_CHUNK, 16384 - (ARENA_ALIGN - 5));
+    model_start(&md, &md.own, seed, ARENA_DEFAULT_CHUNK, 16384 - (ARENA_ALIGN - 5));
     md.fixed = true;
     for (i = 0; i < steps; i++) {
         model_step(&md);
-        MCHECK(&md, arena_retained(&md.a) == md.base);
+        MCHECK(&md, arena_retained(md.a) == md.base);
     }
     model_check_values(&md);
     MCHECK(&md, md.failures > 100); /* the buffer did fill up, many times */
@@ -122,9 +122,9 @@ static void test_model_zero_value_malloc(void **state)
     size_t i;
     (void)state;
 
-    memset(&md.a, 0, sizeof md.a);
+    memset(&md.own, 0, sizeof md.own);
     md.tb = NULL;
-    model_start(&md, seed, ARENA_DEFAULT_CHUNK, 0);
+    model_start(&md, &md.own, seed, ARENA_DEFAULT_CHUNK, 0);
     for (i = 0; i < steps; i++)
         model_step(&md);
     model_check_values(&md);

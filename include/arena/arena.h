@@ -457,9 +457,8 @@ static inline size_t arena__room(const arena *a, size_t align, uintptr_t *at)
 static inline char *arena__take(arena *a, uintptr_t at, size_t size, size_t align)
 {
     uintptr_t c = (uintptr_t)a->ptr;
-    if (ARENA__CONSTANT(size) && ARENA__CONSTANT(align) && size % align != 0)
-        a->size -= (size_t)(at - c);
-    else if (ARENA_UNLIKELY(at != c))
+    bool padded_run = ARENA__CONSTANT(size) && ARENA__CONSTANT(align) && size % align != 0;
+    if (padded_run || ARENA_UNLIKELY(at != c))
         a->size -= (size_t)(at - c);
     a->ptr = (char *)at + size;
     return (char *)at;

@@ -25,7 +25,8 @@ static void *bump_alloc(void *ctx, size_t n)
     bump *b = (bump *)ctx;
     char *p;
     if (n > BUMP_STEP) {
-        p = (char *)aligned_alloc(ARENA_ALIGN, (n + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN);
+        p = (char *)test_aligned_alloc(ARENA_ALIGN,
+                                       (n + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN);
         if (p)
             b->large_live++;
         return p;
@@ -43,7 +44,7 @@ static void bump_free(void *ctx, void *p, size_t n)
     bump *b = (bump *)ctx;
     if (n > BUMP_STEP) {
         b->large_live--;
-        free(p);
+        test_aligned_free(p);
     } else {
         assert_true((char *)p >= b->base && (char *)p < b->at);
         b->small_live--;
@@ -67,7 +68,7 @@ static void test_more_than_a_million_chunks(void **state)
     (void)state;
 
     memset(&b, 0, sizeof b);
-    b.base = b.at = (char *)aligned_alloc(ARENA_ALIGN, nchunks * BUMP_STEP);
+    b.base = b.at = (char *)test_aligned_alloc(ARENA_ALIGN, nchunks * BUMP_STEP);
     assert_non_null(b.base);
     b.end = b.base + nchunks * BUMP_STEP;
     al.alloc = bump_alloc;
@@ -125,7 +126,7 @@ static void test_more_than_a_million_chunks(void **state)
     arena_release(&a);
     assert_int_equal(b.small_live, 0);
     assert_int_equal(b.large_live, 0);
-    free(b.base);
+    test_aligned_free(b.base);
 }
 
 int main(void)

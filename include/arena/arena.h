@@ -33,77 +33,10 @@
 #include <string.h>
 
 #include "arena/version.h"
+#include "arena/internal/compiler.h"
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-/* ---- Portability ------------------------------------------------------- */
-
-#if defined(_WIN32) && defined(ARENA_SHARED_LIBRARY)
-#  if defined(ARENA_BUILDING)
-#    define ARENA_API __declspec(dllexport)
-#  else
-#    define ARENA_API __declspec(dllimport)
-#  endif
-#elif defined(__GNUC__) || defined(__clang__)
-#  define ARENA_API __attribute__((visibility("default")))
-#else
-#  define ARENA_API
-#endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#  define ARENA_LIKELY(x)     __builtin_expect(!!(x), 1)
-#  define ARENA_UNLIKELY(x)   __builtin_expect(!!(x), 0)
-#  define ARENA_NODISCARD     __attribute__((warn_unused_result))
-#  define ARENA_MALLOC        __attribute__((malloc))
-#  define ARENA_ALLOC_SIZE(i) __attribute__((alloc_size(i)))
-#  define ARENA_NOINLINE      __attribute__((noinline))
-#  define ARENA__CONSTANT(x)  __builtin_constant_p(x)
-#else
-#  define ARENA_LIKELY(x)     (x)
-#  define ARENA_UNLIKELY(x)   (x)
-#  define ARENA_NODISCARD
-#  define ARENA_MALLOC
-#  define ARENA_ALLOC_SIZE(i)
-#  define ARENA_NOINLINE
-#  define ARENA__CONSTANT(x)  0
-#endif
-
-#ifdef __cplusplus
-#  define ARENA__ALIGNOF(T) alignof(T)
-#  define ARENA__MAX_ALIGN  alignof(max_align_t)
-#else
-#  define ARENA__ALIGNOF(T) _Alignof(T)
-#  define ARENA__MAX_ALIGN  _Alignof(max_align_t)
-#endif
-
-/* The inline window is closed in builds where the program must see every
- * allocation through the library (ASan, checked builds), so that the library
- * can poison, guard and tag each one. */
-#if defined(ARENA_CHECKED) && ARENA_CHECKED
-#  define ARENA__INLINE_WINDOW 0
-#elif defined(__SANITIZE_ADDRESS__)
-#  define ARENA__INLINE_WINDOW 0
-#elif defined(__has_feature)
-#  if __has_feature(address_sanitizer)
-#    define ARENA__INLINE_WINDOW 0
-#  endif
-#endif
-#ifndef ARENA__INLINE_WINDOW
-#  define ARENA__INLINE_WINDOW 1
-#endif
-
-/* Multiplication with overflow detection (count * size). */
-#if defined(__GNUC__) || defined(__clang__)
-#  define ARENA__MUL_OVERFLOWS(a, b, out) __builtin_mul_overflow((a), (b), (out))
-#else
-static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
-{
-    *out = a * b;
-    return b != 0 && a > SIZE_MAX / b;
-}
-#  define ARENA__MUL_OVERFLOWS(a, b, out) arena__mul_overflows((a), (b), (out))
 #endif
 
 /* ---- Constants ---------------------------------------------------------- */
@@ -344,12 +277,7 @@ static inline void arena_release(arena *a)
  * expires.  Never fails.  Inline when the arena holds one chunk (a few
  * stores); O(chunks) otherwise.
  */
-static inline void arena_reset(arena *a)
-{
-    if (ARENA__INLINE_WINDOW && arena__reset_first(a))
-        return;
-    arena__reset_slow(a);
-}
+static inline void arena_reset(arena *a);
 
 /**
  * arena_reset() that keeps at most `retain_limit` bytes of chunks ("retain
@@ -401,10 +329,7 @@ ARENA_API void arena_rewind(arena *a, arena_mark m);
 
 /** Bytes stored since the last reset/release (string NULs included; alignment
  *  padding and chunk tails excluded). */
-static inline size_t arena_size(const arena *a)
-{
-    return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->run);
-}
+static inline size_t arena_size(const arena *a);
 
 /** Capacity of every chunk held, in bytes: in use and spare, regular and
  *  oversized, the caller's buffer included.  Chunk overhead (guards, the
@@ -414,110 +339,7 @@ ARENA_API size_t arena_retained(const arena *a);
 /** The current position, to give to arena_rewind().  Counts the save (each
  *  mark has its own serial, which tells a rewind whether it has expired):
  *  a few loads and stores, no call. */
-static inline arena_mark arena_save(arena *a)
-{
-    arena_mark m;
-    m.pos = a->ptr ? a->ptr : a->pos;
-    m.size = arena_size(a);
-    m.cur = a->cur;
-    m.nused = a->nused;
-    m.serial = ++a->saves;
-    return m;
-}
-
-/* ---- Slow paths (internal; called by the inline functions below) ------------- */
-
-ARENA_API void *arena__alloc_slow(arena *a, size_t size, size_t align);
-ARENA_API void *arena__copy_slow(arena *a, const void *src, size_t size, size_t align);
-ARENA_API char *arena__strndup_slow(arena *a, const char *s, size_t len);
-ARENA_API void *arena__calloc_slow(arena *a, size_t size, size_t align);
-ARENA_API void *arena__ref_ptr_checked(const arena *a, arena_ref r);
-
-/* The room in the inline window after a value of alignment `align` (a power
- * of two <= ARENA_ALIGN) placed at the first suitable address, which goes to
- * *at.  0 when the window is closed.  The invariant of the window (ptr
- * rounded up to ARENA_ALIGN is <= end) keeps the subtraction from wrapping. */
-static inline size_t arena__room(const arena *a, size_t align, uintptr_t *at)
-{
-    *at = ((uintptr_t)a->ptr + (align - 1)) & ~(uintptr_t)(align - 1);
-    return (size_t)((uintptr_t)a->end - *at);
-}
-
-/* Takes the value at `at` of `size` bytes and alignment `align` from the
- * inline window.  The bytes count in arena_size() through ptr - run; only
- * alignment padding, which must not count, touches the size field.  After
- * values whose size is a multiple of their alignment there is none, and the
- * test is a branch that is not taken.  A value whose size is known at
- * compile time and is not a multiple of its alignment (a 24-byte node at 16)
- * leaves the position unaligned for the next one like it, which is padded:
- * in a run of such values the padding is the rule, and the branch, taken
- * every time, jumped out of line and back (a tree of 24-byte nodes: 1.3x the
- * bump-pointer proxy, 1.05x without); those subtract the padding, 0 or not,
- * without a branch. */
-static inline char *arena__take(arena *a, uintptr_t at, size_t size, size_t align)
-{
-    uintptr_t c = (uintptr_t)a->ptr;
-    bool padded_run = ARENA__CONSTANT(size) && ARENA__CONSTANT(align) && size % align != 0;
-    /* cppcheck-suppress knownConditionTrueFalse ; a compile-time constant only where gcc or clang fold it */
-    if (padded_run || ARENA_UNLIKELY(at != c))
-        a->size -= (size_t)(at - c);
-    a->ptr = (char *)at + size;
-    return (char *)at;
-}
-
-/* gcc's middle-end sees a constant huge size reach the inline copies below
- * on paths the room check makes unreachable (ARENA_REF_MAX + 1 on a 32-bit
- * target, say) and warns about them; these warnings are false here. */
-#if defined(__GNUC__) && !defined(__clang__)
-#  pragma GCC diagnostic push
-#  pragma GCC diagnostic ignored "-Wstringop-overflow"
-#  pragma GCC diagnostic ignored "-Warray-bounds"
-#  pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-
-/* Copies `n` bytes.  Values up to 32 bytes -- labels, keys, small fields, the
- * bulk of what a decoder interns -- are moved with two overlapping loads and
- * stores of a fixed width (which compile to plain moves), instead of a call
- * into the C library's memcpy and its size dispatch; longer ones call memcpy.
- * Measured on 16-byte arena_copy: 6.7 -> 3.9 ns (docs/benchmarks.md). */
-static inline void arena__copy_bytes(char *dst, const void *src, size_t n)
-{
-    const char *s = (const char *)src;
-#if defined(__GNUC__) || defined(__clang__)
-    /* Hides which object `s` points to (no instruction): otherwise gcc's
-     * -Warray-bounds judges the fixed-width moves of a branch only a longer
-     * n reaches against a shorter source, and warns in the caller's code. */
-    __asm__("" : "+r"(s));
-#endif
-    if (n <= 32) {
-        if (n >= 16) {
-            char a[16], b[16];
-            memcpy(a, s, 16);
-            memcpy(b, s + n - 16, 16);
-            memcpy(dst, a, 16);
-            memcpy(dst + n - 16, b, 16);
-        } else if (n >= 8) {
-            uint64_t a, b;
-            memcpy(&a, s, 8);
-            memcpy(&b, s + n - 8, 8);
-            memcpy(dst, &a, 8);
-            memcpy(dst + n - 8, &b, 8);
-        } else if (n >= 4) {
-            uint32_t a, b;
-            memcpy(&a, s, 4);
-            memcpy(&b, s + n - 4, 4);
-            memcpy(dst, &a, 4);
-            memcpy(dst + n - 4, &b, 4);
-        } else if (n > 0) {
-            char a = s[0], b = s[n / 2], c = s[n - 1];
-            dst[0] = a;
-            dst[n / 2] = b;
-            dst[n - 1] = c;
-        }
-        return;
-    }
-    memcpy(dst, s, n);
-}
+static inline arena_mark arena_save(arena *a);
 
 /* ---- Storing values ---------------------------------------------------------- */
 
@@ -538,90 +360,33 @@ static inline void arena__copy_bytes(char *dst, const void *src, size_t n)
  * arena__take).  Checked by objdump; see docs/fast-path.md.
  */
 ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
-static inline void *arena_alloc(arena *a, size_t size)
-{
-    uintptr_t at;
-    if (ARENA__INLINE_WINDOW &&
-        ARENA_LIKELY(size - 1 < arena__room(a, ARENA_ALIGN, &at))) {
-        char *p = arena__take(a, at, size, ARENA_ALIGN);
-        return p;
-    }
-    return arena__alloc_slow(a, size, ARENA_ALIGN);
-}
+static inline void *arena_alloc(arena *a, size_t size);
 
 /** arena_alloc() with alignment `align`: a power of two (0: ARENA_ALIGN);
  *  any other value returns NULL and stores nothing.  Alignments above
  *  ARENA_ALIGN are supported (up to any power of two the backing can pad). */
 ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
-static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align)
-{
-    uintptr_t at;
-    if (align == 0)
-        align = ARENA_ALIGN;
-    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
-        char *p = arena__take(a, at, size, align);
-        return p;
-    }
-    return arena__alloc_slow(a, size, align);
-}
+static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align);
 
 /** `count * size` zeroed bytes, ARENA_ALIGN-aligned.  NULL (arena unchanged)
  *  when the product overflows or memory runs out. */
 ARENA_NODISCARD ARENA_MALLOC
-static inline void *arena_calloc(arena *a, size_t count, size_t size)
-{
-    size_t n;
-    uintptr_t at;
-    if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
-        return NULL;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(n - 1 < arena__room(a, ARENA_ALIGN, &at))) {
-        char *p = arena__take(a, at, n, ARENA_ALIGN);
-        return memset(p, 0, n);
-    }
-    return arena__calloc_slow(a, n, ARENA_ALIGN);
-}
+static inline void *arena_calloc(arena *a, size_t count, size_t size);
 
 /** Copies `size` bytes of `src` into the arena at alignment `align` (a power
  *  of two, 0: ARENA_ALIGN).  Size 0 stores nothing (non-NULL result).  NULL on
  *  failure, arena unchanged.  No size limit (unlike refs). */
 ARENA_NODISCARD
-static inline void *arena_copy(arena *a, const void *src, size_t size, size_t align)
-{
-    uintptr_t at;
-    if (align == 0)
-        align = ARENA_ALIGN;
-    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
-        char *p = arena__take(a, at, size, align);
-        arena__copy_bytes(p, src, size);
-        return p;
-    }
-    return arena__copy_slow(a, src, size, align);
-}
+static inline void *arena_copy(arena *a, const void *src, size_t size, size_t align);
 
 /** Copies `len` bytes of `s` (NULs included) and adds a NUL: a packed,
  *  alignment-1 string of len + 1 bytes.  NULL on failure, arena unchanged. */
 ARENA_NODISCARD
-static inline char *arena_strndup(arena *a, const char *s, size_t len)
-{
-    uintptr_t at;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
-        char *p = a->ptr;
-        a->ptr = p + len + 1;
-        arena__copy_bytes(p, s, len);
-        p[len] = '\0';
-        return p;
-    }
-    return arena__strndup_slow(a, s, len);
-}
+static inline char *arena_strndup(arena *a, const char *s, size_t len);
 
 /** arena_strndup(a, s, strlen(s)). */
 ARENA_NODISCARD
-static inline char *arena_strdup(arena *a, const char *s)
-{
-    return arena_strndup(a, s, strlen(s));
-}
+static inline char *arena_strdup(arena *a, const char *s);
 
 /**
  * Realloc inside the arena.  If `ptr` is the most recent allocation and its
@@ -657,12 +422,6 @@ ARENA_API void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size
  */
 ARENA_API void arena_free(arena *a, void *ptr, size_t size);
 
-#if defined(__GNUC__) || defined(__clang__)
-#  define ARENA_PRINTF(f, v) __attribute__((format(printf, f, v)))
-#else
-#  define ARENA_PRINTF(f, v)
-#endif
-
 /**
  * Formats like printf straight into the arena: a NUL-terminated string,
  * packed at alignment 1 as arena_strndup() stores it.  One formatting pass
@@ -680,34 +439,6 @@ ARENA_API char *arena_sprintf(arena *a, const char *fmt, ...);
 ARENA_NODISCARD ARENA_PRINTF(2, 0)
 ARENA_API char *arena_vsprintf(arena *a, const char *fmt, va_list ap);
 
-/* Zeroed allocation of `size` bytes at `align`. */
-static inline void *arena__new(arena *a, size_t size, size_t align)
-{
-    uintptr_t at;
-    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
-        char *p = arena__take(a, at, size, align);
-        return memset(p, 0, size);
-    }
-    return arena__calloc_slow(a, size, align);
-}
-
-static inline void *arena__new_array(arena *a, size_t count, size_t size, size_t align)
-{
-    size_t n;
-    if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
-        return NULL;
-    return arena__new(a, n, align);
-}
-
-static inline void *arena__alloc_array(arena *a, size_t count, size_t size, size_t align)
-{
-    size_t n;
-    if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
-        return NULL;
-    return arena_alloc_aligned(a, n, align);
-}
-
 /** A zeroed T, aligned to alignof(T).  NULL on failure. */
 #define ARENA_NEW(a, T) ((T *)arena__new((a), sizeof(T), ARENA__ALIGNOF(T)))
 /** A zeroed T[n]; NULL when n * sizeof(T) overflows or on failure. */
@@ -719,94 +450,33 @@ static inline void *arena__alloc_array(arena *a, size_t count, size_t size, size
 
 /* ---- Refs ------------------------------------------------------------------------ */
 
-ARENA_API arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align);
-ARENA_API arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len);
-
-/* The ref of `size` bytes just taken at `p` in the inline window's chunk.
- * The window lies in chunk `cur`, whose capacity is <= ARENA_REF_MAX, so the
- * offset and the size fit 32 bits. */
-static inline arena_ref arena__window_ref(const arena *a, const char *p, size_t size)
-{
-    arena_ref r;
-    r.chunk = a->cur;
-    r.off = (uint32_t)(p - a->chunks[a->cur].base);
-    r.len = (uint32_t)size;
-    return r;
-}
-
 /** Stores a copy of `size` bytes at `align` and returns its ref.  The empty
  *  ref for size 0, on out-of-memory, or for an invalid alignment (nothing
  *  stored).  size > ARENA_REF_MAX is misuse: ARENA_ERR_REF_TOO_LARGE goes to
  *  the error handler and the empty ref is returned.  Inline like
  *  arena_copy() when the value fits the current chunk (which also proves
  *  size <= ARENA_REF_MAX). */
-static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
-{
-    uintptr_t at;
-    if (align == 0)
-        align = ARENA_ALIGN;
-    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
-        char *p = arena__take(a, at, size, align);
-        arena__copy_bytes(p, src, size);
-        /* The ref is made after the copy: made before it, its fields had to
-         * outlive the call to memcpy (values over 32 bytes) on the stack. */
-        return arena__window_ref(a, p, size);
-    }
-    return arena__ref_copy_slow(a, src, size, align);
-}
+static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align);
 
 /** Stores `len` bytes of `s` plus a NUL (as arena_strndup()) and returns a
  *  ref whose length is `len`.  len 0 stores nothing and returns the empty
  *  ref (whose string is "").  len >= ARENA_REF_MAX: ARENA_ERR_REF_TOO_LARGE.
  *  Inline when the string fits the current chunk. */
-static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
-{
-    uintptr_t at;
-    if (ARENA__INLINE_WINDOW && len != 0 && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
-        char *p = a->ptr;
-        a->ptr = p + len + 1;
-        arena__copy_bytes(p, s, len);
-        p[len] = '\0';
-        return arena__window_ref(a, p, len); /* after the copy, as above */
-    }
-    return arena__ref_strndup_slow(a, s, len);
-}
-
-/* A checked build keeps a tag in the top bit of len (and in the top bits of
- * chunk): a length never reaches it, since it is <= ARENA_REF_MAX. */
-#define ARENA__REF_LEN_MASK 0x7FFFFFFFu
+static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len);
 
 /** True for the empty ref. */
-static inline bool arena_ref_empty(arena_ref r) { return (r.len & ARENA__REF_LEN_MASK) == 0; }
+static inline bool arena_ref_empty(arena_ref r);
 
 /** The value's length in bytes (without the NUL of a string). */
-static inline size_t arena_ref_len(arena_ref r) { return r.len & ARENA__REF_LEN_MASK; }
+static inline size_t arena_ref_len(arena_ref r);
 
 /** The value's address, NULL for the empty ref.  O(1).  The ref must come from
  *  this arena and not have expired; a checked build reports a ref from before
  *  the last reset, release or rewind (ARENA_ERR_STALE_REF, then NULL). */
-static inline void *arena_ref_ptr(const arena *a, arena_ref r)
-{
-#if defined(ARENA_CHECKED) && ARENA_CHECKED
-    return arena__ref_ptr_checked(a, r);
-#else
-    if (r.len == 0)
-        return NULL;
-    return a->chunks[r.chunk].base + r.off;
-#endif
-}
+static inline void *arena_ref_ptr(const arena *a, arena_ref r);
 
 /** The string a ref from arena_ref_strndup() describes; "" for the empty ref. */
-static inline const char *arena_ref_str(const arena *a, arena_ref r)
-{
-    const char *s = (const char *)arena_ref_ptr(a, r);
-    return s ? s : "";
-}
-
-#if defined(__GNUC__) && !defined(__clang__)
-#  pragma GCC diagnostic pop
-#endif
+static inline const char *arena_ref_str(const arena *a, arena_ref r);
 
 /* ---- Checks ------------------------------------------------------------------------- */
 
@@ -817,5 +487,7 @@ ARENA_API bool arena_check(const arena *a);
 #ifdef __cplusplus
 }
 #endif
+
+#include "arena/internal/arena.h"
 
 #endif /* ARENA_ARENA_H */

@@ -113,7 +113,7 @@ void arena_shared_destroy(arena_shared *s)
 /* Places a value that missed the thread's run: directly in `inner` when it
  * is big or over-aligned, else in a new run.  Out of line, so that the fast
  * path saves no registers. */
-static ARENA_NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t size, size_t align)
+static ARENA__NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t size, size_t align)
 {
     char *p;
 
@@ -147,9 +147,9 @@ static ARENA_NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t si
 static inline void *alloc(arena_shared *s, size_t size, size_t align)
 {
     struct run *r = &tls_runs[s->slot];
-    if (ARENA_LIKELY(r->gen == s->gen)) {
+    if (ARENA__LIKELY(r->gen == s->gen)) {
         size_t pad = (size_t)(-(uintptr_t)r->ptr & (uintptr_t)(align - 1));
-        if (ARENA_LIKELY(size - 1 < (size_t)(r->end - r->ptr) - pad)) {
+        if (ARENA__LIKELY(size - 1 < (size_t)(r->end - r->ptr) - pad)) {
             char *p = r->ptr + pad;
             r->ptr = p + size;
             arena__unpoison(p, size);

@@ -341,6 +341,48 @@ ARENA_API size_t arena_retained(const arena *a);
  *  a few loads and stores, no call. */
 static inline arena_mark arena_save(arena *a);
 
+/* ---- Scopes ---------------------------------------------------------------- */
+
+/** A mark of an arena, to be rewound at the end of a scope: what
+ *  arena_scope_begin() and arena_scratch_begin() return.  A plain value. */
+typedef struct arena_scope {
+    struct arena *arena; /* NULL: nothing to rewind (`struct`: C++ allows the name) */
+    arena_mark mark;     /* its position at the start of the scope */
+} arena_scope;
+
+/** Starts a scope of `a`: arena_scope_end() forgets everything stored in `a`
+ *  after this call.  Same thread-safety as the arena.  Never fails. */
+static inline arena_scope arena_scope_begin(arena *a);
+
+/**
+ * Ends a scope: arena_rewind(s->arena, s->mark); nothing when s->arena is
+ * NULL.  The scope of a scratch arena (arena_scratch_begin() in thread.h)
+ * also frees that arena's spare chunks beyond 1 MiB.  Scopes of one arena must
+ * end in reverse order of their start; a scope ended after an enclosing one
+ * is reported (ARENA_ERR_BAD_MARK, in every build: see arena_rewind()), and
+ * then nothing happens.  Ending a scope again is fine.  Same thread-safety as
+ * the arena.
+ */
+ARENA_API void arena_scope_end(arena_scope *s);
+
+#if defined(__GNUC__) || defined(__clang__)
+/** 1 where ARENA_SCOPE and ARENA_SCRATCH_SCOPE exist (gcc, clang), else 0. */
+#  define ARENA_HAVE_SCOPE 1
+/**
+ * ARENA_SCOPE(a);  as a statement inside a block: everything stored in `a`
+ * from here on is forgotten when the block is left, however it is left
+ * (end of block, return, break, goto out of it), through the cleanup
+ * attribute of gcc and clang.  Not longjmp, and not C++ exceptions in C code.
+ * Elsewhere (MSVC) the macro does not exist: use arena_scope_begin() and
+ * arena_scope_end() on every path.  At most one per line.
+ */
+#  define ARENA_SCOPE(a)                                                             \
+      arena_scope ARENA__CAT(arena__scope_, __LINE__)                                \
+          __attribute__((cleanup(arena_scope_end), unused)) = arena_scope_begin(a)
+#else
+#  define ARENA_HAVE_SCOPE 0
+#endif
+
 /* ---- Storing values ---------------------------------------------------------- */
 
 /**
@@ -359,33 +401,33 @@ static inline arena_mark arena_save(arena *a);
  * instructions and one branch, the padding subtracted without a test (see
  * arena__take).  Checked by objdump; see docs/fast-path.md.
  */
-ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
 static inline void *arena_alloc(arena *a, size_t size);
 
 /** arena_alloc() with alignment `align`: a power of two (0: ARENA_ALIGN);
  *  any other value returns NULL and stores nothing.  Alignments above
  *  ARENA_ALIGN are supported (up to any power of two the backing can pad). */
-ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
 static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align);
 
 /** `count * size` zeroed bytes, ARENA_ALIGN-aligned.  NULL (arena unchanged)
  *  when the product overflows or memory runs out. */
-ARENA_NODISCARD ARENA_MALLOC
+ARENA__NODISCARD ARENA__MALLOC
 static inline void *arena_calloc(arena *a, size_t count, size_t size);
 
 /** Copies `size` bytes of `src` into the arena at alignment `align` (a power
  *  of two, 0: ARENA_ALIGN).  Size 0 stores nothing (non-NULL result).  NULL on
  *  failure, arena unchanged.  No size limit (unlike refs). */
-ARENA_NODISCARD
+ARENA__NODISCARD
 static inline void *arena_copy(arena *a, const void *src, size_t size, size_t align);
 
 /** Copies `len` bytes of `s` (NULs included) and adds a NUL: a packed,
  *  alignment-1 string of len + 1 bytes.  NULL on failure, arena unchanged. */
-ARENA_NODISCARD
+ARENA__NODISCARD
 static inline char *arena_strndup(arena *a, const char *s, size_t len);
 
 /** arena_strndup(a, s, strlen(s)). */
-ARENA_NODISCARD
+ARENA__NODISCARD
 static inline char *arena_strdup(arena *a, const char *s);
 
 /**
@@ -407,7 +449,7 @@ static inline char *arena_strdup(arena *a, const char *s);
  * a ptr that is not the start of a live value (ARENA_ERR_FOREIGN_POINTER).
  * After a report, NULL, and the arena is unchanged.
  */
-ARENA_NODISCARD
+ARENA__NODISCARD
 ARENA_API void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size);
 
 /**
@@ -432,11 +474,11 @@ ARENA_API void arena_free(arena *a, void *ptr, size_t size);
  * the arena unchanged.  As for printf, `fmt` and its arguments must not point
  * at memory the call writes (the arena's unused room).
  */
-ARENA_NODISCARD ARENA_PRINTF(2, 3)
+ARENA__NODISCARD ARENA__FORMAT_PRINTF(2, 3)
 ARENA_API char *arena_sprintf(arena *a, const char *fmt, ...);
 
 /** arena_sprintf() with a va_list, which it consumes (va_end is the caller's). */
-ARENA_NODISCARD ARENA_PRINTF(2, 0)
+ARENA__NODISCARD ARENA__FORMAT_PRINTF(2, 0)
 ARENA_API char *arena_vsprintf(arena *a, const char *fmt, va_list ap);
 
 /** A zeroed T, aligned to alignof(T).  NULL on failure. */

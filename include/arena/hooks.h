@@ -50,7 +50,7 @@ extern "C" {
  * dereferenced.  NULL on out-of-memory or overflow, arena unchanged.  Fits
  * protobuf-c's ProtobufCAllocator.alloc.
  */
-ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
 ARENA_API void *arena_hook_alloc(void *arena_ctx, size_t size);
 
 /** Does nothing: the value dies with the batch.  Fits ProtobufCAllocator.free
@@ -63,7 +63,7 @@ ARENA_API void arena_hook_free(void *arena_ctx, void *ptr);
  * product overflows size_t or memory runs out; zlib then reports
  * Z_MEM_ERROR.  Use with `strm.opaque = &arena`.
  */
-ARENA_NODISCARD ARENA_MALLOC
+ARENA__NODISCARD ARENA__MALLOC
 ARENA_API void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size);
 
 /** zlib's zfree: does nothing (zlib's state dies with the batch). */
@@ -93,7 +93,7 @@ ARENA_API void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size
  * result is then a block of no bytes, not NULL).  NULL on out-of-memory,
  * block and arena unchanged.  ARENA_ALIGN-aligned.
  */
-ARENA_NODISCARD
+ARENA__NODISCARD
 ARENA_API void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new_size);
 
 /**
@@ -143,11 +143,11 @@ ARENA_API arena *arena_current(void);
  * falls back to the heap (that would change the block's lifetime).
  * Thread-safe in the sense above (it uses the calling thread's arena).
  */
-ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(1)
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(1)
 ARENA_API void *arena_cur_malloc(size_t size);
 
 /** arena_cur_malloc(count * size), zeroed; NULL when the product overflows. */
-ARENA_NODISCARD ARENA_MALLOC
+ARENA__NODISCARD ARENA__MALLOC
 ARENA_API void *arena_cur_calloc(size_t count, size_t size);
 
 /**
@@ -173,7 +173,7 @@ ARENA_API void *arena_cur_calloc(size_t count, size_t size);
  * poisoned, so the write that overwrites it is reported itself.  If the
  * handler returns, NULL and nothing changes.
  */
-ARENA_NODISCARD
+ARENA__NODISCARD
 ARENA_API void *arena_cur_realloc(void *ptr, size_t size);
 
 /**
@@ -193,7 +193,7 @@ ARENA_API size_t arena_cur_size(const void *ptr);
 
 /** strdup through arena_cur_malloc (libxml2's xmlStrdupFunc).  NULL on
  *  out-of-memory. */
-ARENA_NODISCARD ARENA_MALLOC
+ARENA__NODISCARD ARENA__MALLOC
 ARENA_API char *arena_cur_strdup(const char *s);
 
 #ifdef __cplusplus

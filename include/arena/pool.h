@@ -80,7 +80,7 @@ typedef struct arena_pool {
  * a power of two, or the storage size would overflow size_t.  Do not call it
  * on a pool that holds storage (destroy it first).  Not thread-safe.
  */
-ARENA_NODISCARD
+ARENA__NODISCARD
 ARENA_API bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t capacity,
                                const arena_allocator *backing);
 
@@ -99,7 +99,7 @@ ARENA_API size_t arena_pool_buffer_size(size_t obj_size, size_t obj_align, size_
  * or for arguments arena_pool_init() refuses, returns false with `*p` the
  * empty pool.  `buf` must outlive the pool; the pool owns it until destroy.
  */
-ARENA_NODISCARD
+ARENA__NODISCARD
 ARENA_API bool arena_pool_init_buffer(arena_pool *p, void *buf, size_t len, size_t obj_size,
                                       size_t obj_align, size_t capacity);
 
@@ -127,7 +127,7 @@ ARENA_API void arena_pool_destroy(arena_pool *p);
  * and a ret, 6 of them loads of the fields.  Checked by objdump; see
  * docs/fast-path.md.
  */
-ARENA_NODISCARD ARENA_MALLOC
+ARENA__NODISCARD ARENA__MALLOC
 static inline void *arena_pool_alloc(arena_pool *p);
 
 /**
@@ -168,12 +168,13 @@ static inline size_t arena_pool_available(const arena_pool *p);
 /**
  * Walks the pool's bookkeeping (every slot state and the whole free stack)
  * and reports the first inconsistency through the error handler
- * (ARENA_ERR_CORRUPT).  Returns true when consistent.  Any build.  O(cap).
- * It marks slot states while it walks and restores them before it returns
- * (or reports), so like every pool call it must not run concurrently with
- * another call on the same pool.
+ * (ARENA_ERR_CORRUPT).  Returns true when consistent.  Any build.  O(cap), no
+ * allocation.  It marks slot states while it walks (the one exact way to find
+ * a slot the free stack names twice without memory of its own) and restores
+ * them before it returns or reports, hence the non-const pool: it must not
+ * run concurrently with any other call on the same pool, queries included.
  */
-ARENA_API bool arena_pool_check(const arena_pool *p);
+ARENA_API bool arena_pool_check(arena_pool *p);
 
 #ifdef __cplusplus
 }

@@ -50,6 +50,14 @@ static inline arena_mark arena_save(arena *a)
     return m;
 }
 
+static inline arena_scope arena_scope_begin(arena *a)
+{
+    arena_scope s;
+    s.arena = a;
+    s.mark = arena_save(a);
+    return s;
+}
+
 /* The room in the inline window after a value of alignment `align` (a power
  * of two <= ARENA_ALIGN) placed at the first suitable address, which goes to
  * *at.  0 when the window is closed.  The invariant of the window (ptr
@@ -76,7 +84,7 @@ static inline char *arena__take(arena *a, uintptr_t at, size_t size, size_t alig
     uintptr_t c = (uintptr_t)a->ptr;
     bool padded_run = ARENA__CONSTANT(size) && ARENA__CONSTANT(align) && size % align != 0;
     /* cppcheck-suppress knownConditionTrueFalse ; a compile-time constant only where gcc or clang fold it */
-    if (padded_run || ARENA_UNLIKELY(at != c))
+    if (padded_run || ARENA__UNLIKELY(at != c))
         a->size -= (size_t)(at - c);
     a->ptr = (char *)at + size;
     return (char *)at;
@@ -140,7 +148,7 @@ static inline void *arena_alloc(arena *a, size_t size)
 {
     uintptr_t at;
     if (ARENA__INLINE_WINDOW &&
-        ARENA_LIKELY(size - 1 < arena__room(a, ARENA_ALIGN, &at))) {
+        ARENA__LIKELY(size - 1 < arena__room(a, ARENA_ALIGN, &at))) {
         char *p = arena__take(a, at, size, ARENA_ALIGN);
         return p;
     }
@@ -153,7 +161,7 @@ static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align)
     if (align == 0)
         align = ARENA_ALIGN;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        ARENA__LIKELY(size - 1 < arena__room(a, align, &at))) {
         char *p = arena__take(a, at, size, align);
         return p;
     }
@@ -164,9 +172,9 @@ static inline void *arena_calloc(arena *a, size_t count, size_t size)
 {
     size_t n;
     uintptr_t at;
-    if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
+    if (ARENA__UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
         return NULL;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(n - 1 < arena__room(a, ARENA_ALIGN, &at))) {
+    if (ARENA__INLINE_WINDOW && ARENA__LIKELY(n - 1 < arena__room(a, ARENA_ALIGN, &at))) {
         char *p = arena__take(a, at, n, ARENA_ALIGN);
         return memset(p, 0, n);
     }
@@ -179,7 +187,7 @@ static inline void *arena_copy(arena *a, const void *src, size_t size, size_t al
     if (align == 0)
         align = ARENA_ALIGN;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        ARENA__LIKELY(size - 1 < arena__room(a, align, &at))) {
         char *p = arena__take(a, at, size, align);
         arena__copy_bytes(p, src, size);
         return p;
@@ -190,7 +198,7 @@ static inline void *arena_copy(arena *a, const void *src, size_t size, size_t al
 static inline char *arena_strndup(arena *a, const char *s, size_t len)
 {
     uintptr_t at;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
+    if (ARENA__INLINE_WINDOW && ARENA__LIKELY(len < arena__room(a, 1, &at))) {
         char *p = a->ptr;
         a->ptr = p + len + 1;
         arena__copy_bytes(p, s, len);
@@ -210,7 +218,7 @@ static inline void *arena__new(arena *a, size_t size, size_t align)
 {
     uintptr_t at;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        ARENA__LIKELY(size - 1 < arena__room(a, align, &at))) {
         char *p = arena__take(a, at, size, align);
         return memset(p, 0, size);
     }
@@ -220,7 +228,7 @@ static inline void *arena__new(arena *a, size_t size, size_t align)
 static inline void *arena__new_array(arena *a, size_t count, size_t size, size_t align)
 {
     size_t n;
-    if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
+    if (ARENA__UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
         return NULL;
     return arena__new(a, n, align);
 }
@@ -228,7 +236,7 @@ static inline void *arena__new_array(arena *a, size_t count, size_t size, size_t
 static inline void *arena__alloc_array(arena *a, size_t count, size_t size, size_t align)
 {
     size_t n;
-    if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
+    if (ARENA__UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
         return NULL;
     return arena_alloc_aligned(a, n, align);
 }
@@ -251,7 +259,7 @@ static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, s
     if (align == 0)
         align = ARENA_ALIGN;
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
+        ARENA__LIKELY(size - 1 < arena__room(a, align, &at))) {
         char *p = arena__take(a, at, size, align);
         arena__copy_bytes(p, src, size);
         /* The ref is made after the copy: made before it, its fields had to
@@ -264,7 +272,7 @@ static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, s
 static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
 {
     uintptr_t at;
-    if (ARENA__INLINE_WINDOW && len != 0 && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
+    if (ARENA__INLINE_WINDOW && len != 0 && ARENA__LIKELY(len < arena__room(a, 1, &at))) {
         char *p = a->ptr;
         a->ptr = p + len + 1;
         arena__copy_bytes(p, s, len);

@@ -24,21 +24,21 @@
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-#  define ARENA_LIKELY(x)     __builtin_expect(!!(x), 1)
-#  define ARENA_UNLIKELY(x)   __builtin_expect(!!(x), 0)
-#  define ARENA_NODISCARD     __attribute__((warn_unused_result))
-#  define ARENA_MALLOC        __attribute__((malloc))
-#  define ARENA_ALLOC_SIZE(i) __attribute__((alloc_size(i)))
-#  define ARENA_NOINLINE      __attribute__((noinline))
+#  define ARENA__LIKELY(x)     __builtin_expect(!!(x), 1)
+#  define ARENA__UNLIKELY(x)   __builtin_expect(!!(x), 0)
+#  define ARENA__NODISCARD     __attribute__((warn_unused_result))
+#  define ARENA__MALLOC        __attribute__((malloc))
+#  define ARENA__ALLOC_SIZE(i) __attribute__((alloc_size(i)))
+#  define ARENA__NOINLINE      __attribute__((noinline))
 #  define ARENA__CONSTANT(x)  __builtin_constant_p(x)
 #  define ARENA__COLD         __attribute__((cold))
 #else
-#  define ARENA_LIKELY(x)     (x)
-#  define ARENA_UNLIKELY(x)   (x)
-#  define ARENA_NODISCARD
-#  define ARENA_MALLOC
-#  define ARENA_ALLOC_SIZE(i)
-#  define ARENA_NOINLINE
+#  define ARENA__LIKELY(x)     (x)
+#  define ARENA__UNLIKELY(x)   (x)
+#  define ARENA__NODISCARD
+#  define ARENA__MALLOC
+#  define ARENA__ALLOC_SIZE(i)
+#  define ARENA__NOINLINE
 #  define ARENA__CONSTANT(x)  0
 #  define ARENA__COLD
 #endif
@@ -80,9 +80,13 @@ static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-#  define ARENA_PRINTF(f, v) __attribute__((format(printf, f, v)))
+#  define ARENA__FORMAT_PRINTF(f, v) __attribute__((format(printf, f, v)))
 #else
-#  define ARENA_PRINTF(f, v)
+#  define ARENA__FORMAT_PRINTF(f, v)
 #endif
+
+/* Pastes after expanding (a unique name per line: ARENA_SCOPE). */
+#define ARENA__CAT2(a, b) a##b
+#define ARENA__CAT(a, b)  ARENA__CAT2(a, b)
 
 #endif /* ARENA_INTERNAL_COMPILER_H */

@@ -126,7 +126,7 @@ static inline void *arena_pool_alloc(arena_pool *p)
 #if ARENA__INLINE_WINDOW
     arena__pool_regs r = arena__pool_load(p);
     void *obj;
-    if (ARENA_LIKELY(r.nfree - 1 < r.open)) {
+    if (ARENA__LIKELY(r.nfree - 1 < r.open)) {
         size_t i = arena__pool_pop(&r);
         obj = (void *)(r.base + i * r.stride);
     } else {
@@ -146,8 +146,8 @@ static inline void arena_pool_free(arena_pool *p, void *obj)
 #if ARENA__INLINE_WINDOW
     arena__pool_regs r = arena__pool_load(p);
     size_t i = arena__pool_slot(r.base, r.inv, r.shift, obj);
-    if (ARENA_LIKELY(i < r.open) &&
-        ARENA_LIKELY(((const uint32_t *)r.state)[i] == ARENA__POOL_LIVE)) {
+    if (ARENA__LIKELY(i < r.open) &&
+        ARENA__LIKELY(((const uint32_t *)r.state)[i] == ARENA__POOL_LIVE)) {
         arena__pool_push(&r, i);
     } else {
         arena__pool_free_slow(p, obj);

@@ -3,8 +3,8 @@
  *
  * A single bump pointer that every thread advances with an atomic operation
  * does not scale: the cache line holding it moves between cores on every
- * allocation (ANCHORS.md: ~9 M values/s from 2 threads on, below glibc
- * malloc on one).  Here each thread bumps through a private *run* of memory
+ * allocation (docs/benchmarks.md has it as the reference row of the thread
+ * benchmarks).  Here each thread bumps through a private *run* of memory
  * (run_bytes, 16 KiB by default) with plain loads and stores, and takes the
  * arena's lock only to claim the next run, i.e. once per run_bytes of values.
  * Runs are carved out of the chunks of an ordinary arena (`inner`), which the
@@ -143,7 +143,7 @@ static ARENA__NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t s
 /* The fast path: bump the thread's run.  Inside a run, end is
  * ARENA_ALIGN-aligned, so for a power of two align <= ARENA_ALIGN the padding
  * never exceeds the room, and `size - 1` sends 0 and huge sizes to the slow
- * path.  gcc 12 -O2: about 15 instructions, no call, no atomic. */
+ * path.  No call, no atomic. */
 static inline void *alloc(arena_shared *s, size_t size, size_t align)
 {
     struct run *r = &tls_runs[s->slot];

@@ -1,4 +1,4 @@
-/* The pool: every behaviour of API.md's pool section. */
+/* The pool: every behaviour pool.h promises. */
 #include <stdio.h>
 
 #include <arena/pool.h>

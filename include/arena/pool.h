@@ -4,16 +4,28 @@
  * A pool hands out slots of one size from storage reserved once, at init, in
  * one contiguous region; a slot's address never changes.  Allocation and
  * freeing are O(1), never touch the heap, and recycle LIFO: the slot freed
- * last is the next one handed out.  Every bad free (NULL, a pointer that is
- * not the start of one of the pool's slots, a slot that is already free) is
- * detected exactly, in every build, reported through the error handler of
- * arena.h, and leaves the pool as it was.
+ * last is the next one handed out.
  *
- * Thread-safety: a pool is NOT thread-safe.  One thread at a time may use a
- * given pool (several threads may use several pools).  Do not copy a pool
- * struct after init (the copy would share the storage); pass `arena_pool *`.
+ * The contract every pool function shares, unless its comment says otherwise:
+ *   - Thread-safety: a pool is NOT thread-safe.  One thread at a time may use
+ *     a given pool (several threads may use several pools).
+ *   - Ownership: the pool owns its storage; a slot belongs to the caller from
+ *     arena_pool_alloc() to arena_pool_free(), and every slot pointer expires
+ *     at arena_pool_destroy().  Do not copy a pool struct after init (the
+ *     copy would share the storage); pass `arena_pool *`.
+ *   - Failure: a full pool or out-of-memory is not an error (NULL, false),
+ *     and the pool is as it was.  Every bad free (NULL, a pointer that is not
+ *     the start of one of the pool's slots, a slot that is already free) is
+ *     detected exactly, in every build, reported through the error handler
+ *     of arena.h, and leaves the pool as it was.
+ *   - Checked build: a freed slot is filled with 0xDD, and a write into it
+ *     after the free is reported (ARENA_ERR_CORRUPT) when it is handed out
+ *     again; arena_pool_check() runs when the pool becomes empty and at
+ *     destroy.  Under AddressSanitizer every free slot is poisoned.
  *
- * This header includes only arena.h, and is usable from C++.
+ * The inline functions declared here are defined in arena/internal/pool.h,
+ * which this header includes at its end.  This header includes only arena.h,
+ * and is usable from C++.
  */
 #ifndef ARENA_POOL_H
 #define ARENA_POOL_H
@@ -24,11 +36,13 @@
 extern "C" {
 #endif
 
-/*
- * The pool.  The first eight fields are what the inline paths read; the rest
- * is the library's.  The zero value (`arena_pool p = {0};`) is a valid empty
- * pool of capacity 0, and so is a pool after arena_pool_destroy() or a failed
- * init: alloc returns NULL, free reports, destroy does nothing.
+/**
+ * The pool.  A program reads none of its fields (the queries below report
+ * them); they are visible because the inline functions read them: the first
+ * eight on alloc and free, and cap and nfree for the queries.  The zero value
+ * (`arena_pool p = {0};`) is a valid empty pool of capacity 0, and so is a
+ * pool after arena_pool_destroy() or a failed init: alloc returns NULL, free
+ * reports, destroy does nothing.
  *
  * The free-list links live in the metadata (the stack), not in the slots, so
  * a stray write into a freed slot cannot corrupt the pool: it can only spoil
@@ -36,33 +50,26 @@ extern "C" {
  *
  *     [ cap slots of `stride` bytes | stack: cap uint32 | states: cap uint32 ]
  *
- * Why these types.  A loop of inline pool calls stores slot indices and slot
- * states (uint32_t) and, as a rule, the pointers it gets (void *).  None of
- * those may alias a uintptr_t or size_t field, so the compiler may keep the
- * hot fields in registers across the loop.  A pointer field would be
- * reloaded after every store of a pointer (a pointer store may alias any
- * pointer field), and a state of type char after every state store (a char
- * store may alias anything), each reload behind the store before it; the
- * addresses are therefore held as integers, and a state takes 4 bytes (a
- * uint16_t would do for the types, but gcc stores a 16-bit constant through
- * a scratch register: one more instruction on both paths).
+ * The addresses are held as integers, and states take 4 bytes, so that no
+ * store of a loop of pool calls (a pointer, an index, a state) may alias a
+ * hot field: the compiler keeps them in registers (docs/fast-path.md).
  */
 typedef struct arena_pool {
-    uintptr_t base;  /* address of slot 0; slot i starts at base + i * stride */
-    uintptr_t stack; /* address of the free stack (uint32_t); its top is [nfree - 1] */
-    uintptr_t state; /* address of the states: one ARENA__POOL_* uint32_t per slot */
-    size_t nfree;    /* free slots */
-    size_t open;     /* cap while the inline paths are open; 0 closes them */
-    size_t inv;      /* inverse of the stride's odd part, modulo 2^N (N: size_t bits) */
-    size_t stride;   /* slot size: obj_size rounded up to obj_align */
-    size_t shift;    /* trailing zero bits of stride */
+    uintptr_t base;  /**< address of slot 0; slot i starts at base + i * stride */
+    uintptr_t stack; /**< address of the free stack (uint32_t); its top is [nfree - 1] */
+    uintptr_t state; /**< address of the slot states, one uint32_t per slot */
+    size_t nfree;    /**< free slots */
+    size_t open;     /**< cap while the inline paths are open; 0 closes them */
+    size_t inv;      /**< inverse of the stride's odd part, modulo 2^N (N: size_t bits) */
+    size_t stride;   /**< slot size: obj_size rounded up to obj_align */
+    size_t shift;    /**< trailing zero bits of stride */
 
-    size_t cap;              /* slots (at most UINT32_MAX) */
-    size_t obj_size;         /* as asked (0 counts as 1) */
-    size_t obj_align;        /* as asked */
-    void *block;             /* the region as the backing allocator gave it; NULL: the caller's */
-    size_t block_size;       /* its size, as asked of the backing allocator */
-    arena_allocator backing; /* alloc == NULL: malloc */
+    size_t cap;              /**< slots (at most UINT32_MAX) */
+    size_t obj_size;         /**< as asked (0 counts as 1) */
+    size_t obj_align;        /**< as asked */
+    void *block;             /**< the region as the backing allocator gave it; NULL: the caller's */
+    size_t block_size;       /**< its size, as asked of the backing allocator */
+    arena_allocator backing; /**< alloc == NULL: malloc */
 } arena_pool;
 
 /* ---- Lifetime ------------------------------------------------------------------ */
@@ -72,13 +79,14 @@ typedef struct arena_pool {
  * alignment `obj_align` (a power of two; 0 and other values are refused).
  * Slot size is obj_size rounded up to obj_align (obj_size 0 counts as 1);
  * no slot is smaller than the object, none needs to hold a pointer.
- * All storage (slots and bookkeeping) is one block from `backing` (copied;
- * NULL: malloc), padded when obj_align > ARENA_ALIGN; destroy gives it back.
+ * All storage (slots and bookkeeping) is one block from `backing` (the struct
+ * is copied; NULL: malloc), padded when obj_align > ARENA_ALIGN; destroy gives
+ * it back.
  *
  * Returns false, with `*p` the empty pool and nothing allocated, when the
  * backing allocator fails, capacity is 0 or above UINT32_MAX, obj_align is not
- * a power of two, or the storage size would overflow size_t.  Do not call it
- * on a pool that holds storage (destroy it first).  Not thread-safe.
+ * a power of two, or the storage size would overflow size_t.  Requires a pool
+ * that holds no storage (destroy it first).
  */
 ARENA__NODISCARD
 ARENA_API bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t capacity,
@@ -107,7 +115,8 @@ ARENA_API bool arena_pool_init_buffer(arena_pool *p, void *buf, size_t len, size
  * Gives the storage back to where it came from (the backing allocator or
  * malloc; a caller's buffer is left to the caller, unpoisoned) and leaves `*p`
  * the empty pool of capacity 0: safe to destroy again, to alloc from (NULL)
- * or to init again.  Every slot pointer expires.  Not thread-safe.
+ * or to init again.  Every slot pointer expires.  Never fails.  Checked
+ * build: runs arena_pool_check() first.
  */
 ARENA_API void arena_pool_destroy(arena_pool *p);
 
@@ -115,17 +124,13 @@ ARENA_API void arena_pool_destroy(arena_pool *p);
 
 /**
  * A free slot (uninitialised: the pool never zeroes or constructs), aligned
- * to obj_align, of at least obj_size bytes; NULL when every slot is taken
- * (pool unchanged).  O(1), no heap work.  LIFO: the slot freed last comes
- * back first.  Under AddressSanitizer the slot's obj_size bytes are
- * unpoisoned (every free slot is poisoned).  Not thread-safe.
- *
- * Fast path, gcc 12 -O2 x86-64, in a loop of allocs: 8 instructions and one
- * not-taken branch, every field in a register (decrement the count, compare
- * it with `open`, load the index, store the state, multiply by the stride,
- * add the base, store the count).  In a function that allocates once: 14
- * and a ret, 6 of them loads of the fields.  Checked by objdump; see
- * docs/fast-path.md.
+ * to obj_align, of at least obj_size bytes, the caller's until it frees it;
+ * NULL when every slot is taken (pool unchanged).  O(1), no heap work.  LIFO:
+ * the slot freed last comes back first.  Inline: one compare on the count,
+ * and the pool's fields stay in registers across a loop of calls
+ * (docs/fast-path.md).  Checked build: reports a write into the slot since it
+ * was freed (ARENA_ERR_CORRUPT).  Under AddressSanitizer the slot's obj_size
+ * bytes are unpoisoned.
  */
 ARENA__NODISCARD ARENA__MALLOC
 static inline void *arena_pool_alloc(arena_pool *p);
@@ -136,16 +141,10 @@ static inline void *arena_pool_alloc(arena_pool *p);
  * does nothing: NULL (ARENA_ERR_NULL_FREE), a pointer outside the storage or
  * not at a slot start (ARENA_ERR_FOREIGN_POINTER), a slot already free, freed
  * before or never handed out (ARENA_ERR_DOUBLE_FREE).  `obj` may be any
- * pointer (the checks never dereference it).  Under AddressSanitizer the
- * slot is poisoned again, so a use after free is reported.  Not thread-safe.
- *
- * Fast path, gcc 12 -O2 x86-64, in a loop of frees: 13 instructions and two
- * not-taken branches, every field in a register (copy the pointer, offset
- * from the base, multiply by the inverse, rotate by the shift, compare with
- * `open`, address and compare the slot state, push the index, count, store
- * the state, store the count).  In a function that frees once: 21, 7 of them
- * loads of the fields, between a prologue and an epilogue that save two
- * registers for the slow path.  Checked by objdump; see docs/fast-path.md.
+ * pointer (the checks never dereference it).  Inline: one multiply and one
+ * rotate check range and stride at once.  Checked build: fills the slot with
+ * 0xDD.  Under AddressSanitizer the slot is poisoned again, so a use after
+ * free is reported.
  */
 static inline void arena_pool_free(arena_pool *p, void *obj);
 
@@ -156,13 +155,13 @@ static inline void arena_pool_free(arena_pool *p, void *obj);
  *  fields that init sets, so it may run beside other queries. */
 static inline bool arena_pool_owns(const arena_pool *p, const void *obj);
 
-/** Number of slots. */
+/** Number of slots.  O(1). */
 static inline size_t arena_pool_capacity(const arena_pool *p);
 
-/** Live objects: slots handed out and not freed. */
+/** Live objects: slots handed out and not freed.  O(1). */
 static inline size_t arena_pool_used(const arena_pool *p);
 
-/** Free slots: how many allocations will succeed from now. */
+/** Free slots: how many allocations will succeed from now.  O(1). */
 static inline size_t arena_pool_available(const arena_pool *p);
 
 /**

@@ -36,20 +36,19 @@ typedef struct arena_cache arena_cache;
 
 /** How a cache is set up.  Zero fields take the defaults. */
 typedef struct arena_cache_config {
-    size_t chunk_bytes;  /* chunk budget of each arena (0: ARENA_DEFAULT_CHUNK) */
-    size_t max_arenas;   /* arenas kept in the shared store (0: 64); beyond it a
-                            recycled arena is released */
-    size_t max_retained; /* a hard bound on the bytes of chunks a recycled
-                            arena keeps, as with arena_reset_to() (0 or
-                            SIZE_MAX: none, the arena keeps what its recent
-                            requests needed, see arena_reset(); below
-                            chunk_bytes: no chunk) */
-    const arena_allocator *backing; /* every arena's memory and the cache's
-                                       own (NULL: malloc); copied.  The cache
-                                       calls it one call at a time (under a
-                                       lock of its own), so it need not be
-                                       thread-safe unless other caches, arenas
-                                       or pools use it too */
+    /** chunk budget of each arena (0: ARENA_DEFAULT_CHUNK) */
+    size_t chunk_bytes;
+    /** arenas kept in the shared store (0: 64); beyond it a recycled arena is
+     *  released */
+    size_t max_arenas;
+    /** a hard bound on the bytes of chunks a recycled arena keeps, as with
+     *  arena_reset_to() (0 or SIZE_MAX: none, the arena keeps what its recent
+     *  requests needed, see arena_reset(); below chunk_bytes: no chunk) */
+    size_t max_retained;
+    /** every arena's memory and the cache's own (NULL: malloc); copied.  The
+     *  cache calls it one call at a time (under a lock of its own), so it need
+     *  not be thread-safe unless other caches, arenas or pools use it too */
+    const arena_allocator *backing;
 } arena_cache_config;
 
 /**
@@ -58,7 +57,8 @@ typedef struct arena_cache_config {
  * kept until arena_cache_destroy() (an arena released beyond max_arenas keeps
  * its struct, without chunks, for a later acquire), so they number at most the
  * most arenas ever out at once (acquired, or waiting in threads' slots), at
- * about 200 bytes each.  NULL on out-of-memory or when the system refuses a
+ * about the size of an arena struct each.  The caller owns the cache until
+ * arena_cache_destroy().  NULL on out-of-memory or when the system refuses a
  * mutex.  Thread-safe.
  */
 ARENA__NODISCARD ARENA_API arena_cache *arena_cache_create(const arena_cache_config *config);
@@ -98,6 +98,7 @@ ARENA__NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
  * happens.  Once a later acquire hands the arena out again it is that
  * request's, and a stale recycle of it cannot be told from that request's own.
  * An arena that no cache made, or whose cache was destroyed, is undefined.
+ * Checked build: the reset verifies the arena's values (see arena_reset()).
  * A thread's slot holds one arena of one cache: recycling into another cache
  * sends it back to its own cache's store first.  A thread that exits returns
  * the arena waiting in its slot to the store, so max_arenas bounds the store
@@ -110,12 +111,14 @@ ARENA__NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
 ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
 
 /** Arenas in the shared store now (not counting those waiting in threads'
- *  slots, nor the structs of released ones).  Thread-safe; a snapshot. */
+ *  slots, nor the structs of released ones).  Thread-safe; a snapshot, for
+ *  monitoring and tests. */
 ARENA_API size_t arena_cache_count(arena_cache *c);
 
 /* ---- Scratch arenas ------------------------------------------------------------ */
 
-/** Scratch arenas per thread. */
+/** Scratch arenas per thread: arena_scratch_begin() fails when the caller
+ *  names this many of them as conflicts. */
 #define ARENA_SCRATCH_COUNT 2
 
 /**
@@ -170,8 +173,9 @@ typedef struct arena_shared arena_shared;
  * next value is left unused.  A thread keeps its runs in a table of four
  * entries, one per shared arena by creation order modulo four: a thread that
  * alternates between two shared arenas created four apart gives up a run tail
- * at each switch (correct, but wasteful).  NULL on out-of-memory.  Allocates
- * no chunk yet.
+ * at each switch (correct, but wasteful).  The caller owns it until
+ * arena_shared_destroy().  NULL on out-of-memory.  Allocates no chunk yet.
+ * Thread-safe.
  */
 ARENA__NODISCARD ARENA_API arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
                                                             const arena_allocator *backing);
@@ -186,6 +190,9 @@ ARENA_API void arena_shared_destroy(arena_shared *s);
  * threads at once.  Values larger than a quarter of a run are placed under
  * the lock.  Size 0 returns a non-NULL pointer not to be dereferenced.  NULL on
  * out-of-memory or overflow, with the arena as it was (the thread's run too).
+ * The values of one run are packed without guards between them; under
+ * AddressSanitizer the rest of the run stays poisoned, and values placed
+ * under the lock get arena_alloc()'s guards.
  */
 ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
 ARENA_API void *arena_shared_alloc(arena_shared *s, size_t size);

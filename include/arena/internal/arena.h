@@ -27,6 +27,8 @@ ARENA_API void *arena__ref_ptr_checked(const arena *a, arena_ref r);
 ARENA_API arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align);
 ARENA_API arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len);
 
+/* ---- The public inline functions ------------------------------------------- */
+
 static inline void arena_reset(arena *a)
 {
     if (ARENA__INLINE_WINDOW && arena__reset_first(a))
@@ -70,15 +72,11 @@ static inline size_t arena__room(const arena *a, size_t align, uintptr_t *at)
 
 /* Takes the value at `at` of `size` bytes and alignment `align` from the
  * inline window.  The bytes count in arena_size() through ptr - run; only
- * alignment padding, which must not count, touches the size field.  After
- * values whose size is a multiple of their alignment there is none, and the
- * test is a branch that is not taken.  A value whose size is known at
- * compile time and is not a multiple of its alignment (a 24-byte node at 16)
- * leaves the position unaligned for the next one like it, which is padded:
- * in a run of such values the padding is the rule, and the branch, taken
- * every time, jumped out of line and back (a tree of 24-byte nodes: 1.3x the
- * bump-pointer proxy, 1.05x without); those subtract the padding, 0 or not,
- * without a branch. */
+ * alignment padding, which must not count, touches the size field, behind a
+ * branch that values whose size is a multiple of their alignment never take.
+ * A constant size that is not (a 24-byte node at 16) pads every value of a
+ * run of them, so for those the padding, 0 or not, is subtracted without a
+ * branch (docs/fast-path.md). */
 static inline char *arena__take(arena *a, uintptr_t at, size_t size, size_t align)
 {
     uintptr_t c = (uintptr_t)a->ptr;
@@ -102,9 +100,9 @@ static inline char *arena__take(arena *a, uintptr_t at, size_t size, size_t alig
 
 /* Copies `n` bytes.  Values up to 32 bytes -- labels, keys, small fields, the
  * bulk of what a decoder interns -- are moved with two overlapping loads and
- * stores of a fixed width (which compile to plain moves), instead of a call
- * into the C library's memcpy and its size dispatch; longer ones call memcpy.
- * Measured on 16-byte arena_copy: 6.7 -> 3.9 ns (docs/benchmarks.md). */
+ * stores of a fixed width (plain moves), which beats a call into the C
+ * library's memcpy and its size dispatch (docs/fast-path.md); longer ones
+ * call memcpy. */
 static inline void arena__copy_bytes(char *dst, const void *src, size_t n)
 {
     const char *s = (const char *)src;
@@ -144,6 +142,8 @@ static inline void arena__copy_bytes(char *dst, const void *src, size_t n)
     memcpy(dst, s, n);
 }
 
+/* One unsigned compare of size - 1 against the room sends size 0, sizes near
+ * SIZE_MAX and a full window to the slow path. */
 static inline void *arena_alloc(arena *a, size_t size)
 {
     uintptr_t at;

@@ -96,7 +96,7 @@ bool shared_batches(SharedBatches &sh)
 }
 
 // The reference: every value takes one atomic add on a pointer all threads
-// share (it collapses from 2 threads on: docs/benchmarks.md).
+// share (ANCHORS.md: this collapses from 2 threads on).
 struct AtomicBump {
     std::unique_ptr<char[]> buf;
     std::atomic<size_t> top{0};

@@ -1,7 +1,7 @@
 /*
  * A quick side-by-side timing of arena_pool against a bare intrusive LIFO
  * free list (the least work a pool can do) and malloc/free, on the batch and
- * rolling patterns of bench/workloads.h.  Not the benchmark suite: a sanity check
+ * rolling patterns of ANCHORS.md.  Not the benchmark suite: a sanity check
  * for whoever touches the pool's fast paths.
  *
  *   cc -O2 -Iinclude -Ibuild/include bench/pool_timing.c build/libarena.a -o pool_timing

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the benchmark suite and writes the comparison.
+"""Runs the benchmark suite and writes the comparison (issue 4).
 
     bench/run.py [--build build-bench] [--quick] [--rounds N] [--docs]
 
@@ -10,7 +10,7 @@ every row: the machine may be noisy, and ratios between rows of the same
 rounds are what the report is about.  Each ingest and real-client row runs
 in a process of its own, so that its peak RSS (and page faults) are its own.
 
-Prints the tables (machine at the top) and the targets, and writes
+Prints the tables (machine at the top) and the targets of issue 4, and writes
 bench/results/latest.md and bench/results/speedups.svg (gnuplot).  --docs also
 writes docs/benchmarks.md and docs/benchmarks.svg.  Exits non-zero if a
 harness crashed or a row failed (a row that is "not installed" is not a
@@ -501,7 +501,7 @@ def targets(results):
 
 
 def threads_targets(results, t):
-    """Request-scoped memory and threads (no limit proxy: ratios to peers)."""
+    """Issue 6: request-scoped memory and threads (no limit proxy: ratios to peers)."""
     ns = results.ns
 
     def versus(target, group, impl, peer, factor):
@@ -747,7 +747,7 @@ def main():
     if pat:
         # Targets of rows the filter left out are not news.
         ts = [x for x in ts if x[3] != "no data"]
-    text = "\n".join(head) + "\n\n" + "\n".join(body) + "\n### Targets\n\n" + \
+    text = "\n".join(head) + "\n\n" + "\n".join(body) + "\n### Targets (issue 4)\n\n" + \
         targets_table(ts) + "\n"
     if failures:
         text += "\n### FAILURES\n\n" + "\n".join("- " + f for f in failures) + "\n"

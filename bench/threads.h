@@ -1,5 +1,5 @@
 /*
- * Request-scoped memory and threads: the shapes of the request and
+ * Request-scoped memory and threads (issue 6): the shapes of the request and
  * scaling workloads, shared by bench_arena.cc (libarena's cache and shared
  * arena) and malloc_family.cc (one binary per malloc).
  *

@@ -7,7 +7,7 @@
  *
  *   - a context and a size, a context and a pointer: protobuf-c's
  *     ProtobufCAllocator, zlib's zalloc/zfree, upb, nghttp2...
- *     (arena_hook_alloc/free, arena_hook_zalloc/zfree; the context is the
+ *     (arena_hook_alloc/free, arena_hook_zalloc; the context is the
  *     arena);
  *   - realloc with the old size: Lua's lua_Alloc (arena_hook_lua), yyjson's
  *     yyjson_alc (arena_hook_realloc);
@@ -54,20 +54,19 @@ ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
 ARENA_API void *arena_hook_alloc(void *arena_ctx, size_t size);
 
 /** Does nothing: the value dies with the batch.  Fits ProtobufCAllocator.free
- *  (so protobuf_c_message_free_unpacked() may be called, or skipped). */
+ *  (so protobuf_c_message_free_unpacked() may be called, or skipped) and
+ *  zlib's zfree (zlib's state dies with the batch).  Thread-safe. */
 ARENA_API void arena_hook_free(void *arena_ctx, void *ptr);
 
 /**
  * zlib's zalloc: `items * size` uninitialised bytes, ARENA_ALIGN-aligned,
  * from the arena `arena_ctx`.  NULL (Z_NULL, arena unchanged) when the
  * product overflows size_t or memory runs out; zlib then reports
- * Z_MEM_ERROR.  Use with `strm.opaque = &arena`.
+ * Z_MEM_ERROR.  Use with `strm.zfree = arena_hook_free` and
+ * `strm.opaque = &arena`.
  */
 ARENA__NODISCARD ARENA__MALLOC
 ARENA_API void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size);
-
-/** zlib's zfree: does nothing (zlib's state dies with the batch). */
-ARENA_API void arena_hook_zfree(void *arena_ctx, void *ptr);
 
 /**
  * Lua's lua_Alloc: `lua_newstate(arena_hook_lua, &arena)`.

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Marks each exported function.  The one single-underscore name here: the
+ * export checks (scripts/check-exports.sh) and the ABI tooling key on it. */
 #if defined(_WIN32) && defined(ARENA_SHARED_LIBRARY)
 #  if defined(ARENA_BUILDING)
 #    define ARENA_API __declspec(dllexport)
@@ -30,8 +32,9 @@
 #  define ARENA__MALLOC        __attribute__((malloc))
 #  define ARENA__ALLOC_SIZE(i) __attribute__((alloc_size(i)))
 #  define ARENA__NOINLINE      __attribute__((noinline))
-#  define ARENA__CONSTANT(x)  __builtin_constant_p(x)
-#  define ARENA__COLD         __attribute__((cold))
+#  define ARENA__CONSTANT(x)   __builtin_constant_p(x)
+#  define ARENA__COLD          __attribute__((cold))
+#  define ARENA__FORMAT_PRINTF(f, v) __attribute__((format(printf, f, v)))
 #else
 #  define ARENA__LIKELY(x)     (x)
 #  define ARENA__UNLIKELY(x)   (x)
@@ -39,8 +42,9 @@
 #  define ARENA__MALLOC
 #  define ARENA__ALLOC_SIZE(i)
 #  define ARENA__NOINLINE
-#  define ARENA__CONSTANT(x)  0
+#  define ARENA__CONSTANT(x)   0
 #  define ARENA__COLD
+#  define ARENA__FORMAT_PRINTF(f, v)
 #endif
 
 #ifdef __cplusplus
@@ -77,12 +81,6 @@ static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
     return b != 0 && a > SIZE_MAX / b;
 }
 #  define ARENA__MUL_OVERFLOWS(a, b, out) arena__mul_overflows((a), (b), (out))
-#endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#  define ARENA__FORMAT_PRINTF(f, v) __attribute__((format(printf, f, v)))
-#else
-#  define ARENA__FORMAT_PRINTF(f, v)
 #endif
 
 /* Pastes after expanding (a unique name per line: ARENA_SCOPE). */

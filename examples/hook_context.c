@@ -16,7 +16,7 @@ static unsigned char *compress_text(arena *a, const char *text, size_t *len)
     z_stream z;
     memset(&z, 0, sizeof z);
     z.zalloc = arena_hook_zalloc;
-    z.zfree = arena_hook_zfree;
+    z.zfree = arena_hook_free;
     z.opaque = a;
     if (deflateInit(&z, Z_BEST_COMPRESSION) != Z_OK)
         return NULL;

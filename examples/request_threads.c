@@ -16,7 +16,7 @@ static arena_shared *index_arena;
 /* Formats "<greeting>, <name>!" into `out`, with scratch memory of its own. */
 static const char *greet(arena *out, const char *name, int n)
 {
-    arena_scratch s = arena_scratch_begin(&out, 1); /* never `out` */
+    arena_scope s = arena_scratch_begin(&out, 1); /* never `out` */
     if (!s.arena)
         return NULL;
     char *upper = arena_strdup(s.arena, name);
@@ -25,7 +25,7 @@ static const char *greet(arena *out, const char *name, int n)
     char tmp[64];
     int len = snprintf(tmp, sizeof tmp, "hello %d, %s!", n, upper ? upper : "?");
     const char *result = arena_strndup(out, tmp, (size_t)len);
-    arena_scratch_end(s); /* `upper` is gone, `result` lives in `out` */
+    arena_scope_end(&s); /* `upper` is gone, `result` lives in `out` */
     return result;
 }
 

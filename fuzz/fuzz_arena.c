@@ -92,7 +92,7 @@ static void end_main(void)
 #define MAX_OPEN 8
 
 typedef struct open_scratch {
-    arena_scratch s;
+    arena_scope s;
     int which; /* the scratch arena, -1: none was given */
     long mark; /* its mark in that arena's model */
     bool dead; /* one that encloses it (begun before, same arena) has ended */
@@ -108,7 +108,7 @@ static size_t nopen;
  * conflict.  Learnt once, then released as at the end of every input. */
 static void learn_scratch_arenas(void)
 {
-    arena_scratch s[ARENA_SCRATCH_COUNT];
+    arena_scope s[ARENA_SCRATCH_COUNT];
     int i;
     for (i = 0; i < ARENA_SCRATCH_COUNT; i++) {
         s[i] = arena_scratch_begin(scratch_arena, (size_t)i);
@@ -116,7 +116,7 @@ static void learn_scratch_arenas(void)
         scratch_arena[i] = s[i].arena;
     }
     while (i--)
-        arena_scratch_end(s[i]);
+        arena_scope_end(&s[i]);
     arena_scratch_release_thread();
 }
 
@@ -138,7 +138,7 @@ static void scratch_begin(void)
     size_t n = below(4), k;
     bool no_list = below(8) == 0; /* NULL with n > 0 is fine: nothing conflicts */
     int which = -1, i;
-    arena_scratch s;
+    arena_scope s;
 
     if (nopen == MAX_OPEN)
         return;
@@ -175,7 +175,7 @@ static void scratch_end(size_t k)
     memmove(&opened[k], &opened[k + 1], (nopen - k - 1) * sizeof *opened);
     nopen--;
     if (!m) {
-        arena_scratch_end(o.s); /* nothing to do */
+        arena_scope_end(&o.s); /* nothing to do */
         return;
     }
     if (o.dead) {
@@ -186,14 +186,14 @@ static void scratch_end(size_t k)
             return;
         before = arena_save(m->a);
         m->op = "scratch_end after an enclosing one";
-        arena_scratch_end(o.s);
+        arena_scope_end(&o.s);
         MCHECK(m, test_misuse_reported(count, ARENA_ERR_BAD_MARK));
         MCHECK(m, model_same_mark(arena_save(m->a), before));
         return;
     }
     m->op = "scratch_end";
     model_rewinding(m, (size_t)o.mark);
-    arena_scratch_end(o.s);
+    arena_scope_end(&o.s);
     model_rewound(m, (size_t)o.mark);
     m->nmarks = (size_t)o.mark; /* ended: the model forgets the mark */
     m->dropped = true;          /* spares beyond 1 MiB are freed */

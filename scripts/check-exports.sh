@@ -11,7 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # Every ARENA_API declaration is one line that names its function before '('.
-grep -h 'ARENA_API' include/arena/*.h | grep -v '^#' |
+grep -h 'ARENA_API' include/arena/*.h include/arena/internal/*.h | grep -v '^#' |
     sed -n 's/^.*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)(.*$/\1/p' | sort -u >"$tmp/declared"
 "$objdump" -p "$dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' |
     sed -n 's/^[[:space:]]*\[ *[0-9]*\] \([A-Za-z_][A-Za-z0-9_]*\)$/\1/p' | sort -u >"$tmp/exported"

@@ -864,7 +864,7 @@ static size_t retention_target(arena *a)
 }
 
 /* A reset that keeps what the policy keeps, and at most `retain_limit`. */
-static ARENA_NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
+static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
 {
     size_t most;
 

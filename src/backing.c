@@ -13,9 +13,8 @@
 /* The default backing: the C library's heap, with every block aligned to a
  * cache line (64 bytes) instead of malloc's 16.  A value at the start of a
  * chunk (the scratch block of an arena reset per scope, the first row of a
- * batch) then never straddles a line more than it must: with 16-byte chunk
- * starts, zeroing a 512-byte scope block took half again as long (AVX-512
- * memset, docs/benchmarks.md).  Windows' C library has no aligned_alloc
+ * batch) then never straddles a line more than it must, which a wide memset
+ * pays for (docs/fast-path.md).  Windows' C library has no aligned_alloc
  * (its free() cannot take such a block): it has _aligned_malloc, whose blocks
  * go back through _aligned_free. */
 static void *heap_alloc(size_t n)

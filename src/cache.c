@@ -267,7 +267,7 @@ void arena_cache_destroy(arena_cache *c)
 /* An arena from the stack, else a spare (released, so with no chunks: the
  * stack's arenas go first for theirs), else a fresh one.  Out of line, so
  * that the slot path saves no registers. */
-static ARENA_NOINLINE arena *acquire_slow(arena_cache *c)
+static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
 {
     struct node *n;
 
@@ -309,7 +309,7 @@ arena *arena_cache_acquire(arena_cache *c)
     struct slot *sl = tls_slot;
     struct node *n = sl->node;
 
-    if (ARENA_LIKELY(n != NULL && sl->gen == c->gen)) {
+    if (ARENA__LIKELY(n != NULL && sl->gen == c->gen)) {
         sl->node = NULL;
         n->state = ACQUIRED;
         return &n->a;

@@ -67,12 +67,6 @@ void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size)
     return arena_alloc((arena *)arena_ctx, n);
 }
 
-void arena_hook_zfree(void *arena_ctx, void *ptr)
-{
-    (void)arena_ctx;
-    (void)ptr;
-}
-
 void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
 {
     arena *a = (arena *)arena_ctx;

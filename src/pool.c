@@ -62,8 +62,8 @@ struct layout {
 /* The region's parts, typed (the struct holds their addresses as integers,
  * see pool.h). */
 static char *slots_of(const arena_pool *p) { return (char *)p->base; }
-static uint32_t *stack_of(const arena_pool *p) { return (uint32_t *)p->stack; }
-static uint32_t *states_of(const arena_pool *p) { return (uint32_t *)p->state; }
+static const uint32_t *stack_of(const arena_pool *p) { return (const uint32_t *)p->stack; }
+static uint32_t *states_of(arena_pool *p) { return (uint32_t *)p->state; }
 
 /* Fills `l`; false for arguments init refuses or sizes that overflow.
  * Every addition and product is checked before it is made. */
@@ -337,7 +337,7 @@ static bool check_shape(const arena_pool *p)
     return true;
 }
 
-bool arena_pool_check(const arena_pool *p)
+bool arena_pool_check(arena_pool *p)
 {
     uint32_t *st = states_of(p);
     const uint32_t *stack = stack_of(p);

@@ -1,5 +1,5 @@
 /*
- * Per-thread scratch arenas.
+ * Scopes and per-thread scratch arenas.
  *
  * Each thread has ARENA_SCRATCH_COUNT arenas, found through a thread-local
  * pointer: finding one that is not a conflict is a scan of at most COUNT x n
@@ -14,6 +14,10 @@
  * the arena its results go to as a conflict: a callee writing into scratch
  * arena 0 takes 1 for its own scratch, its callee writing into 1 takes 0 again
  * (past the caller's values, thanks to the mark), and so on.
+ *
+ * A scratch scope is an ordinary arena_scope: arena_scope_end() recognises a
+ * scratch arena of the calling thread by its address in the thread's set and
+ * trims it after the rewind, so the scope type needs no flag.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -84,15 +88,15 @@ static bool conflicts_with(const arena *a, arena *const *conflicts, size_t n)
     return false;
 }
 
-arena_scratch arena_scratch_begin(arena *const *conflicts, size_t n)
+arena_scope arena_scratch_begin(arena *const *conflicts, size_t n)
 {
     struct scratch_set *set = tls_scratch;
-    arena_scratch s;
+    arena_scope s;
     int i;
 
     s.arena = NULL;
     memset(&s.mark, 0, sizeof s.mark);
-    if (ARENA_UNLIKELY(!set) && !(set = start_thread()))
+    if (ARENA__UNLIKELY(!set) && !(set = start_thread()))
         return s;
     if (!conflicts)
         n = 0;
@@ -106,12 +110,25 @@ arena_scratch arena_scratch_begin(arena *const *conflicts, size_t n)
     return s;
 }
 
-void arena_scratch_end(arena_scratch s)
+static bool is_scratch(const arena *a)
 {
-    /* A scratch ended out of order is reported by the rewind; then nothing
+    const struct scratch_set *set = tls_scratch;
+    int i;
+    if (!set)
+        return false;
+    for (i = 0; i < ARENA_SCRATCH_COUNT; i++) {
+        if (a == &set->arenas[i])
+            return true;
+    }
+    return false;
+}
+
+void arena_scope_end(arena_scope *s)
+{
+    /* A scope ended out of order is reported by the rewind; then nothing
      * happens at all (no trim either). */
-    if (s.arena && arena__rewind(s.arena, s.mark))
-        arena_trim(s.arena, SCRATCH_RETAIN);
+    if (s->arena && arena__rewind(s->arena, s->mark) && is_scratch(s->arena))
+        arena_trim(s->arena, SCRATCH_RETAIN);
 }
 
 void arena_scratch_release_thread(void)

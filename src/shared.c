@@ -3,8 +3,8 @@
  *
  * A single bump pointer that every thread advances with an atomic operation
  * does not scale: the cache line holding it moves between cores on every
- * allocation (ANCHORS.md: ~9 M values/s from 2 threads on, below glibc
- * malloc on one).  Here each thread bumps through a private *run* of memory
+ * allocation (docs/benchmarks.md has it as the reference row of the thread
+ * benchmarks).  Here each thread bumps through a private *run* of memory
  * (run_bytes, 16 KiB by default) with plain loads and stores, and takes the
  * arena's lock only to claim the next run, i.e. once per run_bytes of values.
  * Runs are carved out of the chunks of an ordinary arena (`inner`), which the
@@ -113,7 +113,7 @@ void arena_shared_destroy(arena_shared *s)
 /* Places a value that missed the thread's run: directly in `inner` when it
  * is big or over-aligned, else in a new run.  Out of line, so that the fast
  * path saves no registers. */
-static ARENA_NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t size, size_t align)
+static ARENA__NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t size, size_t align)
 {
     char *p;
 
@@ -143,13 +143,13 @@ static ARENA_NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t si
 /* The fast path: bump the thread's run.  Inside a run, end is
  * ARENA_ALIGN-aligned, so for a power of two align <= ARENA_ALIGN the padding
  * never exceeds the room, and `size - 1` sends 0 and huge sizes to the slow
- * path.  gcc 12 -O2: about 15 instructions, no call, no atomic. */
+ * path.  No call, no atomic. */
 static inline void *alloc(arena_shared *s, size_t size, size_t align)
 {
     struct run *r = &tls_runs[s->slot];
-    if (ARENA_LIKELY(r->gen == s->gen)) {
+    if (ARENA__LIKELY(r->gen == s->gen)) {
         size_t pad = (size_t)(-(uintptr_t)r->ptr & (uintptr_t)(align - 1));
-        if (ARENA_LIKELY(size - 1 < (size_t)(r->end - r->ptr) - pad)) {
+        if (ARENA__LIKELY(size - 1 < (size_t)(r->end - r->ptr) - pad)) {
             char *p = r->ptr + pad;
             r->ptr = p + size;
             arena__unpoison(p, size);

@@ -229,7 +229,7 @@ const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return TEST_ASAN_OPTIONS; }
 #endif
 
-/* Release builds pack values exactly as API.md describes (no guard bytes), so
+/* Release builds pack values exactly as arena.h describes (no guard bytes), so
  * tests may assert exact placement there and only there.  Under Valgrind the
  * library guards values too (decided at run time): test_packed() says. */
 #define TEST_PACKED (!TEST_ASAN && !ARENA_CHECKED)

@@ -1,12 +1,12 @@
 /*
- * The arena: every behaviour of API.md's sections "The arena", "Storing
- * values", "Rewinding and counters" and "Errors", one test (or more) each.
+ * The arena: every behaviour arena.h promises for the arena, storing values,
+ * rewinding, the counters and errors, one test (or more) each.
  * Refs, the caller's buffer, failure injection, the randomized model and the
  * default handler's abort have files of their own.
  *
  * Tests assert what the contract promises: counters, alignment, contents, the
  * calls made to the backing allocator, and the same address after a rewind.
- * Exact packing is asserted only where API.md promises it and only in builds
+ * Exact packing is asserted only where arena.h promises it and only in builds
  * without guard bytes (TEST_PACKED).
  */
 #include "support.h"
@@ -153,7 +153,7 @@ static void test_budget_packs_exactly(void **state)
     (void)state;
 
     if (!test_packed())
-        return; /* guards take room: API.md promises exact packing only without */
+        return; /* guards take room: exact packing is promised only without */
     init_tb(&a, 1000);
     first = arena_strndup(&a, "", 0);
     assert_non_null(first);

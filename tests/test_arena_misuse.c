@@ -137,7 +137,7 @@ static void test_scopes_out_of_order(void **state)
  * all: no rewind and no trim of the scratch arena's spares. */
 static void test_scratch_out_of_order_in_one_chunk(void **state)
 {
-    arena_scratch base, outer, inner;
+    arena_scope base, outer, inner;
     arena *s;
     char *v;
     size_t size;
@@ -153,7 +153,7 @@ static void test_scratch_out_of_order_in_one_chunk(void **state)
     inner = arena_scratch_begin(NULL, 0);
     assert_ptr_equal(inner.arena, s);
     assert_non_null(arena_alloc(s, 10));
-    EXPECT_FINE(arena_scratch_end(outer));
+    EXPECT_FINE(arena_scope_end(&outer));
     v = arena_strdup(s, "stored after the outer scratch ended");
     assert_non_null(v);
     open_run(s);
@@ -162,14 +162,14 @@ static void test_scratch_out_of_order_in_one_chunk(void **state)
         arena before;
         memcpy(&before, s, sizeof before);
         recorded_errors.count = 0;
-        arena_scratch_end(inner);
+        arena_scope_end(&inner);
         assert_int_equal(recorded_errors.count, 1);
         assert_int_equal(recorded_errors.last, ARENA_ERR_BAD_MARK);
         assert_memory_equal(&before, s, sizeof before);
     }
     assert_int_equal(arena_size(s), size);
     assert_string_equal(v, "stored after the outer scratch ended");
-    EXPECT_FINE(arena_scratch_end(base));
+    EXPECT_FINE(arena_scope_end(&base));
     arena_scratch_release_thread();
 }
 

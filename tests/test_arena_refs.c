@@ -1,5 +1,5 @@
 /*
- * Refs: 12 pointer-free bytes per value (API.md, "Refs").
+ * Refs: 12 pointer-free bytes per value (arena.h, "Refs").
  */
 #include "support.h"
 

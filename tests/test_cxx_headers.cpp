@@ -26,9 +26,9 @@ int main()
     }
     arena_scope sc = arena_scope_begin(&a);
     arena_scope_end(&sc);
-    arena_scratch s2 = arena_scratch_begin(nullptr, 0);
+    arena_scope s2 = arena_scratch_begin(nullptr, 0);
     ok = ok && s2.arena && arena_strdup(s2.arena, "x");
-    arena_scratch_end(s2);
+    arena_scope_end(&s2);
     arena_cache *c = arena_cache_create(nullptr);
     arena *ca = c ? arena_cache_acquire(c) : nullptr;
     ok = ok && ca && arena_calloc(ca, 1, 512);

@@ -204,7 +204,9 @@ static void full_caller_buffer(void **state)
     arena_release(&a);
 }
 
-static char *format_v(arena *a, const char *fmt, ...) ARENA_PRINTF(2, 3);
+#if defined(__GNUC__) || defined(__clang__)
+static char *format_v(arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#endif
 static char *format_v(arena *a, const char *fmt, ...)
 {
     va_list ap;

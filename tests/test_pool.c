@@ -1,4 +1,4 @@
-/* The pool: every behaviour of API.md's pool section. */
+/* The pool: every behaviour pool.h promises. */
 #include <stdio.h>
 
 #include <arena/pool.h>
@@ -561,7 +561,7 @@ static void test_destroy_leaves_empty_pool(void **state)
 
 /* ---- Check -------------------------------------------------------------------- */
 
-static void expect_corrupt(const arena_pool *p)
+static void expect_corrupt(arena_pool *p)
 {
     record_errors();
     assert_false(arena_pool_check(p));

@@ -9,45 +9,45 @@
 static void test_scratch_rewinds_at_end(void **state)
 {
     (void)state;
-    arena_scratch s = arena_scratch_begin(NULL, 0);
+    arena_scope s = arena_scratch_begin(NULL, 0);
     assert_non_null(s.arena);
     size_t before = arena_size(s.arena);
     char *p = arena_strdup(s.arena, "scratch");
     assert_non_null(p);
     assert_int_equal(arena_size(s.arena), before + 8);
-    arena_scratch_end(s);
+    arena_scope_end(&s);
     assert_int_equal(arena_size(s.arena), before);
 
     /* The same shape lands at the same address. */
-    arena_scratch t = arena_scratch_begin(NULL, 0);
+    arena_scope t = arena_scratch_begin(NULL, 0);
     assert_ptr_equal(t.arena, s.arena);
     assert_ptr_equal(arena_strdup(t.arena, "scratch"), p);
-    arena_scratch_end(t);
+    arena_scope_end(&t);
 }
 
 static void test_scratch_avoids_conflicts(void **state)
 {
     (void)state;
-    arena_scratch s0 = arena_scratch_begin(NULL, 0);
+    arena_scope s0 = arena_scratch_begin(NULL, 0);
     arena *c1[] = {s0.arena};
-    arena_scratch s1 = arena_scratch_begin(c1, 1);
+    arena_scope s1 = arena_scratch_begin(c1, 1);
     assert_non_null(s1.arena);
     assert_ptr_not_equal(s1.arena, s0.arena);
 
     /* NULL entries and unrelated arenas are not conflicts. */
     arena other = {0};
     arena *c2[] = {NULL, &other, s1.arena};
-    arena_scratch s2 = arena_scratch_begin(c2, 3);
+    arena_scope s2 = arena_scratch_begin(c2, 3);
     assert_ptr_equal(s2.arena, s0.arena);
-    arena_scratch_end(s2);
+    arena_scope_end(&s2);
 
     /* Every scratch arena a conflict: none can be given. */
     arena *both[] = {s0.arena, s1.arena};
-    arena_scratch none = arena_scratch_begin(both, 2);
+    arena_scope none = arena_scratch_begin(both, 2);
     assert_null(none.arena);
-    arena_scratch_end(none); /* harmless */
-    arena_scratch_end(s1);
-    arena_scratch_end(s0);
+    arena_scope_end(&none); /* harmless */
+    arena_scope_end(&s1);
+    arena_scope_end(&s0);
 }
 
 /* A callee that returns a string built in scratch memory into `out`, using a
@@ -55,7 +55,7 @@ static void test_scratch_avoids_conflicts(void **state)
 static char *build(arena *out, int depth)
 {
     arena *conflicts[] = {out};
-    arena_scratch s = arena_scratch_begin(conflicts, 1);
+    arena_scope s = arena_scratch_begin(conflicts, 1);
     assert_non_null(s.arena);
     assert_ptr_not_equal(s.arena, out);
     char *piece = arena_strdup(s.arena, depth % 2 ? "odd" : "even");
@@ -67,32 +67,32 @@ static char *build(arena *out, int depth)
     strcpy(result, piece);
     strcat(result, "/");
     strcat(result, inner);
-    arena_scratch_end(s);
+    arena_scope_end(&s);
     return result;
 }
 
 static void test_nested_scratch_keeps_callers_values(void **state)
 {
     (void)state;
-    arena_scratch s = arena_scratch_begin(NULL, 0);
+    arena_scope s = arena_scratch_begin(NULL, 0);
     char *mine = arena_strdup(s.arena, "caller's value");
     char *r = build(s.arena, 5);
     assert_string_equal(r, "odd/even/odd/even/odd/even/");
     assert_string_equal(mine, "caller's value");
-    arena_scratch_end(s);
+    arena_scope_end(&s);
 }
 
 static void test_scratch_ended_out_of_order_is_reported(void **state)
 {
     (void)state;
     record_errors();
-    arena_scratch outer = arena_scratch_begin(NULL, 0);
+    arena_scope outer = arena_scratch_begin(NULL, 0);
     assert_non_null(arena_alloc(outer.arena, 10));
-    arena_scratch inner = arena_scratch_begin(NULL, 0); /* the same arena */
+    arena_scope inner = arena_scratch_begin(NULL, 0); /* the same arena */
     assert_ptr_equal(inner.arena, outer.arena);
     assert_non_null(arena_alloc(inner.arena, 10));
-    arena_scratch_end(outer);
-    arena_scratch_end(inner); /* its mark is past the rewind */
+    arena_scope_end(&outer);
+    arena_scope_end(&inner); /* its mark is past the rewind */
     assert_int_equal(recorded_errors.count, 1);
     assert_int_equal(recorded_errors.last, ARENA_ERR_BAD_MARK);
     arena_set_error_handler(NULL, NULL);
@@ -101,10 +101,10 @@ static void test_scratch_ended_out_of_order_is_reported(void **state)
 static void test_scratch_trims_spares_and_releases(void **state)
 {
     (void)state;
-    arena_scratch s = arena_scratch_begin(NULL, 0);
+    arena_scope s = arena_scratch_begin(NULL, 0);
     for (int i = 0; i < 40; i++) /* 40 chunks of 64 KiB */
         assert_non_null(arena_alloc(s.arena, ARENA_DEFAULT_CHUNK));
-    arena_scratch_end(s);
+    arena_scope_end(&s);
     assert_true(arena_retained(s.arena) <= ((size_t)1 << 20));
     assert_true(arena_retained(s.arena) > 0);
     arena_scratch_release_thread();
@@ -112,7 +112,7 @@ static void test_scratch_trims_spares_and_releases(void **state)
     /* Usable again afterwards. */
     s = arena_scratch_begin(NULL, 0);
     assert_non_null(arena_alloc(s.arena, 10));
-    arena_scratch_end(s);
+    arena_scope_end(&s);
     arena_scratch_release_thread();
 }
 
@@ -127,21 +127,21 @@ struct scratch_worker_arg {
 static void *scratch_worker(void *arg)
 {
     struct scratch_worker_arg *w = (struct scratch_worker_arg *)arg;
-    arena_scratch s = arena_scratch_begin(NULL, 0);
+    arena_scope s = arena_scratch_begin(NULL, 0);
     int i;
     for (i = 0; i < 1000; i++) {
-        arena_scratch t = arena_scratch_begin(&s.arena, 1);
+        arena_scope t = arena_scratch_begin(&s.arena, 1);
         char *p = (char *)arena_alloc(t.arena, 100 + (size_t)i);
         if (p)
             memset(p, 0xab, 100 + (size_t)i);
-        arena_scratch_end(t);
+        arena_scope_end(&t);
         if (!arena_alloc(s.arena, 32))
             break;
     }
     w->seen = i == 1000 ? s.arena : NULL; /* NULL: the test fails */
     pthread_barrier_wait(w->all_seen);
     pthread_barrier_wait(w->all_seen); /* compared */
-    arena_scratch_end(s);
+    arena_scope_end(&s);
     return NULL;
 }
 
@@ -150,7 +150,7 @@ static void test_scratch_arenas_are_per_thread(void **state)
     pthread_t t[2];
     pthread_barrier_t all_seen;
     struct scratch_worker_arg w[2];
-    arena_scratch mine = arena_scratch_begin(NULL, 0);
+    arena_scope mine = arena_scratch_begin(NULL, 0);
     (void)state;
     assert_non_null(mine.arena);
     pthread_barrier_init(&all_seen, NULL, 3);
@@ -168,7 +168,7 @@ static void test_scratch_arenas_are_per_thread(void **state)
     for (int i = 0; i < 2; i++)
         assert_int_equal(pthread_join(t[i], NULL), 0);
     pthread_barrier_destroy(&all_seen);
-    arena_scratch_end(mine);
+    arena_scope_end(&mine);
     arena_scratch_release_thread();
 }
 
@@ -259,14 +259,94 @@ static size_t scratch_scope_early(int leave)
 static void test_scratch_scope(void **state)
 {
     (void)state;
-    arena_scratch probe = arena_scratch_begin(NULL, 0);
+    arena_scope probe = arena_scratch_begin(NULL, 0);
     size_t base = arena_size(probe.arena);
-    arena_scratch_end(probe);
+    arena_scope_end(&probe);
     assert_int_equal(scratch_scope_early(1), base + 64);
     assert_int_equal(arena_size(probe.arena), base);
     assert_int_equal(scratch_scope_early(0), base + 128);
     assert_int_equal(arena_size(probe.arena), base);
     arena_scratch_release_thread();
+}
+
+/* The trim belongs to scratch arenas: a scope of an ordinary arena keeps
+ * every chunk it used, as arena_rewind() does. */
+static void test_scope_of_plain_arena_keeps_spares(void **state)
+{
+    arena a = {0};
+    (void)state;
+    arena_scope s = arena_scope_begin(&a);
+    for (int i = 0; i < 40; i++) /* 40 chunks of 64 KiB */
+        assert_non_null(arena_alloc(&a, ARENA_DEFAULT_CHUNK));
+    size_t held = arena_retained(&a);
+    assert_true(held >= 40 * (size_t)ARENA_DEFAULT_CHUNK);
+    arena_scope_end(&s);
+    assert_int_equal(arena_size(&a), 0);
+    assert_int_equal(arena_retained(&a), held);
+    arena_release(&a);
+}
+
+/* Any scope of a scratch arena trims it at its end, whether
+ * arena_scratch_begin() or arena_scope_begin() opened it, and so does the
+ * cleanup of ARENA_SCRATCH_SCOPE. */
+static arena *scratch_scope_big(void)
+{
+    ARENA_SCRATCH_SCOPE(s, NULL, 0);
+    assert_non_null(s.arena);
+    for (int i = 0; i < 40; i++)
+        assert_non_null(arena_alloc(s.arena, ARENA_DEFAULT_CHUNK));
+    assert_true(arena_retained(s.arena) > ((size_t)1 << 20));
+    return s.arena;
+}
+
+static void test_every_scope_of_a_scratch_arena_trims(void **state)
+{
+    (void)state;
+    arena *sa = scratch_scope_big();
+    assert_true(arena_retained(sa) <= ((size_t)1 << 20));
+    assert_true(arena_retained(sa) > 0);
+
+    arena_scope s = arena_scratch_begin(NULL, 0);
+    assert_ptr_equal(s.arena, sa);
+    arena_scope inner = arena_scope_begin(s.arena);
+    for (int i = 0; i < 40; i++)
+        assert_non_null(arena_alloc(s.arena, ARENA_DEFAULT_CHUNK));
+    assert_true(arena_retained(sa) > ((size_t)1 << 20));
+    arena_scope_end(&inner);
+    assert_true(arena_retained(sa) <= ((size_t)1 << 20));
+    arena_scope_end(&s);
+    arena_scratch_release_thread();
+}
+
+/* A scratch arena is recognised as the calling thread's: another thread's
+ * ordinary arena at the end of a scope is not trimmed, even while that
+ * thread holds scratch arenas of its own. */
+static void *plain_scope_worker(void *arg)
+{
+    arena *a = (arena *)arg;
+    arena_scope mine = arena_scratch_begin(NULL, 0);
+    arena_scope s = arena_scope_begin(a);
+    size_t held;
+    for (int i = 0; i < 40; i++)
+        if (!arena_alloc(a, ARENA_DEFAULT_CHUNK))
+            return NULL;
+    held = arena_retained(a);
+    arena_scope_end(&s);
+    arena_scope_end(&mine);
+    arena_scratch_release_thread();
+    return arena_retained(a) == held ? a : NULL;
+}
+
+static void test_plain_scope_in_a_scratch_thread(void **state)
+{
+    pthread_t t;
+    void *ok = NULL;
+    arena a = {0};
+    (void)state;
+    assert_int_equal(pthread_create(&t, NULL, plain_scope_worker, &a), 0);
+    assert_int_equal(pthread_join(t, &ok), 0);
+    assert_ptr_equal(ok, &a);
+    arena_release(&a);
 }
 
 int main(void)
@@ -281,6 +361,9 @@ int main(void)
         cmocka_unit_test(test_scope_rewinds_on_every_exit),
         cmocka_unit_test(test_scope_begin_end_pair),
         cmocka_unit_test(test_scratch_scope),
+        cmocka_unit_test(test_scope_of_plain_arena_keeps_spares),
+        cmocka_unit_test(test_every_scope_of_a_scratch_arena_trims),
+        cmocka_unit_test(test_plain_scope_in_a_scratch_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,22 +6,32 @@
  * chunks for the next one, arena_rewind() forgets everything stored after a
  * mark, arena_release() frees everything.
  *
- * Thread-safety: an arena is NOT thread-safe.  One thread at a time may use a
- * given arena (several threads may use several arenas).  Rules:
- *   - a value expires at the reset, release or rewind that covers it; every
- *     pointer and ref into it is dead from then on;
- *   - do not copy an arena struct after its first use (it may point into
- *     itself); pass `arena *` around instead;
- *   - a mark is valid until a reset, a release, or a rewind to a mark taken
- *     before it (marks are a stack: a rewind pops the marks taken after its
- *     own, and rewinding to a mark leaves that mark valid).
+ * The contract every function on an arena shares, unless its comment says
+ * otherwise:
+ *   - Thread-safety: an arena is NOT thread-safe.  One thread at a time may
+ *     use a given arena (several threads may use several arenas); inline
+ *     queries (arena_size(), arena_ref_ptr()) count as uses.
+ *   - Ownership: the arena owns every value stored in it.  A value expires at
+ *     the reset, release or rewind that covers it; every pointer and ref into
+ *     it is dead from then on.  The caller owns the arena struct: do not copy
+ *     it after its first use (it may point into itself); pass `arena *`.
+ *   - Marks are a stack: a mark is valid until a reset, a release, or a
+ *     rewind to a mark taken before it (rewinding to a mark leaves that mark
+ *     valid).
+ *   - Failure: out-of-memory is not an error: NULL (or the empty ref), and
+ *     the arena exactly as it was.  Misuse (see arena_error) goes to the
+ *     process-wide error handler, whose default prints and aborts; if a
+ *     handler returns, the faulty call does nothing.
+ *   - Checked build (ARENA_CHECKED=1): every value gets a header and a guard;
+ *     expired memory is filled with 0xDD; guards, headers and arena_check()
+ *     are verified at every reset and rewind (ARENA_ERR_CORRUPT); stale refs
+ *     are reported.  Under AddressSanitizer or Valgrind the guards and the
+ *     expired memory are poisoned instead.
  *
- * Errors: out-of-memory is not an error, it returns NULL (or an empty ref)
- * and leaves the arena exactly as it was.  Misuse (see arena_error) goes to the
- * process-wide error handler, whose default prints and aborts.
- *
- * This header includes only <stdarg.h>, <stddef.h>, <stdint.h>, <stdbool.h>
- * and <string.h>, and is usable from C++.
+ * The inline functions declared here are defined in arena/internal/arena.h,
+ * which this header includes at its end; nothing named arena__ or ARENA__ is
+ * API.  This header includes only <stdarg.h>, <stddef.h>, <stdint.h>,
+ * <stdbool.h> and <string.h>, and is usable from C++.
  */
 #ifndef ARENA_ARENA_H
 #define ARENA_ARENA_H
@@ -33,77 +43,10 @@
 #include <string.h>
 
 #include "arena/version.h"
+#include "arena/internal/compiler.h"
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-/* ---- Portability ------------------------------------------------------- */
-
-#if defined(_WIN32) && defined(ARENA_SHARED_LIBRARY)
-#  if defined(ARENA_BUILDING)
-#    define ARENA_API __declspec(dllexport)
-#  else
-#    define ARENA_API __declspec(dllimport)
-#  endif
-#elif defined(__GNUC__) || defined(__clang__)
-#  define ARENA_API __attribute__((visibility("default")))
-#else
-#  define ARENA_API
-#endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#  define ARENA_LIKELY(x)     __builtin_expect(!!(x), 1)
-#  define ARENA_UNLIKELY(x)   __builtin_expect(!!(x), 0)
-#  define ARENA_NODISCARD     __attribute__((warn_unused_result))
-#  define ARENA_MALLOC        __attribute__((malloc))
-#  define ARENA_ALLOC_SIZE(i) __attribute__((alloc_size(i)))
-#  define ARENA_NOINLINE      __attribute__((noinline))
-#  define ARENA__CONSTANT(x)  __builtin_constant_p(x)
-#else
-#  define ARENA_LIKELY(x)     (x)
-#  define ARENA_UNLIKELY(x)   (x)
-#  define ARENA_NODISCARD
-#  define ARENA_MALLOC
-#  define ARENA_ALLOC_SIZE(i)
-#  define ARENA_NOINLINE
-#  define ARENA__CONSTANT(x)  0
-#endif
-
-#ifdef __cplusplus
-#  define ARENA__ALIGNOF(T) alignof(T)
-#  define ARENA__MAX_ALIGN  alignof(max_align_t)
-#else
-#  define ARENA__ALIGNOF(T) _Alignof(T)
-#  define ARENA__MAX_ALIGN  _Alignof(max_align_t)
-#endif
-
-/* The inline window is closed in builds where the program must see every
- * allocation through the library (ASan, checked builds), so that the library
- * can poison, guard and tag each one. */
-#if defined(ARENA_CHECKED) && ARENA_CHECKED
-#  define ARENA__INLINE_WINDOW 0
-#elif defined(__SANITIZE_ADDRESS__)
-#  define ARENA__INLINE_WINDOW 0
-#elif defined(__has_feature)
-#  if __has_feature(address_sanitizer)
-#    define ARENA__INLINE_WINDOW 0
-#  endif
-#endif
-#ifndef ARENA__INLINE_WINDOW
-#  define ARENA__INLINE_WINDOW 1
-#endif
-
-/* Multiplication with overflow detection (count * size). */
-#if defined(__GNUC__) || defined(__clang__)
-#  define ARENA__MUL_OVERFLOWS(a, b, out) __builtin_mul_overflow((a), (b), (out))
-#else
-static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
-{
-    *out = a * b;
-    return b != 0 && a > SIZE_MAX / b;
-}
-#  define ARENA__MUL_OVERFLOWS(a, b, out) arena__mul_overflows((a), (b), (out))
 #endif
 
 /* ---- Constants ---------------------------------------------------------- */
@@ -116,7 +59,8 @@ static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
  *  demanded less (see arena_reset()). */
 #define ARENA_RETAIN_BATCHES 8
 
-/** Alignment of arena_alloc(), of chunks and of the backing allocator. */
+/** Alignment of arena_alloc(), of chunks and of what a backing allocator
+ *  returns: alignof(max_align_t). */
 #define ARENA_ALIGN ((size_t)ARENA__MAX_ALIGN)
 
 /** The largest value a ref can describe, in bytes (also the largest chunk budget). */
@@ -126,54 +70,73 @@ static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
 
 /** Misuse codes passed to the error handler.  Out-of-memory is not misuse. */
 typedef enum arena_error {
-    ARENA_ERR_NULL_FREE = 1,   /* arena_pool_free(p, NULL) */
-    ARENA_ERR_FOREIGN_POINTER, /* not the start of a slot of this pool, or not a
-                                  block of the arena_cur_* family (checked builds:
-                                  arena_grow() of a pointer that is not the start of
-                                  a live value of this arena) */
-    ARENA_ERR_DOUBLE_FREE,     /* the slot is already free */
-    ARENA_ERR_REF_TOO_LARGE,   /* a ref cannot describe the value */
-    ARENA_ERR_STALE_REF,       /* checked builds: a ref from before the last rewind, or
-                                  one no call of this arena made */
-    ARENA_ERR_BAD_MARK,        /* arena_rewind() to a mark that has expired (a reset, a
-                                  release, or a rewind to an earlier mark since), from
-                                  another arena, or never taken */
-    ARENA_ERR_CORRUPT,         /* arena_check()/arena_pool_check() found an inconsistency */
-    ARENA_ERR_BAD_SIZE         /* arena_grow() told an old size larger than the value */
+    /** arena_pool_free(p, NULL), arena_cache_recycle(c, NULL) */
+    ARENA_ERR_NULL_FREE = 1,
+    /** not the start of a slot of this pool, not a block of the arena_cur_*
+     *  family, an arena recycled into a cache that did not make it; checked
+     *  build: arena_grow() of a pointer that is not the start of a live value */
+    ARENA_ERR_FOREIGN_POINTER,
+    /** the slot is already free; the arena was already recycled */
+    ARENA_ERR_DOUBLE_FREE,
+    /** a ref cannot describe the value (larger than ARENA_REF_MAX) */
+    ARENA_ERR_REF_TOO_LARGE,
+    /** checked build: a ref from before the last reset, release or rewind,
+     *  or one no call of this arena made */
+    ARENA_ERR_STALE_REF,
+    /** a rewind or scope end to a mark that has expired (a reset, a release,
+     *  or a rewind to an earlier mark since), from another arena, or never
+     *  taken */
+    ARENA_ERR_BAD_MARK,
+    /** arena_check() or arena_pool_check() found an inconsistency; checked
+     *  build: a guard or header overwritten */
+    ARENA_ERR_CORRUPT,
+    /** arena_grow() told an old size larger than the value */
+    ARENA_ERR_BAD_SIZE
 } arena_error;
 
 /** An error handler.  `message` names the function and the offending value;
  *  it is valid only during the call.  If the handler returns, the faulty call
- *  does nothing: the state is exactly as before. */
+ *  does nothing: the state is exactly as before.  It runs in the thread that
+ *  made the faulty call. */
 typedef void arena_error_fn(arena_error code, const char *message, void *ctx);
 
 /** Installs `fn` (with `ctx`) as the process-wide error handler and returns the
- *  previous one.  `fn == NULL` restores arena_default_error_handler.
+ *  previous one.  `fn == NULL` restores arena_default_error_handler().
  *  Not thread-safe: set it at start-up, before threads use the library. */
 ARENA_API arena_error_fn *arena_set_error_handler(arena_error_fn *fn, void *ctx);
 
-/** The current handler; stores its ctx in `*ctx` when ctx is not NULL. */
+/** The current handler; stores its ctx in `*ctx` when ctx is not NULL (a
+ *  handler that chains to the one it replaced).  Not thread-safe against
+ *  arena_set_error_handler(). */
 ARENA_API arena_error_fn *arena_get_error_handler(void **ctx);
 
-/** Writes "libarena: <message>" to stderr and aborts. */
+/** The default handler: writes "libarena: " and the message to stderr and
+ *  aborts.  Thread-safe. */
 ARENA_API void arena_default_error_handler(arena_error code, const char *message, void *ctx);
 
-/** A short constant name for a code ("ARENA_ERR_DOUBLE_FREE"), "unknown" otherwise. */
+/** A short constant name for a code ("ARENA_ERR_DOUBLE_FREE"), "unknown"
+ *  otherwise; a static string.  Thread-safe. */
 ARENA_API const char *arena_error_name(arena_error code);
 
 /* ---- Version -------------------------------------------------------------- */
 
 /** The library's version as "MAJOR.MINOR.PATCH" (of the library linked, which
- *  may differ from ARENA_VERSION_STRING, the header's). */
+ *  may differ from ARENA_VERSION_STRING, the header's); a static string.
+ *  Thread-safe. */
 ARENA_API const char *arena_version(void);
 
 /* ---- The arena --------------------------------------------------------------- */
 
-/** Where all of an arena's memory comes from.  alloc returns NULL on failure
- *  and ARENA_ALIGN-aligned memory otherwise; free receives the size asked. */
+/** Where all of an arena's (or pool's, or cache's) memory comes from.  The
+ *  library calls it from calls on what it backs, so it needs to be
+ *  thread-safe only when it backs things that several threads use at once.
+ *  The library copies the struct; `ctx` must outlive what it backs. */
 typedef struct arena_allocator {
+    /** `size` bytes, ARENA_ALIGN-aligned; NULL on failure */
     void *(*alloc)(void *ctx, size_t size);
+    /** gives back a block alloc returned, with the size asked of it */
     void (*free)(void *ctx, void *ptr, size_t size);
+    /** passed to both */
     void *ctx;
 } arena_allocator;
 
@@ -191,10 +154,13 @@ struct arena__span {
 /* Spans an arena remembers (see arena_rewind()). */
 #define ARENA__DEAD_SPANS 4
 
-/*
- * The arena.  Only the first three fields are read by the inline fast path;
- * everything else is the library's.  `arena a = {0};` is a valid empty arena
- * (64 KiB chunks, malloc backing).
+/**
+ * The arena.  A program reads none of its fields (arena_size(),
+ * arena_retained() and the like report them); they are visible because the
+ * inline functions read them: ptr, end, size and run on every allocation,
+ * chunks and cur for refs, pos, cur, nused and saves for marks, and nchunks,
+ * buf, first and expired for the one-chunk reset and release.
+ * `arena a = {0};` is a valid empty arena (64 KiB chunks, malloc backing).
  *
  * Invariant of the inline window: ptr <= end, end is ARENA_ALIGN-aligned, and
  * ptr rounded up to ARENA_ALIGN is still <= end.  When the window is closed
@@ -236,23 +202,26 @@ typedef struct arena {
     size_t runner;                /* the largest demand of the batches since */
 } arena;
 
-/** A saved position; a plain value.  See arena_save(). */
+/** A saved position: a plain value, owned by the caller, that may be copied
+ *  and dropped freely.  See arena_save() and arena_rewind(). */
 typedef struct arena_mark {
-    char *pos;       /* position in the current chunk, NULL: none */
-    size_t size;     /* arena_size() at the save */
-    uint32_t cur;    /* current chunk */
-    uint32_t nused;  /* chunks in use */
-    uint64_t serial; /* which of the arena's saves this is (1, 2, ...) */
+    char *pos;       /**< position in the current chunk, NULL: none */
+    size_t size;     /**< arena_size() at the save */
+    uint32_t cur;    /**< current chunk */
+    uint32_t nused;  /**< chunks in use */
+    uint64_t serial; /**< which of the arena's saves this is (1, 2, ...) */
 } arena_mark;
 
-/** A 12-byte, pointer-free descriptor of a stored value.  The all-zero ref is
- *  the empty ref.  Resolve it with arena_ref_ptr()/arena_ref_str(), and read
- *  its length with arena_ref_len(): a checked build also keeps a tag in the
- *  top bits of `chunk` and `len`. */
+/** A 12-byte, pointer-free descriptor of a stored value: a plain value that
+ *  may be copied, stored in the arena itself, or written to disk and read
+ *  back while the value lives.  The all-zero ref is the empty ref.  Resolve
+ *  it with arena_ref_ptr()/arena_ref_str(), and read its length with
+ *  arena_ref_len(): a checked build keeps a tag in the top bits of `chunk`
+ *  and `len`. */
 typedef struct arena_ref {
-    uint32_t chunk; /* index of the chunk */
-    uint32_t off;   /* offset in the chunk */
-    uint32_t len;   /* length in bytes (without the NUL of a string) */
+    uint32_t chunk; /**< index of the chunk */
+    uint32_t off;   /**< offset in the chunk */
+    uint32_t len;   /**< length in bytes (without the NUL of a string) */
 } arena_ref;
 
 /**
@@ -263,14 +232,14 @@ typedef struct arena_ref {
  * not a limit, and need not be sized to the largest value: every chunk,
  * oversized ones included, is kept for the batches that follow (see
  * arena_reset()).  It sets how much memory the arena takes at a time.
- * Allocates nothing.  Memory comes from the C library's heap (aligned_alloc,
- * 64-byte aligned chunks; freed with free()).  Do not call it on an arena
- * that holds chunks (arena_release() it first).  Never fails.
+ * Allocates nothing; memory comes from the C library's heap.  Requires an
+ * arena that holds no chunks (arena_release() it first).  Never fails.
  */
 ARENA_API void arena_init(arena *a, size_t chunk_bytes);
 
-/** arena_init() with every chunk and all bookkeeping from `backing`
- *  (copied; NULL: malloc). */
+/** arena_init() with every chunk and all bookkeeping from `backing` (the
+ *  struct is copied; its ctx must outlive the arena; NULL: malloc).  Never
+ *  fails. */
 ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocator *backing);
 
 /**
@@ -331,6 +300,7 @@ static inline void arena_release(arena *a)
  *   - a reset keeps the chunks used since the target last came down, up to
  *     twice the target in all, and frees the others, those unused longest
  *     first.  The caller's buffer is always kept.
+ *
  * A value that does not fit the current chunk takes a kept chunk that holds
  * it and is at most twice what a new chunk for it would be, if any.  Hence
  * batches of one shape reach, from the second or third on, a steady state
@@ -340,16 +310,13 @@ static inline void arena_release(arena *a)
  * one-off spike is kept through ARENA_RETAIN_BATCHES - 1 smaller batches
  * and given back by the reset that ends the ARENA_RETAIN_BATCHES-th.  What a
  * reset keeps never exceeds twice the largest demand of the last
- * 2 * ARENA_RETAIN_BATCHES - 1 batches.  Every value, pointer, ref and mark
- * expires.  Never fails.  Inline when the arena holds one chunk (a few
- * stores); O(chunks) otherwise.
+ * 2 * ARENA_RETAIN_BATCHES - 1 batches.
+ *
+ * Every value, pointer, ref and mark expires.  Never fails.  Inline when the
+ * arena holds one chunk (a few stores); O(chunks) otherwise.  Checked build:
+ * verifies every guard and header, and arena_check(), before it forgets.
  */
-static inline void arena_reset(arena *a)
-{
-    if (ARENA__INLINE_WINDOW && arena__reset_first(a))
-        return;
-    arena__reset_slow(a);
-}
+static inline void arena_reset(arena *a);
 
 /**
  * arena_reset() that keeps at most `retain_limit` bytes of chunks ("retain
@@ -386,242 +353,119 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * that is too small for it (so that scopes of a growing value leave one chunk,
  * not one per size).  Marks taken after `m` expire; `m` stays valid.
  *
- * A mark that has expired -- by a reset or release, or by a rewind to a mark
- * taken before it (scopes ended out of order) -- is reported as
- * ARENA_ERR_BAD_MARK, in every build, and then nothing happens; so is a
- * mark this arena never made, where detectable (a zeroed one; one from
- * another arena that does not fit this one's saves or chunks).  A valid
- * mark is never reported.  Each mark has a serial, and the arena remembers
- * which serials its latest four rewinds that expired marks expired (in a
- * fixed 64 bytes; a rewind to an earlier mark merges what it covers): a
- * mark expired by an older rewind than those four goes unreported.
- * The check costs a few comparisons.
+ * Misuse, in every build: a mark that has expired -- by a reset or release,
+ * or by a rewind to a mark taken before it (scopes ended out of order) -- is
+ * reported as ARENA_ERR_BAD_MARK, and then nothing happens; so is a mark this
+ * arena never made, where detectable (a zeroed one; one from another arena
+ * that does not fit this one's saves or chunks).  A valid mark is never
+ * reported.  The arena remembers the serials that its latest four rewinds
+ * expired (in a fixed 64 bytes; a rewind to an earlier mark merges what it
+ * covers): a mark expired by an older rewind than those four goes
+ * unreported.  The check costs a few comparisons.  Checked build: also
+ * verifies the guards and headers of the values it forgets.
  */
 ARENA_API void arena_rewind(arena *a, arena_mark m);
 
-/** Bytes stored since the last reset/release (string NULs included; alignment
- *  padding and chunk tails excluded). */
-static inline size_t arena_size(const arena *a)
-{
-    return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->run);
-}
+/** Bytes stored since the last reset or release (string NULs included;
+ *  alignment padding and chunk tails excluded).  O(1), inline. */
+static inline size_t arena_size(const arena *a);
 
 /** Capacity of every chunk held, in bytes: in use and spare, regular and
  *  oversized, the caller's buffer included.  Chunk overhead (guards, the
- *  checked build's headers) is not counted. */
+ *  checked build's headers) is not counted.  O(1). */
 ARENA_API size_t arena_retained(const arena *a);
 
-/** The current position, to give to arena_rewind().  Counts the save (each
- *  mark has its own serial, which tells a rewind whether it has expired):
- *  a few loads and stores, no call. */
-static inline arena_mark arena_save(arena *a)
-{
-    arena_mark m;
-    m.pos = a->ptr ? a->ptr : a->pos;
-    m.size = arena_size(a);
-    m.cur = a->cur;
-    m.nused = a->nused;
-    m.serial = ++a->saves;
-    return m;
-}
+/** The current position, to give to arena_rewind().  Each mark has its own
+ *  serial, which tells a rewind whether it has expired, so taking one writes
+ *  the arena (a few loads and stores, no call).  Never fails. */
+static inline arena_mark arena_save(arena *a);
 
-/* ---- Slow paths (internal; called by the inline functions below) ------------- */
+/* ---- Scopes ---------------------------------------------------------------- */
 
-ARENA_API void *arena__alloc_slow(arena *a, size_t size, size_t align);
-ARENA_API void *arena__copy_slow(arena *a, const void *src, size_t size, size_t align);
-ARENA_API char *arena__strndup_slow(arena *a, const char *s, size_t len);
-ARENA_API void *arena__calloc_slow(arena *a, size_t size, size_t align);
-ARENA_API void *arena__ref_ptr_checked(const arena *a, arena_ref r);
+/** A mark of an arena, to be rewound at the end of a scope: what
+ *  arena_scope_begin() and arena_scratch_begin() return.  A plain value,
+ *  owned by the caller. */
+typedef struct arena_scope {
+    struct arena *arena; /**< NULL: nothing to rewind (`struct`: C++ allows the name) */
+    arena_mark mark;     /**< its position at the start of the scope */
+} arena_scope;
 
-/* The room in the inline window after a value of alignment `align` (a power
- * of two <= ARENA_ALIGN) placed at the first suitable address, which goes to
- * *at.  0 when the window is closed.  The invariant of the window (ptr
- * rounded up to ARENA_ALIGN is <= end) keeps the subtraction from wrapping. */
-static inline size_t arena__room(const arena *a, size_t align, uintptr_t *at)
-{
-    *at = ((uintptr_t)a->ptr + (align - 1)) & ~(uintptr_t)(align - 1);
-    return (size_t)((uintptr_t)a->end - *at);
-}
+/** Starts a scope of `a`: arena_scope_end() forgets everything stored in `a`
+ *  after this call.  arena_save() in a struct: inline, never fails. */
+static inline arena_scope arena_scope_begin(arena *a);
 
-/* Takes the value at `at` of `size` bytes and alignment `align` from the
- * inline window.  The bytes count in arena_size() through ptr - run; only
- * alignment padding, which must not count, touches the size field.  After
- * values whose size is a multiple of their alignment there is none, and the
- * test is a branch that is not taken.  A value whose size is known at
- * compile time and is not a multiple of its alignment (a 24-byte node at 16)
- * leaves the position unaligned for the next one like it, which is padded:
- * in a run of such values the padding is the rule, and the branch, taken
- * every time, jumped out of line and back (a tree of 24-byte nodes: 1.3x the
- * bump-pointer proxy, 1.05x without); those subtract the padding, 0 or not,
- * without a branch. */
-static inline char *arena__take(arena *a, uintptr_t at, size_t size, size_t align)
-{
-    uintptr_t c = (uintptr_t)a->ptr;
-    bool padded_run = ARENA__CONSTANT(size) && ARENA__CONSTANT(align) && size % align != 0;
-    /* cppcheck-suppress knownConditionTrueFalse ; a compile-time constant only where gcc or clang fold it */
-    if (padded_run || ARENA_UNLIKELY(at != c))
-        a->size -= (size_t)(at - c);
-    a->ptr = (char *)at + size;
-    return (char *)at;
-}
+/**
+ * Ends a scope: arena_rewind(s->arena, s->mark); nothing when s->arena is
+ * NULL.  The scope of a scratch arena (arena_scratch_begin() in thread.h) also
+ * frees that arena's spare chunks beyond 1 MiB.  Scopes of one arena must end
+ * in reverse order of their start: one ended after an enclosing one is
+ * reported (ARENA_ERR_BAD_MARK, in every build: see arena_rewind()), and then
+ * nothing happens (no rewind, no trim).  Ending a scope again is fine.  The
+ * thread that uses the arena ends its scopes.
+ */
+ARENA_API void arena_scope_end(arena_scope *s);
 
-/* gcc's middle-end sees a constant huge size reach the inline copies below
- * on paths the room check makes unreachable (ARENA_REF_MAX + 1 on a 32-bit
- * target, say) and warns about them; these warnings are false here. */
-#if defined(__GNUC__) && !defined(__clang__)
-#  pragma GCC diagnostic push
-#  pragma GCC diagnostic ignored "-Wstringop-overflow"
-#  pragma GCC diagnostic ignored "-Warray-bounds"
-#  pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-
-/* Copies `n` bytes.  Values up to 32 bytes -- labels, keys, small fields, the
- * bulk of what a decoder interns -- are moved with two overlapping loads and
- * stores of a fixed width (which compile to plain moves), instead of a call
- * into the C library's memcpy and its size dispatch; longer ones call memcpy.
- * Measured on 16-byte arena_copy: 6.7 -> 3.9 ns (docs/benchmarks.md). */
-static inline void arena__copy_bytes(char *dst, const void *src, size_t n)
-{
-    const char *s = (const char *)src;
 #if defined(__GNUC__) || defined(__clang__)
-    /* Hides which object `s` points to (no instruction): otherwise gcc's
-     * -Warray-bounds judges the fixed-width moves of a branch only a longer
-     * n reaches against a shorter source, and warns in the caller's code. */
-    __asm__("" : "+r"(s));
+/** 1 where ARENA_SCOPE and ARENA_SCRATCH_SCOPE exist (gcc, clang), else 0. */
+#  define ARENA_HAVE_SCOPE 1
+/**
+ * ARENA_SCOPE(a);  as a statement inside a block: everything stored in `a`
+ * from here on is forgotten when the block is left, however it is left
+ * (end of block, return, break, goto out of it), through the cleanup
+ * attribute of gcc and clang.  Not longjmp, and not C++ exceptions in C code.
+ * Elsewhere (MSVC) the macro does not exist: use arena_scope_begin() and
+ * arena_scope_end() on every path.  At most one per line.
+ */
+#  define ARENA_SCOPE(a)                                                             \
+      arena_scope ARENA__CAT(arena__scope_, __LINE__)                                \
+          __attribute__((cleanup(arena_scope_end), unused)) = arena_scope_begin(a)
+#else
+#  define ARENA_HAVE_SCOPE 0
 #endif
-    if (n <= 32) {
-        if (n >= 16) {
-            char a[16], b[16];
-            memcpy(a, s, 16);
-            memcpy(b, s + n - 16, 16);
-            memcpy(dst, a, 16);
-            memcpy(dst + n - 16, b, 16);
-        } else if (n >= 8) {
-            uint64_t a, b;
-            memcpy(&a, s, 8);
-            memcpy(&b, s + n - 8, 8);
-            memcpy(dst, &a, 8);
-            memcpy(dst + n - 8, &b, 8);
-        } else if (n >= 4) {
-            uint32_t a, b;
-            memcpy(&a, s, 4);
-            memcpy(&b, s + n - 4, 4);
-            memcpy(dst, &a, 4);
-            memcpy(dst + n - 4, &b, 4);
-        } else if (n > 0) {
-            char a = s[0], b = s[n / 2], c = s[n - 1];
-            dst[0] = a;
-            dst[n / 2] = b;
-            dst[n - 1] = c;
-        }
-        return;
-    }
-    memcpy(dst, s, n);
-}
 
 /* ---- Storing values ---------------------------------------------------------- */
 
 /**
- * `size` uninitialised bytes, ARENA_ALIGN-aligned, valid until the rewind that
- * covers them.  Size 0 stores nothing and returns a non-NULL pointer that must
- * not be dereferenced.  NULL on out-of-memory or overflow, with the arena
- * unchanged.
- *
- * Fast path, gcc 12 -O2 x86-64: 12 instructions with two not-taken branches
- * (load ptr and end, round ptr up with lea/and, the room with one sub, lea
- * size - 1 and the compare, which also sends size 0 and sizes near SIZE_MAX
- * to the slow path, the padding test, then add and store the new position).
- * No counter is updated: arena_size() derives the bytes of the inline run
- * from ptr, so consecutive allocations depend on each other only through
- * ptr.  A constant size that is not a multiple of ARENA_ALIGN: 11
- * instructions and one branch, the padding subtracted without a test (see
- * arena__take).  Checked by objdump; see docs/fast-path.md.
+ * `size` uninitialised bytes, ARENA_ALIGN-aligned, owned by the arena until
+ * the reset, release or rewind that covers them.  Size 0 stores nothing and
+ * returns a non-NULL pointer that must not be dereferenced.  NULL on
+ * out-of-memory or when a size computation would overflow, with the arena
+ * unchanged.  Inline: one compare sends size 0, wrapped sizes and a full
+ * chunk to the slow path, and no counter is written (docs/fast-path.md).
+ * Checked build, ASan, Valgrind: a guard follows the value, so a write past
+ * its end is reported.
  */
-ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
-static inline void *arena_alloc(arena *a, size_t size)
-{
-    uintptr_t at;
-    if (ARENA__INLINE_WINDOW &&
-        ARENA_LIKELY(size - 1 < arena__room(a, ARENA_ALIGN, &at))) {
-        char *p = arena__take(a, at, size, ARENA_ALIGN);
-        return p;
-    }
-    return arena__alloc_slow(a, size, ARENA_ALIGN);
-}
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
+static inline void *arena_alloc(arena *a, size_t size);
 
-/** arena_alloc() with alignment `align`: a power of two (0: ARENA_ALIGN);
- *  any other value returns NULL and stores nothing.  Alignments above
- *  ARENA_ALIGN are supported (up to any power of two the backing can pad). */
-ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
-static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align)
-{
-    uintptr_t at;
-    if (align == 0)
-        align = ARENA_ALIGN;
-    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
-        char *p = arena__take(a, at, size, align);
-        return p;
-    }
-    return arena__alloc_slow(a, size, align);
-}
+/** arena_alloc() at alignment `align`: a power of two (0: ARENA_ALIGN); any
+ *  other value returns NULL and stores nothing.  Alignments above ARENA_ALIGN
+ *  are supported (up to any power of two the backing allocator's chunks can
+ *  be padded to). */
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
+static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align);
 
-/** `count * size` zeroed bytes, ARENA_ALIGN-aligned.  NULL (arena unchanged)
- *  when the product overflows or memory runs out. */
-ARENA_NODISCARD ARENA_MALLOC
-static inline void *arena_calloc(arena *a, size_t count, size_t size)
-{
-    size_t n;
-    uintptr_t at;
-    if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
-        return NULL;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(n - 1 < arena__room(a, ARENA_ALIGN, &at))) {
-        char *p = arena__take(a, at, n, ARENA_ALIGN);
-        return memset(p, 0, n);
-    }
-    return arena__calloc_slow(a, n, ARENA_ALIGN);
-}
+/** `count * size` zeroed bytes, ARENA_ALIGN-aligned, owned by the arena.
+ *  NULL (arena unchanged) when the product overflows or memory runs out. */
+ARENA__NODISCARD ARENA__MALLOC
+static inline void *arena_calloc(arena *a, size_t count, size_t size);
 
 /** Copies `size` bytes of `src` into the arena at alignment `align` (a power
  *  of two, 0: ARENA_ALIGN).  Size 0 stores nothing (non-NULL result).  NULL on
- *  failure, arena unchanged.  No size limit (unlike refs). */
-ARENA_NODISCARD
-static inline void *arena_copy(arena *a, const void *src, size_t size, size_t align)
-{
-    uintptr_t at;
-    if (align == 0)
-        align = ARENA_ALIGN;
-    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
-        char *p = arena__take(a, at, size, align);
-        arena__copy_bytes(p, src, size);
-        return p;
-    }
-    return arena__copy_slow(a, src, size, align);
-}
+ *  out-of-memory or an invalid alignment, arena unchanged.  No size limit
+ *  (unlike refs).  `src` must not overlap the arena's unused room. */
+ARENA__NODISCARD
+static inline void *arena_copy(arena *a, const void *src, size_t size, size_t align);
 
 /** Copies `len` bytes of `s` (NULs included) and adds a NUL: a packed,
- *  alignment-1 string of len + 1 bytes.  NULL on failure, arena unchanged. */
-ARENA_NODISCARD
-static inline char *arena_strndup(arena *a, const char *s, size_t len)
-{
-    uintptr_t at;
-    if (ARENA__INLINE_WINDOW && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
-        char *p = a->ptr;
-        a->ptr = p + len + 1;
-        arena__copy_bytes(p, s, len);
-        p[len] = '\0';
-        return p;
-    }
-    return arena__strndup_slow(a, s, len);
-}
+ *  alignment-1 string of len + 1 bytes, owned by the arena.  NULL on
+ *  out-of-memory, arena unchanged. */
+ARENA__NODISCARD
+static inline char *arena_strndup(arena *a, const char *s, size_t len);
 
 /** arena_strndup(a, s, strlen(s)). */
-ARENA_NODISCARD
-static inline char *arena_strdup(arena *a, const char *s)
-{
-    return arena_strndup(a, s, strlen(s));
-}
+ARENA__NODISCARD
+static inline char *arena_strdup(arena *a, const char *s);
 
 /**
  * Realloc inside the arena.  If `ptr` is the most recent allocation and its
@@ -631,7 +475,8 @@ static inline char *arena_strdup(arena *a, const char *s)
  * stays counted until the next rewind).  new_size <= old_size returns ptr
  * (giving the tail back when ptr is the most recent allocation).  ptr == NULL
  * is arena_alloc(a, new_size).  Values stored with an alignment above
- * ARENA_ALIGN must not be grown.  NULL on failure, arena and *ptr unchanged.
+ * ARENA_ALIGN must not be grown.  NULL on out-of-memory, arena and *ptr
+ * unchanged.
  *
  * Requires: `ptr` is NULL or a live value of this arena, and `old_size` is
  * at most the size it was stored or last grown with (a string's counts its
@@ -642,7 +487,7 @@ static inline char *arena_strdup(arena *a, const char *s)
  * a ptr that is not the start of a live value (ARENA_ERR_FOREIGN_POINTER).
  * After a report, NULL, and the arena is unchanged.
  */
-ARENA_NODISCARD
+ARENA__NODISCARD
 ARENA_API void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size);
 
 /**
@@ -653,169 +498,88 @@ ARENA_API void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size
  * dropped).  ptr NULL: nothing.  Cheap when the value is not the most recent:
  * while the inline window is open it returns after one comparison.  Not
  * warn_unused_result, so that it can serve as a free hook.  Never fails.
- * Not thread-safe (as every call on an arena).
  */
 ARENA_API void arena_free(arena *a, void *ptr, size_t size);
 
-#if defined(__GNUC__) || defined(__clang__)
-#  define ARENA_PRINTF(f, v) __attribute__((format(printf, f, v)))
-#else
-#  define ARENA_PRINTF(f, v)
-#endif
-
 /**
  * Formats like printf straight into the arena: a NUL-terminated string,
- * packed at alignment 1 as arena_strndup() stores it.  One formatting pass
- * when the result fits the room left in the current chunk (it is written
- * there, then kept); otherwise the length is measured and the string
- * formatted again into a new place.  NULL when memory runs out, the result
- * would exceed INT_MAX bytes, or formatting fails (an encoding error), with
- * the arena unchanged.  As for printf, `fmt` and its arguments must not point
- * at memory the call writes (the arena's unused room).
+ * packed at alignment 1 as arena_strndup() stores it, owned by the arena.
+ * One formatting pass when the result fits the room left in the current
+ * chunk (it is written there, then kept); otherwise the length is measured
+ * and the string formatted again into a new place.  NULL when memory runs
+ * out, the result would exceed INT_MAX bytes, or formatting fails (an
+ * encoding error), with the arena unchanged.  As for printf, `fmt` and its
+ * arguments must not point at memory the call writes (the arena's unused
+ * room).
  */
-ARENA_NODISCARD ARENA_PRINTF(2, 3)
+ARENA__NODISCARD ARENA__FORMAT_PRINTF(2, 3)
 ARENA_API char *arena_sprintf(arena *a, const char *fmt, ...);
 
 /** arena_sprintf() with a va_list, which it consumes (va_end is the caller's). */
-ARENA_NODISCARD ARENA_PRINTF(2, 0)
+ARENA__NODISCARD ARENA__FORMAT_PRINTF(2, 0)
 ARENA_API char *arena_vsprintf(arena *a, const char *fmt, va_list ap);
 
-/* Zeroed allocation of `size` bytes at `align`. */
-static inline void *arena__new(arena *a, size_t size, size_t align)
-{
-    uintptr_t at;
-    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
-        char *p = arena__take(a, at, size, align);
-        return memset(p, 0, size);
-    }
-    return arena__calloc_slow(a, size, align);
-}
-
-static inline void *arena__new_array(arena *a, size_t count, size_t size, size_t align)
-{
-    size_t n;
-    if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
-        return NULL;
-    return arena__new(a, n, align);
-}
-
-static inline void *arena__alloc_array(arena *a, size_t count, size_t size, size_t align)
-{
-    size_t n;
-    if (ARENA_UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
-        return NULL;
-    return arena_alloc_aligned(a, n, align);
-}
-
-/** A zeroed T, aligned to alignof(T).  NULL on failure. */
+/** A zeroed T, aligned to alignof(T) (above ARENA_ALIGN too), owned by the
+ *  arena.  NULL on out-of-memory. */
 #define ARENA_NEW(a, T) ((T *)arena__new((a), sizeof(T), ARENA__ALIGNOF(T)))
-/** A zeroed T[n]; NULL when n * sizeof(T) overflows or on failure. */
+/** A zeroed T[n], aligned to alignof(T); NULL when n * sizeof(T) overflows
+ *  or on out-of-memory. */
 #define ARENA_NEW_ARRAY(a, T, n) \
     ((T *)arena__new_array((a), (size_t)(n), sizeof(T), ARENA__ALIGNOF(T)))
-/** An uninitialised T[n]; NULL when n * sizeof(T) overflows or on failure. */
+/** An uninitialised T[n], aligned to alignof(T); NULL when n * sizeof(T)
+ *  overflows or on out-of-memory. */
 #define ARENA_ALLOC_ARRAY(a, T, n) \
     ((T *)arena__alloc_array((a), (size_t)(n), sizeof(T), ARENA__ALIGNOF(T)))
 
 /* ---- Refs ------------------------------------------------------------------------ */
 
-ARENA_API arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align);
-ARENA_API arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len);
-
-/* The ref of `size` bytes just taken at `p` in the inline window's chunk.
- * The window lies in chunk `cur`, whose capacity is <= ARENA_REF_MAX, so the
- * offset and the size fit 32 bits. */
-static inline arena_ref arena__window_ref(const arena *a, const char *p, size_t size)
-{
-    arena_ref r;
-    r.chunk = a->cur;
-    r.off = (uint32_t)(p - a->chunks[a->cur].base);
-    r.len = (uint32_t)size;
-    return r;
-}
-
-/** Stores a copy of `size` bytes at `align` and returns its ref.  The empty
- *  ref for size 0, on out-of-memory, or for an invalid alignment (nothing
- *  stored).  size > ARENA_REF_MAX is misuse: ARENA_ERR_REF_TOO_LARGE goes to
- *  the error handler and the empty ref is returned.  Inline like
- *  arena_copy() when the value fits the current chunk (which also proves
- *  size <= ARENA_REF_MAX). */
-static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
-{
-    uintptr_t at;
-    if (align == 0)
-        align = ARENA_ALIGN;
-    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
-        ARENA_LIKELY(size - 1 < arena__room(a, align, &at))) {
-        char *p = arena__take(a, at, size, align);
-        arena__copy_bytes(p, src, size);
-        /* The ref is made after the copy: made before it, its fields had to
-         * outlive the call to memcpy (values over 32 bytes) on the stack. */
-        return arena__window_ref(a, p, size);
-    }
-    return arena__ref_copy_slow(a, src, size, align);
-}
+/**
+ * Stores a copy of `size` bytes at `align` (a power of two, 0: ARENA_ALIGN)
+ * and returns its ref.  The empty ref for size 0, on out-of-memory, or for an
+ * invalid alignment (nothing stored).  size > ARENA_REF_MAX is misuse:
+ * ARENA_ERR_REF_TOO_LARGE goes to the error handler and the empty ref is
+ * returned.  Inline like arena_copy() when the value fits the current chunk
+ * (which also proves size <= ARENA_REF_MAX).
+ */
+static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align);
 
 /** Stores `len` bytes of `s` plus a NUL (as arena_strndup()) and returns a
  *  ref whose length is `len`.  len 0 stores nothing and returns the empty
- *  ref (whose string is "").  len >= ARENA_REF_MAX: ARENA_ERR_REF_TOO_LARGE.
- *  Inline when the string fits the current chunk. */
-static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
-{
-    uintptr_t at;
-    if (ARENA__INLINE_WINDOW && len != 0 && ARENA_LIKELY(len < arena__room(a, 1, &at))) {
-        char *p = a->ptr;
-        a->ptr = p + len + 1;
-        arena__copy_bytes(p, s, len);
-        p[len] = '\0';
-        return arena__window_ref(a, p, len); /* after the copy, as above */
-    }
-    return arena__ref_strndup_slow(a, s, len);
-}
+ *  ref (whose string is "").  len >= ARENA_REF_MAX: ARENA_ERR_REF_TOO_LARGE,
+ *  then the empty ref.  The empty ref on out-of-memory.  Inline when the
+ *  string fits the current chunk. */
+static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len);
 
-/* A checked build keeps a tag in the top bit of len (and in the top bits of
- * chunk): a length never reaches it, since it is <= ARENA_REF_MAX. */
-#define ARENA__REF_LEN_MASK 0x7FFFFFFFu
+/** True for the empty ref.  Pure: needs no arena. */
+static inline bool arena_ref_empty(arena_ref r);
 
-/** True for the empty ref. */
-static inline bool arena_ref_empty(arena_ref r) { return (r.len & ARENA__REF_LEN_MASK) == 0; }
+/** The value's length in bytes (without the NUL of a string).  Pure: needs no
+ *  arena. */
+static inline size_t arena_ref_len(arena_ref r);
 
-/** The value's length in bytes (without the NUL of a string). */
-static inline size_t arena_ref_len(arena_ref r) { return r.len & ARENA__REF_LEN_MASK; }
+/** The value's address, NULL for the empty ref.  O(1).  Requires a ref from
+ *  this arena whose value has not expired; a checked build reports a ref from
+ *  before the last reset, release or rewind, another arena's, or a garbage
+ *  one (ARENA_ERR_STALE_REF, then NULL) before reading through it. */
+static inline void *arena_ref_ptr(const arena *a, arena_ref r);
 
-/** The value's address, NULL for the empty ref.  O(1).  The ref must come from
- *  this arena and not have expired; a checked build reports a ref from before
- *  the last reset, release or rewind (ARENA_ERR_STALE_REF, then NULL). */
-static inline void *arena_ref_ptr(const arena *a, arena_ref r)
-{
-#if defined(ARENA_CHECKED) && ARENA_CHECKED
-    return arena__ref_ptr_checked(a, r);
-#else
-    if (r.len == 0)
-        return NULL;
-    return a->chunks[r.chunk].base + r.off;
-#endif
-}
-
-/** The string a ref from arena_ref_strndup() describes; "" for the empty ref. */
-static inline const char *arena_ref_str(const arena *a, arena_ref r)
-{
-    const char *s = (const char *)arena_ref_ptr(a, r);
-    return s ? s : "";
-}
-
-#if defined(__GNUC__) && !defined(__clang__)
-#  pragma GCC diagnostic pop
-#endif
+/** The string a ref from arena_ref_strndup() describes; "" for the empty ref
+ *  (and, in a checked build, after a report as arena_ref_ptr()). */
+static inline const char *arena_ref_str(const arena *a, arena_ref r);
 
 /* ---- Checks ------------------------------------------------------------------------- */
 
-/** Walks the arena's bookkeeping and reports any inconsistency through the
- *  error handler (ARENA_ERR_CORRUPT).  Returns true when consistent.  Any build. */
+/** Walks the arena's bookkeeping and reports the first inconsistency through
+ *  the error handler (ARENA_ERR_CORRUPT).  Returns true when consistent.  Any
+ *  build; reads only.  O(chunks); a checked build also walks every byte held
+ *  and reports the first overwritten guard, pad or header (outside
+ *  Valgrind, whose no-access guards catch such writes as they happen). */
 ARENA_API bool arena_check(const arena *a);
 
 #ifdef __cplusplus
 }
 #endif
+
+#include "arena/internal/arena.h"
 
 #endif /* ARENA_ARENA_H */

@@ -7,7 +7,7 @@
  *
  *   - a context and a size, a context and a pointer: protobuf-c's
  *     ProtobufCAllocator, zlib's zalloc/zfree, upb, nghttp2...
- *     (arena_hook_alloc/free, arena_hook_zalloc/zfree; the context is the
+ *     (arena_hook_alloc/free, arena_hook_zalloc; the context is the
  *     arena);
  *   - realloc with the old size: Lua's lua_Alloc (arena_hook_lua), yyjson's
  *     yyjson_alc (arena_hook_realloc);
@@ -50,24 +50,23 @@ extern "C" {
  * dereferenced.  NULL on out-of-memory or overflow, arena unchanged.  Fits
  * protobuf-c's ProtobufCAllocator.alloc.
  */
-ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
 ARENA_API void *arena_hook_alloc(void *arena_ctx, size_t size);
 
 /** Does nothing: the value dies with the batch.  Fits ProtobufCAllocator.free
- *  (so protobuf_c_message_free_unpacked() may be called, or skipped). */
+ *  (so protobuf_c_message_free_unpacked() may be called, or skipped) and
+ *  zlib's zfree (zlib's state dies with the batch).  Thread-safe. */
 ARENA_API void arena_hook_free(void *arena_ctx, void *ptr);
 
 /**
  * zlib's zalloc: `items * size` uninitialised bytes, ARENA_ALIGN-aligned,
  * from the arena `arena_ctx`.  NULL (Z_NULL, arena unchanged) when the
  * product overflows size_t or memory runs out; zlib then reports
- * Z_MEM_ERROR.  Use with `strm.opaque = &arena`.
+ * Z_MEM_ERROR.  Use with `strm.zfree = arena_hook_free` and
+ * `strm.opaque = &arena`.
  */
-ARENA_NODISCARD ARENA_MALLOC
+ARENA__NODISCARD ARENA__MALLOC
 ARENA_API void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size);
-
-/** zlib's zfree: does nothing (zlib's state dies with the batch). */
-ARENA_API void arena_hook_zfree(void *arena_ctx, void *ptr);
 
 /**
  * Lua's lua_Alloc: `lua_newstate(arena_hook_lua, &arena)`.
@@ -93,7 +92,7 @@ ARENA_API void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size
  * result is then a block of no bytes, not NULL).  NULL on out-of-memory,
  * block and arena unchanged.  ARENA_ALIGN-aligned.
  */
-ARENA_NODISCARD
+ARENA__NODISCARD
 ARENA_API void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new_size);
 
 /**
@@ -143,11 +142,11 @@ ARENA_API arena *arena_current(void);
  * falls back to the heap (that would change the block's lifetime).
  * Thread-safe in the sense above (it uses the calling thread's arena).
  */
-ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(1)
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(1)
 ARENA_API void *arena_cur_malloc(size_t size);
 
 /** arena_cur_malloc(count * size), zeroed; NULL when the product overflows. */
-ARENA_NODISCARD ARENA_MALLOC
+ARENA__NODISCARD ARENA__MALLOC
 ARENA_API void *arena_cur_calloc(size_t count, size_t size);
 
 /**
@@ -173,7 +172,7 @@ ARENA_API void *arena_cur_calloc(size_t count, size_t size);
  * poisoned, so the write that overwrites it is reported itself.  If the
  * handler returns, NULL and nothing changes.
  */
-ARENA_NODISCARD
+ARENA__NODISCARD
 ARENA_API void *arena_cur_realloc(void *ptr, size_t size);
 
 /**
@@ -193,7 +192,7 @@ ARENA_API size_t arena_cur_size(const void *ptr);
 
 /** strdup through arena_cur_malloc (libxml2's xmlStrdupFunc).  NULL on
  *  out-of-memory. */
-ARENA_NODISCARD ARENA_MALLOC
+ARENA__NODISCARD ARENA__MALLOC
 ARENA_API char *arena_cur_strdup(const char *s);
 
 #ifdef __cplusplus

@@ -4,16 +4,28 @@
  * A pool hands out slots of one size from storage reserved once, at init, in
  * one contiguous region; a slot's address never changes.  Allocation and
  * freeing are O(1), never touch the heap, and recycle LIFO: the slot freed
- * last is the next one handed out.  Every bad free (NULL, a pointer that is
- * not the start of one of the pool's slots, a slot that is already free) is
- * detected exactly, in every build, reported through the error handler of
- * arena.h, and leaves the pool as it was.
+ * last is the next one handed out.
  *
- * Thread-safety: a pool is NOT thread-safe.  One thread at a time may use a
- * given pool (several threads may use several pools).  Do not copy a pool
- * struct after init (the copy would share the storage); pass `arena_pool *`.
+ * The contract every pool function shares, unless its comment says otherwise:
+ *   - Thread-safety: a pool is NOT thread-safe.  One thread at a time may use
+ *     a given pool (several threads may use several pools).
+ *   - Ownership: the pool owns its storage; a slot belongs to the caller from
+ *     arena_pool_alloc() to arena_pool_free(), and every slot pointer expires
+ *     at arena_pool_destroy().  Do not copy a pool struct after init (the
+ *     copy would share the storage); pass `arena_pool *`.
+ *   - Failure: a full pool or out-of-memory is not an error (NULL, false),
+ *     and the pool is as it was.  Every bad free (NULL, a pointer that is not
+ *     the start of one of the pool's slots, a slot that is already free) is
+ *     detected exactly, in every build, reported through the error handler
+ *     of arena.h, and leaves the pool as it was.
+ *   - Checked build: a freed slot is filled with 0xDD, and a write into it
+ *     after the free is reported (ARENA_ERR_CORRUPT) when it is handed out
+ *     again; arena_pool_check() runs when the pool becomes empty and at
+ *     destroy.  Under AddressSanitizer every free slot is poisoned.
  *
- * This header includes only arena.h, and is usable from C++.
+ * The inline functions declared here are defined in arena/internal/pool.h,
+ * which this header includes at its end.  This header includes only arena.h,
+ * and is usable from C++.
  */
 #ifndef ARENA_POOL_H
 #define ARENA_POOL_H
@@ -24,18 +36,13 @@
 extern "C" {
 #endif
 
-/* Slot states, one uint32_t per slot (internal).  A free slot remembers
- * whether it was ever handed out, so that a bad free can say which mistake it
- * was. */
-#define ARENA__POOL_NEVER 0u /* free, never handed out */
-#define ARENA__POOL_LIVE  1u /* handed out */
-#define ARENA__POOL_FREED 2u /* free, handed out and given back */
-
-/*
- * The pool.  The first eight fields are what the inline paths read; the rest
- * is the library's.  The zero value (`arena_pool p = {0};`) is a valid empty
- * pool of capacity 0, and so is a pool after arena_pool_destroy() or a failed
- * init: alloc returns NULL, free reports, destroy does nothing.
+/**
+ * The pool.  A program reads none of its fields (the queries below report
+ * them); they are visible because the inline functions read them: the first
+ * eight on alloc and free, and cap and nfree for the queries.  The zero value
+ * (`arena_pool p = {0};`) is a valid empty pool of capacity 0, and so is a
+ * pool after arena_pool_destroy() or a failed init: alloc returns NULL, free
+ * reports, destroy does nothing.
  *
  * The free-list links live in the metadata (the stack), not in the slots, so
  * a stray write into a freed slot cannot corrupt the pool: it can only spoil
@@ -43,33 +50,26 @@ extern "C" {
  *
  *     [ cap slots of `stride` bytes | stack: cap uint32 | states: cap uint32 ]
  *
- * Why these types.  A loop of inline pool calls stores slot indices and slot
- * states (uint32_t) and, as a rule, the pointers it gets (void *).  None of
- * those may alias a uintptr_t or size_t field, so the compiler may keep the
- * hot fields in registers across the loop.  A pointer field would be
- * reloaded after every store of a pointer (a pointer store may alias any
- * pointer field), and a state of type char after every state store (a char
- * store may alias anything), each reload behind the store before it; the
- * addresses are therefore held as integers, and a state takes 4 bytes (a
- * uint16_t would do for the types, but gcc stores a 16-bit constant through
- * a scratch register: one more instruction on both paths).
+ * The addresses are held as integers, and states take 4 bytes, so that no
+ * store of a loop of pool calls (a pointer, an index, a state) may alias a
+ * hot field: the compiler keeps them in registers (docs/fast-path.md).
  */
 typedef struct arena_pool {
-    uintptr_t base;  /* address of slot 0; slot i starts at base + i * stride */
-    uintptr_t stack; /* address of the free stack (uint32_t); its top is [nfree - 1] */
-    uintptr_t state; /* address of the states: one ARENA__POOL_* uint32_t per slot */
-    size_t nfree;    /* free slots */
-    size_t open;     /* cap while the inline paths are open; 0 closes them */
-    size_t inv;      /* inverse of the stride's odd part, modulo 2^N (N: size_t bits) */
-    size_t stride;   /* slot size: obj_size rounded up to obj_align */
-    size_t shift;    /* trailing zero bits of stride */
+    uintptr_t base;  /**< address of slot 0; slot i starts at base + i * stride */
+    uintptr_t stack; /**< address of the free stack (uint32_t); its top is [nfree - 1] */
+    uintptr_t state; /**< address of the slot states, one uint32_t per slot */
+    size_t nfree;    /**< free slots */
+    size_t open;     /**< cap while the inline paths are open; 0 closes them */
+    size_t inv;      /**< inverse of the stride's odd part, modulo 2^N (N: size_t bits) */
+    size_t stride;   /**< slot size: obj_size rounded up to obj_align */
+    size_t shift;    /**< trailing zero bits of stride */
 
-    size_t cap;              /* slots (at most UINT32_MAX) */
-    size_t obj_size;         /* as asked (0 counts as 1) */
-    size_t obj_align;        /* as asked */
-    void *block;             /* the region as the backing allocator gave it; NULL: the caller's */
-    size_t block_size;       /* its size, as asked of the backing allocator */
-    arena_allocator backing; /* alloc == NULL: malloc */
+    size_t cap;              /**< slots (at most UINT32_MAX) */
+    size_t obj_size;         /**< as asked (0 counts as 1) */
+    size_t obj_align;        /**< as asked */
+    void *block;             /**< the region as the backing allocator gave it; NULL: the caller's */
+    size_t block_size;       /**< its size, as asked of the backing allocator */
+    arena_allocator backing; /**< alloc == NULL: malloc */
 } arena_pool;
 
 /* ---- Lifetime ------------------------------------------------------------------ */
@@ -79,15 +79,16 @@ typedef struct arena_pool {
  * alignment `obj_align` (a power of two; 0 and other values are refused).
  * Slot size is obj_size rounded up to obj_align (obj_size 0 counts as 1);
  * no slot is smaller than the object, none needs to hold a pointer.
- * All storage (slots and bookkeeping) is one block from `backing` (copied;
- * NULL: malloc), padded when obj_align > ARENA_ALIGN; destroy gives it back.
+ * All storage (slots and bookkeeping) is one block from `backing` (the struct
+ * is copied; NULL: malloc), padded when obj_align > ARENA_ALIGN; destroy gives
+ * it back.
  *
  * Returns false, with `*p` the empty pool and nothing allocated, when the
  * backing allocator fails, capacity is 0 or above UINT32_MAX, obj_align is not
- * a power of two, or the storage size would overflow size_t.  Do not call it
- * on a pool that holds storage (destroy it first).  Not thread-safe.
+ * a power of two, or the storage size would overflow size_t.  Requires a pool
+ * that holds no storage (destroy it first).
  */
-ARENA_NODISCARD
+ARENA__NODISCARD
 ARENA_API bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t capacity,
                                const arena_allocator *backing);
 
@@ -106,7 +107,7 @@ ARENA_API size_t arena_pool_buffer_size(size_t obj_size, size_t obj_align, size_
  * or for arguments arena_pool_init() refuses, returns false with `*p` the
  * empty pool.  `buf` must outlive the pool; the pool owns it until destroy.
  */
-ARENA_NODISCARD
+ARENA__NODISCARD
 ARENA_API bool arena_pool_init_buffer(arena_pool *p, void *buf, size_t len, size_t obj_size,
                                       size_t obj_align, size_t capacity);
 
@@ -114,150 +115,25 @@ ARENA_API bool arena_pool_init_buffer(arena_pool *p, void *buf, size_t len, size
  * Gives the storage back to where it came from (the backing allocator or
  * malloc; a caller's buffer is left to the caller, unpoisoned) and leaves `*p`
  * the empty pool of capacity 0: safe to destroy again, to alloc from (NULL)
- * or to init again.  Every slot pointer expires.  Not thread-safe.
+ * or to init again.  Every slot pointer expires.  Never fails.  Checked
+ * build: runs arena_pool_check() first.
  */
 ARENA_API void arena_pool_destroy(arena_pool *p);
-
-/* ---- Slow paths (internal; called by the inline functions below) ------------ */
-
-#if defined(__GNUC__) || defined(__clang__)
-#  define ARENA__POOL_COLD __attribute__((cold))
-#else
-#  define ARENA__POOL_COLD
-#endif
-
-/* Out of line: an empty pool (NULL), a closed one (instrumented library), a
- * bad free (reported).  Cold, so that a loop of inline calls keeps them off
- * its straight path. */
-ARENA__POOL_COLD ARENA_API void *arena__pool_alloc_slow(arena_pool *p);
-ARENA__POOL_COLD ARENA_API void arena__pool_free_slow(arena_pool *p, void *obj);
-
-/* ---- The hot fields as values (internal) ---------------------------------------
- * An inline call loads the hot fields into a local copy, works on the copy,
- * and stores back the one that changed (nfree).  After an out-of-line call
- * it loads the copy again (the call may have changed anything) and holds the
- * fields its fast path uses to the end of the call.  Then, in a loop of calls,
- * each call finds those fields already in registers, whichever path the
- * previous call took: the compiler loads them once before the loop and again
- * only after a call out of line. */
-typedef struct arena__pool_regs {
-    uintptr_t base, stack, state;
-    size_t nfree, open, inv, stride, shift;
-} arena__pool_regs;
-
-static inline arena__pool_regs arena__pool_load(const arena_pool *p)
-{
-    arena__pool_regs r;
-    r.base = p->base;
-    r.stack = p->stack;
-    r.state = p->state;
-    r.nfree = p->nfree;
-    r.open = p->open;
-    r.inv = p->inv;
-    r.stride = p->stride;
-    r.shift = p->shift;
-    return r;
-}
-
-/* Keeps the copy's values alive to the end of an inline call, on every path.
- * Without it gcc drops the reload after an out-of-line call (nothing on that
- * path reads it), a field is then no longer known after that path, and the
- * next call of a loop must load it from memory on every path.  An empty asm
- * statement that takes the values: it emits no instruction.  Each path holds
- * the fields it uses: a function that allocates once loads no more than it
- * needs.  Not for clang, which keeps no field in a register across such a
- * call either way, and would store each held value to the stack. */
-#if defined(__GNUC__) && !defined(__clang__)
-#  define ARENA__POOL_HOLD_ALLOC(r)                                                        \
-      __asm__("" : : "g"((r).base), "g"((r).stack), "g"((r).state), "g"((r).nfree),      \
-              "g"((r).open), "g"((r).stride))
-#  define ARENA__POOL_HOLD_FREE(r)                                                         \
-      __asm__("" : : "g"((r).base), "g"((r).stack), "g"((r).state), "g"((r).nfree),      \
-              "g"((r).open), "g"((r).inv), "g"((r).shift))
-#else
-#  define ARENA__POOL_HOLD_ALLOC(r) ((void)(r))
-#  define ARENA__POOL_HOLD_FREE(r)  ((void)(r))
-#endif
-
-/* ---- Slot-state transitions (internal) ----------------------------------------
- * Every change of a slot's state goes through these two, inline or not, so
- * that the library's wrappers (src/pool.c take/give) are the one place that
- * adds sanitizer annotations.  They work on the copy; the caller stores
- * nfree back. */
-
-/* Hands out the top of the free stack: marks it live, returns its index.
- * Requires nfree > 0. */
-static inline size_t arena__pool_pop(arena__pool_regs *r)
-{
-    size_t i = ((const uint32_t *)r->stack)[--r->nfree];
-    ((uint32_t *)r->state)[i] = ARENA__POOL_LIVE;
-    return i;
-}
-
-/* Takes slot i back.  Requires i < cap and state[i] == LIVE. */
-static inline void arena__pool_push(arena__pool_regs *r, size_t i)
-{
-    ((uint32_t *)r->stack)[r->nfree++] = (uint32_t)i;
-    ((uint32_t *)r->state)[i] = ARENA__POOL_FREED;
-}
-
-/*
- * The slot index of `obj`, or a value >= cap when `obj` is not a slot start
- * (outside the storage, inside a slot, or NULL).  No division: with
- * stride = d * 2^k (d odd) and inv = d^-1 mod 2^N, an offset that is i * stride
- * maps to i exactly, and any other offset, below the storage or past it
- * included, maps to a value >= cap (the low k bits of off * inv are non-zero
- * and rotate to the top, or the quotient is not exact and comes out above
- * SIZE_MAX / stride >= cap).  One multiply, one rotate, one compare: a range
- * and stride check in one.
- */
-static inline size_t arena__pool_slot(uintptr_t base, size_t inv, size_t shift, const void *obj)
-{
-    size_t x = (size_t)((uintptr_t)obj - base) * inv;
-    return (x >> shift) | (x << ((0 - shift) & (sizeof(size_t) * 8 - 1)));
-}
-
-static inline size_t arena__pool_index(const arena_pool *p, const void *obj)
-{
-    return arena__pool_slot(p->base, p->inv, p->shift, obj);
-}
 
 /* ---- Slots ------------------------------------------------------------------------ */
 
 /**
  * A free slot (uninitialised: the pool never zeroes or constructs), aligned
- * to obj_align, of at least obj_size bytes; NULL when every slot is taken
- * (pool unchanged).  O(1), no heap work.  LIFO: the slot freed last comes
- * back first.  Under AddressSanitizer the slot's obj_size bytes are
- * unpoisoned (every free slot is poisoned).  Not thread-safe.
- *
- * Fast path, gcc 12 -O2 x86-64, in a loop of allocs: 8 instructions and one
- * not-taken branch, every field in a register (decrement the count, compare
- * it with `open`, load the index, store the state, multiply by the stride,
- * add the base, store the count).  In a function that allocates once: 14
- * and a ret, 6 of them loads of the fields.  Checked by objdump; see
- * docs/fast-path.md.
+ * to obj_align, of at least obj_size bytes, the caller's until it frees it;
+ * NULL when every slot is taken (pool unchanged).  O(1), no heap work.  LIFO:
+ * the slot freed last comes back first.  Inline: one compare on the count,
+ * and the pool's fields stay in registers across a loop of calls
+ * (docs/fast-path.md).  Checked build: reports a write into the slot since it
+ * was freed (ARENA_ERR_CORRUPT).  Under AddressSanitizer the slot's obj_size
+ * bytes are unpoisoned.
  */
-ARENA_NODISCARD ARENA_MALLOC
-static inline void *arena_pool_alloc(arena_pool *p)
-{
-#if ARENA__INLINE_WINDOW
-    arena__pool_regs r = arena__pool_load(p);
-    void *obj;
-    if (ARENA_LIKELY(r.nfree - 1 < r.open)) {
-        size_t i = arena__pool_pop(&r);
-        obj = (void *)(r.base + i * r.stride);
-    } else {
-        obj = arena__pool_alloc_slow(p);
-        r = arena__pool_load(p);
-    }
-    p->nfree = r.nfree;
-    ARENA__POOL_HOLD_ALLOC(r);
-    return obj;
-#else
-    return arena__pool_alloc_slow(p); /* the library sees every transition */
-#endif
-}
+ARENA__NODISCARD ARENA__MALLOC
+static inline void *arena_pool_alloc(arena_pool *p);
 
 /**
  * Gives slot `obj` back.  O(1), no heap work.  Misuse is detected exactly in
@@ -265,67 +141,44 @@ static inline void *arena_pool_alloc(arena_pool *p)
  * does nothing: NULL (ARENA_ERR_NULL_FREE), a pointer outside the storage or
  * not at a slot start (ARENA_ERR_FOREIGN_POINTER), a slot already free, freed
  * before or never handed out (ARENA_ERR_DOUBLE_FREE).  `obj` may be any
- * pointer (the checks never dereference it).  Under AddressSanitizer the
- * slot is poisoned again, so a use after free is reported.  Not thread-safe.
- *
- * Fast path, gcc 12 -O2 x86-64, in a loop of frees: 13 instructions and two
- * not-taken branches, every field in a register (copy the pointer, offset
- * from the base, multiply by the inverse, rotate by the shift, compare with
- * `open`, address and compare the slot state, push the index, count, store
- * the state, store the count).  In a function that frees once: 21, 7 of them
- * loads of the fields, between a prologue and an epilogue that save two
- * registers for the slow path.  Checked by objdump; see docs/fast-path.md.
+ * pointer (the checks never dereference it).  Inline: one multiply and one
+ * rotate check range and stride at once.  Checked build: fills the slot with
+ * 0xDD.  Under AddressSanitizer the slot is poisoned again, so a use after
+ * free is reported.
  */
-static inline void arena_pool_free(arena_pool *p, void *obj)
-{
-#if ARENA__INLINE_WINDOW
-    arena__pool_regs r = arena__pool_load(p);
-    size_t i = arena__pool_slot(r.base, r.inv, r.shift, obj);
-    if (ARENA_LIKELY(i < r.open) &&
-        ARENA_LIKELY(((const uint32_t *)r.state)[i] == ARENA__POOL_LIVE)) {
-        arena__pool_push(&r, i);
-    } else {
-        arena__pool_free_slow(p, obj);
-        r = arena__pool_load(p);
-    }
-    p->nfree = r.nfree;
-    ARENA__POOL_HOLD_FREE(r);
-#else
-    arena__pool_free_slow(p, obj); /* the library sees every transition */
-#endif
-}
+static inline void arena_pool_free(arena_pool *p, void *obj);
 
 /* ---- Queries ---------------------------------------------------------------------- */
 
 /** True when `obj` is the start of one of the pool's slots, live or free
  *  (any pointer may be asked; none is dereferenced).  O(1).  Reads only
  *  fields that init sets, so it may run beside other queries. */
-static inline bool arena_pool_owns(const arena_pool *p, const void *obj)
-{
-    return arena__pool_index(p, obj) < p->cap;
-}
+static inline bool arena_pool_owns(const arena_pool *p, const void *obj);
 
-/** Number of slots. */
-static inline size_t arena_pool_capacity(const arena_pool *p) { return p->cap; }
+/** Number of slots.  O(1). */
+static inline size_t arena_pool_capacity(const arena_pool *p);
 
-/** Live objects: slots handed out and not freed. */
-static inline size_t arena_pool_used(const arena_pool *p) { return p->cap - p->nfree; }
+/** Live objects: slots handed out and not freed.  O(1). */
+static inline size_t arena_pool_used(const arena_pool *p);
 
-/** Free slots: how many allocations will succeed from now. */
-static inline size_t arena_pool_available(const arena_pool *p) { return p->nfree; }
+/** Free slots: how many allocations will succeed from now.  O(1). */
+static inline size_t arena_pool_available(const arena_pool *p);
 
 /**
  * Walks the pool's bookkeeping (every slot state and the whole free stack)
  * and reports the first inconsistency through the error handler
- * (ARENA_ERR_CORRUPT).  Returns true when consistent.  Any build.  O(cap).
- * It marks slot states while it walks and restores them before it returns
- * (or reports), so like every pool call it must not run concurrently with
- * another call on the same pool.
+ * (ARENA_ERR_CORRUPT).  Returns true when consistent.  Any build.  O(cap), no
+ * allocation.  It marks slot states while it walks (the one exact way to find
+ * a slot the free stack names twice without memory of its own) and restores
+ * them before it returns or reports, hence the non-const pool: it must not
+ * run concurrently with any other call on the same pool, queries included.
  */
-ARENA_API bool arena_pool_check(const arena_pool *p);
+ARENA_API bool arena_pool_check(arena_pool *p);
 
 #ifdef __cplusplus
 }
 #endif
+
+#include "arena/internal/pool.h"
 
 #endif /* ARENA_POOL_H */

@@ -6,11 +6,8 @@
  *                    (arena_cache_recycle), which resets it and keeps the
  *                    chunks its recent requests needed for the next one.
  *   - scratch:       per-thread scratch arenas that are never one of the
- *                    arenas the caller names as conflicts, with a mark taken
- *                    at arena_scratch_begin() and rewound at arena_scratch_end().
- *   - scopes:        ARENA_SCOPE(a) rewinds `a` when the enclosing block is
- *                    left, early return included (gcc and clang); the
- *                    arena_scope_begin()/arena_scope_end() pair everywhere.
+ *                    arenas the caller names as conflicts: arena_scratch_begin()
+ *                    opens a scope (arena.h) of one, arena_scope_end() ends it.
  *   - arena_shared:  one arena that many threads allocate from at once; each
  *                    thread bumps through a private run of memory and takes a
  *                    lock only to claim the next run.
@@ -39,20 +36,19 @@ typedef struct arena_cache arena_cache;
 
 /** How a cache is set up.  Zero fields take the defaults. */
 typedef struct arena_cache_config {
-    size_t chunk_bytes;  /* chunk budget of each arena (0: ARENA_DEFAULT_CHUNK) */
-    size_t max_arenas;   /* arenas kept in the shared store (0: 64); beyond it a
-                            recycled arena is released */
-    size_t max_retained; /* a hard bound on the bytes of chunks a recycled
-                            arena keeps, as with arena_reset_to() (0 or
-                            SIZE_MAX: none, the arena keeps what its recent
-                            requests needed, see arena_reset(); below
-                            chunk_bytes: no chunk) */
-    const arena_allocator *backing; /* every arena's memory and the cache's
-                                       own (NULL: malloc); copied.  The cache
-                                       calls it one call at a time (under a
-                                       lock of its own), so it need not be
-                                       thread-safe unless other caches, arenas
-                                       or pools use it too */
+    /** chunk budget of each arena (0: ARENA_DEFAULT_CHUNK) */
+    size_t chunk_bytes;
+    /** arenas kept in the shared store (0: 64); beyond it a recycled arena is
+     *  released */
+    size_t max_arenas;
+    /** a hard bound on the bytes of chunks a recycled arena keeps, as with
+     *  arena_reset_to() (0 or SIZE_MAX: none, the arena keeps what its recent
+     *  requests needed, see arena_reset(); below chunk_bytes: no chunk) */
+    size_t max_retained;
+    /** every arena's memory and the cache's own (NULL: malloc); copied.  The
+     *  cache calls it one call at a time (under a lock of its own), so it need
+     *  not be thread-safe unless other caches, arenas or pools use it too */
+    const arena_allocator *backing;
 } arena_cache_config;
 
 /**
@@ -61,10 +57,11 @@ typedef struct arena_cache_config {
  * kept until arena_cache_destroy() (an arena released beyond max_arenas keeps
  * its struct, without chunks, for a later acquire), so they number at most the
  * most arenas ever out at once (acquired, or waiting in threads' slots), at
- * about 200 bytes each.  NULL on out-of-memory or when the system refuses a
+ * about the size of an arena struct each.  The caller owns the cache until
+ * arena_cache_destroy().  NULL on out-of-memory or when the system refuses a
  * mutex.  Thread-safe.
  */
-ARENA_NODISCARD ARENA_API arena_cache *arena_cache_create(const arena_cache_config *config);
+ARENA__NODISCARD ARENA_API arena_cache *arena_cache_create(const arena_cache_config *config);
 
 /**
  * Frees every arena the cache made (cached, waiting in a thread's slot, and
@@ -86,7 +83,7 @@ ARENA_API void arena_cache_destroy(arena_cache *c);
  * there.  Do not arena_init*() it.
  * NULL on out-of-memory.  Thread-safe.
  */
-ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
+ARENA__NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
 
 /**
  * Ends a request: resets `a` with arena_reset_to(a, max_retained) (every value
@@ -101,6 +98,7 @@ ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
  * happens.  Once a later acquire hands the arena out again it is that
  * request's, and a stale recycle of it cannot be told from that request's own.
  * An arena that no cache made, or whose cache was destroyed, is undefined.
+ * Checked build: the reset verifies the arena's values (see arena_reset()).
  * A thread's slot holds one arena of one cache: recycling into another cache
  * sends it back to its own cache's store first.  A thread that exits returns
  * the arena waiting in its slot to the store, so max_arenas bounds the store
@@ -113,109 +111,51 @@ ARENA_NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
 ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
 
 /** Arenas in the shared store now (not counting those waiting in threads'
- *  slots, nor the structs of released ones).  Thread-safe; a snapshot. */
+ *  slots, nor the structs of released ones).  Thread-safe; a snapshot, for
+ *  monitoring and tests. */
 ARENA_API size_t arena_cache_count(arena_cache *c);
-
-/* ---- Scopes --------------------------------------------------------------------- */
-
-/** A mark of an arena, to be rewound at the end of a scope.  A plain value. */
-typedef struct arena_scope {
-    struct arena *arena; /* NULL: nothing to rewind (`struct`: C++ allows the name) */
-    arena_mark mark; /* its position at the start of the scope */
-} arena_scope;
-
-/** Starts a scope of `a`: arena_scope_end() forgets everything stored in `a`
- *  after this call.  Same thread-safety as the arena. */
-static inline arena_scope arena_scope_begin(arena *a)
-{
-    arena_scope s;
-    s.arena = a;
-    s.mark = arena_save(a);
-    return s;
-}
-
-/** Ends a scope: arena_rewind(s->arena, s->mark) (nothing when s->arena is
- *  NULL).  Scopes of one arena must end in reverse order of their start; a
- *  scope ended after an enclosing one is reported (ARENA_ERR_BAD_MARK, in
- *  every build: see arena_rewind()), and then nothing happens.  Ending a
- *  scope again is fine. */
-static inline void arena_scope_end(arena_scope *s)
-{
-    if (s->arena)
-        arena_rewind(s->arena, s->mark);
-}
-
-#define ARENA__CAT2(a, b) a##b
-#define ARENA__CAT(a, b) ARENA__CAT2(a, b)
-
-#if defined(__GNUC__) || defined(__clang__)
-/** 1 where ARENA_SCOPE and ARENA_SCRATCH_SCOPE exist (gcc, clang). */
-#  define ARENA_HAVE_SCOPE 1
-/**
- * ARENA_SCOPE(a);  as a statement inside a block: everything stored in `a`
- * from here on is forgotten when the block is left, however it is left
- * (end of block, return, break, goto out of it), through the cleanup
- * attribute of gcc and clang.  Not longjmp, and not C++ exceptions in C code.
- * Elsewhere (MSVC) the macro does not exist: use arena_scope_begin() and
- * arena_scope_end() on every path.  At most one per line.
- */
-#  define ARENA_SCOPE(a)                                                             \
-      arena_scope ARENA__CAT(arena__scope_, __LINE__)                                \
-          __attribute__((cleanup(arena_scope_end), unused)) = arena_scope_begin(a)
-#else
-#  define ARENA_HAVE_SCOPE 0
-#endif
 
 /* ---- Scratch arenas ------------------------------------------------------------ */
 
-/** Scratch arenas per thread. */
+/** Scratch arenas per thread: arena_scratch_begin() fails when the caller
+ *  names this many of them as conflicts. */
 #define ARENA_SCRATCH_COUNT 2
 
-/** A scratch arena and the mark to rewind it to.  `arena` is NULL when no
- *  scratch arena could be given (see arena_scratch_begin()). */
-typedef struct arena_scratch {
-    struct arena *arena; /* `struct`: C++ allows the member the type's name */
-    arena_mark mark;
-} arena_scratch;
-
 /**
- * One of this thread's ARENA_SCRATCH_COUNT scratch arenas that is none of the
- * `n` arenas in `conflicts` (NULL entries and conflicts == NULL are fine),
- * with its position saved: allocate from s.arena, then arena_scratch_end(s)
- * forgets what was stored.  Pass as conflicts every arena that the caller
- * wants results in, so that a function can use scratch memory while its
- * result goes to its caller's scratch arena; nesting is fine as long as
- * scratches end in reverse order.
+ * A scope of one of this thread's ARENA_SCRATCH_COUNT scratch arenas that is
+ * none of the `n` arenas in `conflicts` (NULL entries and conflicts == NULL
+ * are fine): allocate from s.arena, then arena_scope_end(&s) forgets what was
+ * stored and frees the arena's spare chunks beyond 1 MiB.  Pass as conflicts
+ * every arena that the caller wants results in, so that a function can use
+ * scratch memory while its result goes to its caller's scratch arena;
+ * nesting is fine as long as the scopes end in reverse order (one ended
+ * after an enclosing one of the same arena is reported, ARENA_ERR_BAD_MARK,
+ * and then nothing happens: no rewind, no trim).
  *
  * Scratch arenas belong to the calling thread, have ARENA_DEFAULT_CHUNK
  * chunks from malloc, and are freed when the thread exits (or by
  * arena_scratch_release_thread()).  Do not hand them to another thread, reset,
- * release or trim them.  Fails, with s.arena NULL, when every scratch arena is
- * a conflict, or on out-of-memory registering the thread's clean-up.
+ * release or trim them, and end their scopes in the thread that began them.
+ * Fails, with s.arena NULL (arena_scope_end() of it does nothing), when every
+ * scratch arena is a conflict, or on out-of-memory registering the thread's
+ * clean-up.
  */
-ARENA_NODISCARD ARENA_API arena_scratch arena_scratch_begin(arena *const *conflicts, size_t n);
-
-/** Rewinds the scratch arena to s's mark (nothing when s.arena is NULL), then
- *  frees its spare chunks beyond 1 MiB.  Every value stored since
- *  arena_scratch_begin() expires.  A scratch ended after an enclosing one of
- *  the same arena is reported (ARENA_ERR_BAD_MARK), and then nothing happens
- *  (no rewind, no trim).  The calling thread's only. */
-ARENA_API void arena_scratch_end(arena_scratch s);
+ARENA__NODISCARD ARENA_API arena_scope arena_scratch_begin(arena *const *conflicts, size_t n);
 
 /** Frees this thread's scratch arenas now (the main thread, which need not
  *  run thread-exit clean-up, or a thread that is done with scratch memory).
- *  No scratch of this thread may be open.  They come back on next use. */
+ *  No scratch scope of this thread may be open.  They come back on next use. */
 ARENA_API void arena_scratch_release_thread(void);
 
 #if ARENA_HAVE_SCOPE
-static inline void arena__scratch_cleanup(arena_scratch *s) { arena_scratch_end(*s); }
 /**
- * ARENA_SCRATCH_SCOPE(s, conflicts, n);  declares `arena_scratch s` from
- * arena_scratch_begin(conflicts, n), ended when the enclosing block is left
- * (as ARENA_SCOPE).  Check s.arena for NULL.  gcc and clang only.
+ * ARENA_SCRATCH_SCOPE(s, conflicts, n);  declares `arena_scope s` from
+ * arena_scratch_begin(conflicts, n), ended by arena_scope_end() when the
+ * enclosing block is left (as ARENA_SCOPE).  Check s.arena for NULL.  gcc and
+ * clang only.
  */
 #  define ARENA_SCRATCH_SCOPE(s, conflicts, n)                                   \
-      arena_scratch s __attribute__((cleanup(arena__scratch_cleanup))) =          \
+      arena_scope s __attribute__((cleanup(arena_scope_end))) =                   \
           arena_scratch_begin((conflicts), (n))
 #endif
 
@@ -233,10 +173,11 @@ typedef struct arena_shared arena_shared;
  * next value is left unused.  A thread keeps its runs in a table of four
  * entries, one per shared arena by creation order modulo four: a thread that
  * alternates between two shared arenas created four apart gives up a run tail
- * at each switch (correct, but wasteful).  NULL on out-of-memory.  Allocates
- * no chunk yet.
+ * at each switch (correct, but wasteful).  The caller owns it until
+ * arena_shared_destroy().  NULL on out-of-memory.  Allocates no chunk yet.
+ * Thread-safe.
  */
-ARENA_NODISCARD ARENA_API arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
+ARENA__NODISCARD ARENA_API arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
                                                             const arena_allocator *backing);
 
 /** Frees every chunk and the shared arena.  No thread may allocate from it
@@ -249,18 +190,21 @@ ARENA_API void arena_shared_destroy(arena_shared *s);
  * threads at once.  Values larger than a quarter of a run are placed under
  * the lock.  Size 0 returns a non-NULL pointer not to be dereferenced.  NULL on
  * out-of-memory or overflow, with the arena as it was (the thread's run too).
+ * The values of one run are packed without guards between them; under
+ * AddressSanitizer the rest of the run stays poisoned, and values placed
+ * under the lock get arena_alloc()'s guards.
  */
-ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
 ARENA_API void *arena_shared_alloc(arena_shared *s, size_t size);
 
 /** arena_shared_alloc() at `align`, a power of two (0: ARENA_ALIGN); any
  *  other alignment returns NULL.  Thread-safe. */
-ARENA_NODISCARD ARENA_MALLOC ARENA_ALLOC_SIZE(2)
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
 ARENA_API void *arena_shared_alloc_aligned(arena_shared *s, size_t size, size_t align);
 
 /** `count * size` zeroed bytes, ARENA_ALIGN-aligned; NULL when the product
  *  overflows or on out-of-memory.  Thread-safe. */
-ARENA_NODISCARD ARENA_MALLOC
+ARENA__NODISCARD ARENA__MALLOC
 ARENA_API void *arena_shared_calloc(arena_shared *s, size_t count, size_t size);
 
 /**

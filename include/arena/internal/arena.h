@@ -1,0 +1,324 @@
+/*
+ * libarena: the inline code behind arena.h.
+ *
+ * Included by arena.h, never by itself.  The bodies of the public inline
+ * functions and the internals they need (arena__ names): nothing here is
+ * API, and any of it may change in any release.
+ */
+#ifndef ARENA_INTERNAL_ARENA_H
+#define ARENA_INTERNAL_ARENA_H
+
+#ifndef ARENA_ARENA_H
+#  error "include <arena/arena.h>, not arena/internal/arena.h"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Slow paths (internal; called by the inline functions below) ------------- */
+
+ARENA_API void *arena__alloc_slow(arena *a, size_t size, size_t align);
+ARENA_API void *arena__copy_slow(arena *a, const void *src, size_t size, size_t align);
+ARENA_API char *arena__strndup_slow(arena *a, const char *s, size_t len);
+ARENA_API void *arena__calloc_slow(arena *a, size_t size, size_t align);
+ARENA_API void *arena__ref_ptr_checked(const arena *a, arena_ref r);
+
+ARENA_API arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align);
+ARENA_API arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len);
+
+/* ---- The public inline functions ------------------------------------------- */
+
+static inline void arena_reset(arena *a)
+{
+    if (ARENA__INLINE_WINDOW && arena__reset_first(a))
+        return;
+    arena__reset_slow(a);
+}
+
+static inline size_t arena_size(const arena *a)
+{
+    return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->run);
+}
+
+static inline arena_mark arena_save(arena *a)
+{
+    arena_mark m;
+    m.pos = a->ptr ? a->ptr : a->pos;
+    m.size = arena_size(a);
+    m.cur = a->cur;
+    m.nused = a->nused;
+    m.serial = ++a->saves;
+    return m;
+}
+
+static inline arena_scope arena_scope_begin(arena *a)
+{
+    arena_scope s;
+    s.arena = a;
+    s.mark = arena_save(a);
+    return s;
+}
+
+/* The room in the inline window after a value of alignment `align` (a power
+ * of two <= ARENA_ALIGN) placed at the first suitable address, which goes to
+ * *at.  0 when the window is closed.  The invariant of the window (ptr
+ * rounded up to ARENA_ALIGN is <= end) keeps the subtraction from wrapping. */
+static inline size_t arena__room(const arena *a, size_t align, uintptr_t *at)
+{
+    *at = ((uintptr_t)a->ptr + (align - 1)) & ~(uintptr_t)(align - 1);
+    return (size_t)((uintptr_t)a->end - *at);
+}
+
+/* Takes the value at `at` of `size` bytes and alignment `align` from the
+ * inline window.  The bytes count in arena_size() through ptr - run; only
+ * alignment padding, which must not count, touches the size field, behind a
+ * branch that values whose size is a multiple of their alignment never take.
+ * A constant size that is not (a 24-byte node at 16) pads every value of a
+ * run of them, so for those the padding, 0 or not, is subtracted without a
+ * branch (docs/fast-path.md). */
+static inline char *arena__take(arena *a, uintptr_t at, size_t size, size_t align)
+{
+    uintptr_t c = (uintptr_t)a->ptr;
+    bool padded_run = ARENA__CONSTANT(size) && ARENA__CONSTANT(align) && size % align != 0;
+    /* cppcheck-suppress knownConditionTrueFalse ; a compile-time constant only where gcc or clang fold it */
+    if (padded_run || ARENA__UNLIKELY(at != c))
+        a->size -= (size_t)(at - c);
+    a->ptr = (char *)at + size;
+    return (char *)at;
+}
+
+/* gcc's middle-end sees a constant huge size reach the inline copies below
+ * on paths the room check makes unreachable (ARENA_REF_MAX + 1 on a 32-bit
+ * target, say) and warns about them; these warnings are false here. */
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wstringop-overflow"
+#  pragma GCC diagnostic ignored "-Warray-bounds"
+#  pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
+/* Copies `n` bytes.  Values up to 32 bytes -- labels, keys, small fields, the
+ * bulk of what a decoder interns -- are moved with two overlapping loads and
+ * stores of a fixed width (plain moves), which beats a call into the C
+ * library's memcpy and its size dispatch (docs/fast-path.md); longer ones
+ * call memcpy. */
+static inline void arena__copy_bytes(char *dst, const void *src, size_t n)
+{
+    const char *s = (const char *)src;
+#if defined(__GNUC__) || defined(__clang__)
+    /* Hides which object `s` points to (no instruction): otherwise gcc's
+     * -Warray-bounds judges the fixed-width moves of a branch only a longer
+     * n reaches against a shorter source, and warns in the caller's code. */
+    __asm__("" : "+r"(s));
+#endif
+    if (n <= 32) {
+        if (n >= 16) {
+            char a[16], b[16];
+            memcpy(a, s, 16);
+            memcpy(b, s + n - 16, 16);
+            memcpy(dst, a, 16);
+            memcpy(dst + n - 16, b, 16);
+        } else if (n >= 8) {
+            uint64_t a, b;
+            memcpy(&a, s, 8);
+            memcpy(&b, s + n - 8, 8);
+            memcpy(dst, &a, 8);
+            memcpy(dst + n - 8, &b, 8);
+        } else if (n >= 4) {
+            uint32_t a, b;
+            memcpy(&a, s, 4);
+            memcpy(&b, s + n - 4, 4);
+            memcpy(dst, &a, 4);
+            memcpy(dst + n - 4, &b, 4);
+        } else if (n > 0) {
+            char a = s[0], b = s[n / 2], c = s[n - 1];
+            dst[0] = a;
+            dst[n / 2] = b;
+            dst[n - 1] = c;
+        }
+        return;
+    }
+    memcpy(dst, s, n);
+}
+
+/* One unsigned compare of size - 1 against the room sends size 0, sizes near
+ * SIZE_MAX and a full window to the slow path. */
+static inline void *arena_alloc(arena *a, size_t size)
+{
+    uintptr_t at;
+    if (ARENA__INLINE_WINDOW &&
+        ARENA__LIKELY(size - 1 < arena__room(a, ARENA_ALIGN, &at))) {
+        char *p = arena__take(a, at, size, ARENA_ALIGN);
+        return p;
+    }
+    return arena__alloc_slow(a, size, ARENA_ALIGN);
+}
+
+static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align)
+{
+    uintptr_t at;
+    if (align == 0)
+        align = ARENA_ALIGN;
+    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
+        ARENA__LIKELY(size - 1 < arena__room(a, align, &at))) {
+        char *p = arena__take(a, at, size, align);
+        return p;
+    }
+    return arena__alloc_slow(a, size, align);
+}
+
+static inline void *arena_calloc(arena *a, size_t count, size_t size)
+{
+    size_t n;
+    uintptr_t at;
+    if (ARENA__UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
+        return NULL;
+    if (ARENA__INLINE_WINDOW && ARENA__LIKELY(n - 1 < arena__room(a, ARENA_ALIGN, &at))) {
+        char *p = arena__take(a, at, n, ARENA_ALIGN);
+        return memset(p, 0, n);
+    }
+    return arena__calloc_slow(a, n, ARENA_ALIGN);
+}
+
+static inline void *arena_copy(arena *a, const void *src, size_t size, size_t align)
+{
+    uintptr_t at;
+    if (align == 0)
+        align = ARENA_ALIGN;
+    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
+        ARENA__LIKELY(size - 1 < arena__room(a, align, &at))) {
+        char *p = arena__take(a, at, size, align);
+        arena__copy_bytes(p, src, size);
+        return p;
+    }
+    return arena__copy_slow(a, src, size, align);
+}
+
+static inline char *arena_strndup(arena *a, const char *s, size_t len)
+{
+    uintptr_t at;
+    if (ARENA__INLINE_WINDOW && ARENA__LIKELY(len < arena__room(a, 1, &at))) {
+        char *p = a->ptr;
+        a->ptr = p + len + 1;
+        arena__copy_bytes(p, s, len);
+        p[len] = '\0';
+        return p;
+    }
+    return arena__strndup_slow(a, s, len);
+}
+
+static inline char *arena_strdup(arena *a, const char *s)
+{
+    return arena_strndup(a, s, strlen(s));
+}
+
+/* Zeroed allocation of `size` bytes at `align`. */
+static inline void *arena__new(arena *a, size_t size, size_t align)
+{
+    uintptr_t at;
+    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN &&
+        ARENA__LIKELY(size - 1 < arena__room(a, align, &at))) {
+        char *p = arena__take(a, at, size, align);
+        return memset(p, 0, size);
+    }
+    return arena__calloc_slow(a, size, align);
+}
+
+static inline void *arena__new_array(arena *a, size_t count, size_t size, size_t align)
+{
+    size_t n;
+    if (ARENA__UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
+        return NULL;
+    return arena__new(a, n, align);
+}
+
+static inline void *arena__alloc_array(arena *a, size_t count, size_t size, size_t align)
+{
+    size_t n;
+    if (ARENA__UNLIKELY(ARENA__MUL_OVERFLOWS(count, size, &n)))
+        return NULL;
+    return arena_alloc_aligned(a, n, align);
+}
+
+/* The ref of `size` bytes just taken at `p` in the inline window's chunk.
+ * The window lies in chunk `cur`, whose capacity is <= ARENA_REF_MAX, so the
+ * offset and the size fit 32 bits. */
+static inline arena_ref arena__window_ref(const arena *a, const char *p, size_t size)
+{
+    arena_ref r;
+    r.chunk = a->cur;
+    r.off = (uint32_t)(p - a->chunks[a->cur].base);
+    r.len = (uint32_t)size;
+    return r;
+}
+
+static inline arena_ref arena_ref_copy(arena *a, const void *src, size_t size, size_t align)
+{
+    uintptr_t at;
+    if (align == 0)
+        align = ARENA_ALIGN;
+    if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
+        ARENA__LIKELY(size - 1 < arena__room(a, align, &at))) {
+        char *p = arena__take(a, at, size, align);
+        arena__copy_bytes(p, src, size);
+        /* The ref is made after the copy: made before it, its fields had to
+         * outlive the call to memcpy (values over 32 bytes) on the stack. */
+        return arena__window_ref(a, p, size);
+    }
+    return arena__ref_copy_slow(a, src, size, align);
+}
+
+static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
+{
+    uintptr_t at;
+    if (ARENA__INLINE_WINDOW && len != 0 && ARENA__LIKELY(len < arena__room(a, 1, &at))) {
+        char *p = a->ptr;
+        a->ptr = p + len + 1;
+        arena__copy_bytes(p, s, len);
+        p[len] = '\0';
+        return arena__window_ref(a, p, len); /* after the copy, as above */
+    }
+    return arena__ref_strndup_slow(a, s, len);
+}
+
+/* A checked build keeps a tag in the top bit of len (and in the top bits of
+ * chunk): a length never reaches it, since it is <= ARENA_REF_MAX. */
+#define ARENA__REF_LEN_MASK 0x7FFFFFFFu
+
+static inline bool arena_ref_empty(arena_ref r)
+{
+    return (r.len & ARENA__REF_LEN_MASK) == 0;
+}
+
+static inline size_t arena_ref_len(arena_ref r)
+{
+    return r.len & ARENA__REF_LEN_MASK;
+}
+
+static inline void *arena_ref_ptr(const arena *a, arena_ref r)
+{
+#if defined(ARENA_CHECKED) && ARENA_CHECKED
+    return arena__ref_ptr_checked(a, r);
+#else
+    if (r.len == 0)
+        return NULL;
+    return a->chunks[r.chunk].base + r.off;
+#endif
+}
+
+static inline const char *arena_ref_str(const arena *a, arena_ref r)
+{
+    const char *s = (const char *)arena_ref_ptr(a, r);
+    return s ? s : "";
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARENA_INTERNAL_ARENA_H */

@@ -475,7 +475,7 @@ static bool live_value_size(const arena *a, const char *p, uint64_t *size)
     return c && arena__value_size(c, end, p, size);
 }
 
-/* Reports the misuse of arena_grow() that can be seen: an old size that
+/* Reports the misuse of arena_realloc() that can be seen: an old size that
  * reaches past the position, when `p` lies in the current chunk before it
  * (no live value does); in the checked build, a `p` that is not the start
  * of a live value, or an old size above the value's size.  Nothing is read
@@ -490,12 +490,12 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
     if (ARENA_CHECKED) {
         if (!live_value_size(a, p, &n))
             return arena__report(ARENA_ERR_FOREIGN_POINTER,
-                                 "arena_grow: %p is not the start of a live value of arena %p",
+                                 "arena_realloc: %p is not the start of a live value of arena %p",
                                  (const void *)p, (const void *)a),
                    true;
         if (old_size > n)
             return arena__report(ARENA_ERR_BAD_SIZE,
-                                 "arena_grow: old size %zu exceeds the %llu-byte value at %p "
+                                 "arena_realloc: old size %zu exceeds the %llu-byte value at %p "
                                  "(arena %p)",
                                  old_size, (unsigned long long)n, (const void *)p,
                                  (const void *)a),
@@ -505,14 +505,14 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
     pos = cursor(a);
     if (a->lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
         return arena__report(ARENA_ERR_BAD_SIZE,
-                             "arena_grow: old size %zu of the value at %p reaches past the end "
+                             "arena_realloc: old size %zu of the value at %p reaches past the end "
                              "of what arena %p holds (%zu bytes from it)",
                              old_size, (const void *)p, (const void *)a, (size_t)(pos - p)),
                true;
     return false;
 }
 
-void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
+void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
 {
     char *p = (char *)ptr;
     char *pos = cursor(a);

@@ -299,14 +299,14 @@ void register_alloc()
                                                 : "libarena arena_alloc, bytes",
                                      [](ArenaBatch &p, size_t n) { return arena_alloc(&p.a, n); });
     }
-    alloc_row<Sized<ArenaBatch>>(256, "arena_int64x32", "libarena ARENA_ALLOC_ARRAY int64_t[32]",
-                                 [](ArenaBatch &p, size_t n) {
-        return ARENA_ALLOC_ARRAY(&p.a, int64_t, n / sizeof(int64_t));
-    });
-    alloc_row<Sized<ArenaBatch>>(256, "arena_structx8",
-                                 "libarena ARENA_ALLOC_ARRAY struct{ptr,..}[8]", [](ArenaBatch &p, size_t n) {
-        return ARENA_ALLOC_ARRAY(&p.a, Item, n / sizeof(Item));
-    });
+    alloc_row<Sized<ArenaBatch>>(
+        256, "arena_int64x32", "libarena ARENA_ALLOC_ARRAY int64_t[32]",
+        [](ArenaBatch &p, size_t n) {
+            return ARENA_ALLOC_ARRAY(&p.a, int64_t, n / sizeof(int64_t));
+        });
+    alloc_row<Sized<ArenaBatch>>(
+        256, "arena_structx8", "libarena ARENA_ALLOC_ARRAY struct{ptr,..}[8]",
+        [](ArenaBatch &p, size_t n) { return ARENA_ALLOC_ARRAY(&p.a, Item, n / sizeof(Item)); });
 }
 
 // ---- 3. The pool ---------------------------------------------------------------------
@@ -372,12 +372,15 @@ void pool_run(State &st, bool rolling, size_t cap, Take take, Give give)
 
 void register_pool()
 {
-    pool_rows("proxy", "limit proxy (bare free list)", [](State &st, bool rolling, size_t size, size_t cap) {
+    const char *const kFreeList = "limit proxy (bare free list)";
+    const char *const kArenaPool = "libarena arena_pool";
+    const char *const kPmrPool = "std::pmr::unsynchronized_pool_resource";
+    pool_rows("proxy", kFreeList, [](State &st, bool rolling, size_t size, size_t cap) {
         FreeList fl(opaque(size), cap);
         pool_run(st, rolling, cap, [&] { return fl.take(); }, [&](void *p) { fl.give(p); });
     });
 #if HAVE_ARENA_POOL
-    pool_rows("arena_pool", "libarena arena_pool", [](State &st, bool rolling, size_t size, size_t cap) {
+    pool_rows("arena_pool", kArenaPool, [](State &st, bool rolling, size_t size, size_t cap) {
         arena_pool p;
         if (!arena_pool_init(&p, opaque(size), alignof(std::max_align_t), cap, nullptr))
             return st.SkipWithError("arena_pool_init failed");
@@ -387,7 +390,7 @@ void register_pool()
         arena_pool_destroy(&p);
     });
 #else
-    pool_absent("arena_pool", "libarena arena_pool", "not built (no arena/pool.h)");
+    pool_absent("arena_pool", kArenaPool, "not built (no arena/pool.h)");
 #endif
 #if HAVE_BOOST_POOL
     pool_rows("boost_pool", "Boost.Pool", [](State &st, bool rolling, size_t size, size_t cap) {
@@ -398,7 +401,7 @@ void register_pool()
     pool_absent("boost_pool", "Boost.Pool", kNotInstalled);
 #endif
 #if HAVE_PMR
-    pool_rows("pmr_pool", "std::pmr::unsynchronized_pool_resource", [](State &st, bool rolling, size_t size, size_t cap) {
+    pool_rows("pmr_pool", kPmrPool, [](State &st, bool rolling, size_t size, size_t cap) {
         std::pmr::unsynchronized_pool_resource r;
         size_t n = opaque(size);
         pool_run(
@@ -406,7 +409,7 @@ void register_pool()
             [&](void *q) { r.deallocate(q, n, alignof(std::max_align_t)); });
     });
 #else
-    pool_absent("pmr_pool", "std::pmr::unsynchronized_pool_resource", kNotInstalled);
+    pool_absent("pmr_pool", kPmrPool, kNotInstalled);
 #endif
 }
 
@@ -437,6 +440,7 @@ void register_scoped()
 {
     const char *const kStackLabel = "libarena, stack-buffer arena per scope";
     const char *const kHeapLabel = "libarena, heap arena reset per scope";
+    const char *const kRewindLabel = "libarena, heap arena save/rewind";
     for (size_t size : kScopedSizes) {
         std::string z = "scoped/" + sz(size) + "/zeroed/", u = "scoped/" + sz(size) + "/uninit/";
         scoped_row(z + "proxy", "limit proxy", size, [](size_t n) {
@@ -457,7 +461,7 @@ void register_scoped()
             arena_reset(a);
             return ok;
         });
-        scoped_heap_row(z + "arena_rewind", "libarena, heap arena save/rewind", size, [](arena *a, size_t n) {
+        scoped_heap_row(z + "arena_rewind", kRewindLabel, size, [](arena *a, size_t n) {
             arena_mark m = arena_save(a);
             bool ok = use_zeroed(arena_calloc(a, 1, n), n);
             arena_rewind(a, m);

@@ -17,7 +17,8 @@ Row add(const std::string &name, const std::string &label, double items, Fn fn)
         st.SetLabel(label);
         fn(st);
         if (items > 0) // otherwise fn reports them (work known only after the run)
-            st.SetItemsProcessed(static_cast<int64_t>(items * static_cast<double>(st.iterations())));
+            st.SetItemsProcessed(
+                static_cast<int64_t>(items * static_cast<double>(st.iterations())));
     });
 }
 

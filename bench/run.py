@@ -109,6 +109,8 @@ CLIENT_CASES = {
     "protobuf/batch": "protobuf-c, 2000 orders unpacked",
     "expat/catalog": "expat, 2 MiB XML catalog",
 }
+
+
 def section_of(name):
     parts = name.split("/")
     for i, (key, _, _) in enumerate(SECTIONS):
@@ -236,12 +238,16 @@ class Results:
         self.errors = {}   # name -> message
         self.order = []
 
-    def add(self, b):
-        """Takes a row's median over its repetitions, or its only run."""
-        name = row_name(b.get("run_name", b["name"]))
+    def declare(self, name):
+        """Rows keep the order of their registration, not of their (interleaved) runs."""
         if name not in self.samples:
             self.samples[name] = {}
             self.order.append(name)
+
+    def add(self, b):
+        """Takes a row's median over its repetitions, or its only run."""
+        name = row_name(b.get("run_name", b["name"]))
+        self.declare(name)
         self.labels[name] = b.get("label") or self.labels.get(name, name)
         if b.get("error_occurred"):
             self.errors[name] = b.get("error_message") or "error"
@@ -553,6 +559,9 @@ def main():
         gb_args.append("--benchmark_enable_random_interleaving=true")
 
     results, failures = Results(), []
+    for _, names in plan:
+        for n in names:
+            results.declare(row_name(n))
     progress = Progress(sum(len(p[1]) for p in plan) * rounds)
     for r in range(rounds):
         for exe, names in plan:

@@ -192,41 +192,38 @@ template <class T> struct Sized : T {
 
 void register_copy()
 {
-    copy_row<ProxyBatch>("proxy", "limit proxy",
-        [](ProxyBatch &p, const char *s, size_t n) {
+    copy_row<ProxyBatch>("proxy", "limit proxy", [](ProxyBatch &p, const char *s, size_t n) {
         return std::memcpy(p.b.take(n), s, n);
     });
     copy_row<Sized<ArenaBatch>>("arena_copy", "libarena arena_copy",
         [](ArenaBatch &p, const char *s, size_t n) {
-        return arena_copy(&p.a, s, n, 0);
-    });
+            return arena_copy(&p.a, s, n, 0);
+        });
     copy_row<Sized<ArenaBatch>>("arena_strndup", "libarena arena_strndup",
         [](ArenaBatch &p, const char *s, size_t n) {
-        return arena_strndup(&p.a, s, n);
-    });
+            return arena_strndup(&p.a, s, n);
+        });
     copy_row<Sized<ArenaBatch>>("arena_ref_copy", "libarena arena_ref_copy",
         [](ArenaBatch &p, const char *s, size_t n) {
-        return arena_ref_copy(&p.a, s, n, 0);
-    });
+            return arena_ref_copy(&p.a, s, n, 0);
+        });
 #if HAVE_OBSTACK
     copy_row<Sized<ObstackBatch>>("obstack", "glibc obstack",
         [](ObstackBatch &p, const char *s, size_t n) {
-        return obstack_copy(&p.ob, s, n);
-    });
+            return obstack_copy(&p.ob, s, n);
+        });
 #else
     copy_absent("obstack", "glibc obstack");
 #endif
 #if HAVE_TALLOC
-    copy_row<Sized<TallocBatch>>("talloc", "talloc",
-        [](TallocBatch &p, const char *s, size_t n) {
+    copy_row<Sized<TallocBatch>>("talloc", "talloc", [](TallocBatch &p, const char *s, size_t n) {
         return talloc_memdup(p.ctx, s, n);
     });
 #else
     copy_absent("talloc", "talloc");
 #endif
 #if HAVE_APR
-    copy_row<Sized<AprBatch>>("apr", "APR pool",
-        [](AprBatch &p, const char *s, size_t n) {
+    copy_row<Sized<AprBatch>>("apr", "APR pool", [](AprBatch &p, const char *s, size_t n) {
         return apr_pmemdup(p.pool, s, n);
     });
 #else
@@ -235,16 +232,16 @@ void register_copy()
 #if HAVE_GLIB
     copy_row<Sized<GlibBatch>>("gstringchunk", "GLib GStringChunk",
         [](GlibBatch &p, const char *s, size_t n) {
-        return g_string_chunk_insert_len(p.c, s, static_cast<gssize>(n));
-    });
+            return g_string_chunk_insert_len(p.c, s, static_cast<gssize>(n));
+        });
 #else
     copy_absent("gstringchunk", "GLib GStringChunk");
 #endif
 #if HAVE_PMR
     copy_row<Sized<PmrBatch>>("pmr_monotonic", "std::pmr::monotonic_buffer_resource",
         [](PmrBatch &p, const char *s, size_t n) {
-        return std::memcpy(p.mr->allocate(n, alignof(std::max_align_t)), s, n);
-    });
+            return std::memcpy(p.mr->allocate(n, alignof(std::max_align_t)), s, n);
+        });
 #else
     copy_absent("pmr_monotonic", "std::pmr::monotonic_buffer_resource");
 #endif
@@ -281,8 +278,8 @@ __attribute__((noinline)) void grow_escaped(Bump *b) { benchmark::DoNotOptimize(
 
 void register_alloc()
 {
-    alloc_row<EscapedBatch>(16, "bump_in_memory", "(bump pointer kept in memory, not a peer)",
-                            [](EscapedBatch &p, size_t n) {
+    const char *const kEscaped = "(bump pointer kept in memory, not a peer)";
+    alloc_row<EscapedBatch>(16, "bump_in_memory", kEscaped, [](EscapedBatch &p, size_t n) {
         Bump *b = &p.b;
         if (static_cast<size_t>(b->end - b->cur) < n)
             grow_escaped(b); // never taken; makes *b escape, as a slow path does

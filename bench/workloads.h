@@ -162,16 +162,12 @@ constexpr size_t kPoolCaps[] = {1024, 8192, 65536, 262144};
 constexpr size_t kPoolSizes[] = {16, 256};
 
 // Batch: take every slot (kept live), then give them all back, last first.
-// One untimed batch first: a large batch that runs once per repetition would
-// otherwise time the page faults of its memory, or not, depending on what ran
-// before it in the process.  (mimalloc still faults in its first timed batch
-// of 256K slots; the median of the repetitions leaves that one out.)
 template <class Take, class Give>
 void pool_batch(benchmark::State &st, size_t cap, Take take, Give give)
 {
     std::vector<void *> live(cap);
     size_t fails = 0;
-    auto one = [&] {
+    for (auto _ : st) {
         for (size_t i = 0; i < cap; i++) {
             live[i] = take();
             fails += live[i] == nullptr;
@@ -179,10 +175,7 @@ void pool_batch(benchmark::State &st, size_t cap, Take take, Give give)
         touch(live.data());
         for (size_t i = cap; i-- > 0;)
             give(live[i]);
-    };
-    one();
-    for (auto _ : st)
-        one();
+    }
     if (fails)
         st.SkipWithError("allocation failed");
 }

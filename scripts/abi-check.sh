@@ -30,7 +30,9 @@ for tool in abidw abidiff; do
 done
 
 mkdir -p "$build"
+# The debug information names the sources relative to the checkout.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARENA_CHECKED=OFF \
+    "-DCMAKE_C_FLAGS=-ffile-prefix-map=$PWD/=" \
     -DARENA_BUILD_TESTS=OFF -DARENA_BUILD_EXAMPLES=OFF >"$build/configure.log" 2>&1 ||
     { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j "$jobs" --target arena >"$build/build.log" 2>&1 ||

@@ -15,7 +15,7 @@
 # headers, compiled into programs, calls them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=build-abi
+build="build-abi"
 jobs=$(nproc 2>/dev/null || echo 2)
 
 update=0

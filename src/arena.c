@@ -70,7 +70,10 @@ static void *back_alloc(arena *a, size_t n) { return arena__back_alloc(&a->cold.
 
 static void back_free(arena *a, void *p, size_t n) { arena__back_free(&a->cold.backing, p, n); }
 
-static size_t budget(const arena *a) { return a->cold.budget ? a->cold.budget : ARENA_DEFAULT_CHUNK; }
+static size_t budget(const arena *a)
+{
+    return a->cold.budget ? a->cold.budget : ARENA_DEFAULT_CHUNK;
+}
 
 /* A chunk's capacity as arena_retained() counts it: without the overhead
  * of an allocated chunk (arena__chunk_extra()). */
@@ -111,12 +114,10 @@ static void set_cursor(arena *a, char *pos)
 /* Writes the bookkeeping of an arena the inline arena_init_buffer() set up
  * (`lazy`): a fixed-size arena whose one chunk, in use, is the caller's
  * buffer, as arena__init_buffer_slow() leaves it; the inline paths may have
- * moved the position since.  Every entry point that reads `cold` calls it
- * first (most through sync()). */
-static void wake(arena *a)
+ * moved the position since.  Out of line: the entry points inline only the
+ * test (wake()). */
+static ARENA__NOINLINE void write_cold(arena *a)
 {
-    if (ARENA__LIKELY(!a->lazy))
-        return;
     a->lazy = 0;
     a->cold = empty_arena.cold;
     a->cold.lim = a->buf + a->first.cap;
@@ -125,6 +126,13 @@ static void wake(arena *a)
     a->cold.flags = ARENA__FIXED;
     a->cold.retained = a->first.cap;
     a->cold.budget = ARENA_DEFAULT_CHUNK;
+}
+
+/* Every entry point that reads `cold` calls it first (most through sync()). */
+static void wake(arena *a)
+{
+    if (ARENA__UNLIKELY(a->lazy))
+        write_cold(a);
 }
 
 /* wake() for the functions that take a const arena: an arena whose `lazy`
@@ -559,7 +567,8 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
     /* The most recent value ends (with its guard) at the position of the
      * current chunk. */
     last = a->cold.lim && p >= a->chunks[a->cur].base && p <= pos &&
-           old_size <= (size_t)(a->cold.lim - p) && pos == p + arena__guarded_len(p, old_size, a->cold.lim);
+           old_size <= (size_t)(a->cold.lim - p) &&
+           pos == p + arena__guarded_len(p, old_size, a->cold.lim);
     if (new_size <= old_size) {
         if (last)
             resize_last(a, p, old_size, new_size);
@@ -1090,8 +1099,8 @@ bool arena_check(const arena *a)
     if (held != a->cold.retained)
         return CORRUPT("arena_check: arena %p: retained %zu but chunks hold %zu",
                        (const void *)a, a->cold.retained, held);
-    if (a->cold.ntouched < a->nused || a->cold.nrun < a->cold.ntouched || a->cold.nwin < a->cold.nrun ||
-        a->cold.nwin > a->nchunks)
+    if (a->cold.ntouched < a->nused || a->cold.nrun < a->cold.ntouched ||
+        a->cold.nwin < a->cold.nrun || a->cold.nwin > a->nchunks)
         return CORRUPT("arena_check: arena %p: recency counts out of order (in use %u, used "
                        "this batch %u, since the target %u, in its window %u, held %u)",
                        (const void *)a, (unsigned)a->nused, (unsigned)a->cold.ntouched,
@@ -1105,7 +1114,8 @@ bool arena_check(const arena *a)
                        (const void *)a, (void *)pos);
     if (a->cold.lim) {
         const struct arena__chunk *c = &a->chunks[a->cur];
-        if (a->cur >= a->nused || a->cold.lim != c->base + c->cap || pos < c->base || pos > a->cold.lim)
+        if (a->cur >= a->nused || a->cold.lim != c->base + c->cap || pos < c->base ||
+            pos > a->cold.lim)
             return CORRUPT("arena_check: arena %p: position %p outside current chunk %u",
                            (const void *)a, (void *)pos, (unsigned)a->cur);
     } else if (pos || a->ptr || a->end) {

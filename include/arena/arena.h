@@ -269,6 +269,15 @@ ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocat
 static inline void arena_init_buffer(arena *a, void *buf, size_t len,
                                      const arena_allocator *backing);
 
+/* A scope's init and release are inlined wherever the compiler can be told
+ * to: its own judgement (g++ -O2 in a large function) once made
+ * arena_release() a call, which also kept the arena's dead stores. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define ARENA__SCOPE_INLINE __attribute__((always_inline))
+#else
+#  define ARENA__SCOPE_INLINE
+#endif
+
 ARENA_API void arena__init_buffer_slow(arena *a, void *buf, size_t len,
                                        const arena_allocator *backing);
 ARENA_API void arena__release_slow(arena *a);
@@ -284,8 +293,8 @@ ARENA_API extern int arena__inline_ok;
  * that the library's first call writes the rest as arena__init_buffer_slow()
  * would have.  Anything else (a backing, no room, a buffer above
  * ARENA_REF_MAX, instrumentation) takes the call. */
-static inline void arena_init_buffer(arena *a, void *buf, size_t len,
-                                     const arena_allocator *backing)
+static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, size_t len,
+                                                         const arena_allocator *backing)
 {
     if (ARENA__INLINE_WINDOW) {
         size_t pad = (size_t)(-(uintptr_t)buf & (uintptr_t)(ARENA_ALIGN - 1));
@@ -337,8 +346,9 @@ static inline bool arena__reset_first(arena *a)
 /** Frees every chunk the arena allocated and its bookkeeping; the arena is
  *  empty and reusable, with the same budget, backing (and buffer).  This is
  *  the destructor.  Expires every value.  Inline for an arena that holds
- *  nothing but the caller's buffer (a scope on the stack: a few stores). */
-static inline void arena_release(arena *a)
+ *  nothing but the caller's buffer (a scope on the stack: a few stores, or
+ *  one load after the inline arena_init_buffer()). */
+static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
 {
     if (ARENA__INLINE_WINDOW && a->lazy) {
         /* Untouched by the library since the inline arena_init_buffer(): one

@@ -46,6 +46,11 @@
  * allocation (two when the index doubles); taking a spare is O(1) when it is
  * the one the last batch used at that step, O(spares) otherwise; reset and
  * rewind are O(chunks).
+ *
+ * Instrumentation (sanitizers, Valgrind, the checked build's headers and
+ * guards) lives in instrument.c: this file calls its hooks (internal.h) at
+ * each event, and sizes values and chunks with its layout helpers, which are
+ * identities in a plain build.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -55,124 +60,19 @@
 /* The result of a size-0 allocation: non-NULL, never dereferenced. */
 static char zero_size_value[1];
 
-enum {
-    FIXED = 1u,   /* caller's buffer without backing: never allocate */
-    BUF_OPEN = 2u /* instrumented: the caller's buffer is open (after a release)
-                     until the arena next stores into it */
-};
-
-/* ---- Instrumented layout ----------------------------------------------------------
- *
- * When the library must see every allocation (ASan, Valgrind, the checked
- * build: see arena__instrumented()), each value is laid out as
- *
- *     [pad][header: checked build only][value][guard]
- *
- * The value starts GRANULE-aligned (ASan's shadow granularity: a poisoned byte
- * just past a value needs the value to own the start of its granule), and the
- * guard runs from its end to the next granule boundary plus one whole granule,
- * so the position stays GRANULE-aligned.  Guards, pads, headers and the unused
- * part of a chunk are closed (poisoned / no-access); the checked build also
- * fills them with ARENA__CLOBBER and verifies them at reset and rewind.
- *
- * The header (checked build) holds the value's size and a tag drawn from a
- * per-arena serial; a ref carries the same tag in bits its fields cannot use
- * (see make_ref()), so resolving a ref whose value has expired (and maybe
- * been overwritten) is detected in O(1).
- *
- * A guard is cut short at the end of a chunk of the budget's size, so values
- * still fill such a chunk exactly.  In the checked build every chunk the
- * arena allocates has EXTRA bytes (a header) on top of its capacity, so that
- * a value that fits the budget still fits a fresh chunk, and an oversized
- * chunk has room for its value's guard too (extra_for()); arena_retained()
- * reports capacities exactly as documented.
- * None of this exists in a plain build: instrumented() is a constant 0 there
- * (Valgrind aside, which is decided once at load).
- */
-#define GRANULE ((size_t)8)
-#define HDR_MAGIC 0x5A6C0000u /* top bits of a header's first word */
-#define TAG_BITS 12u          /* of a value's tag, in its header (see make_ref()) */
-
-struct header {
-    uint32_t word;  /* HDR_MAGIC | tag */
-    uint32_t check; /* ~word ^ folded size */
-    uint64_t size;
-};
-
-/* Bytes of header before each value (checked build); a multiple of ARENA_ALIGN. */
-static size_t header_bytes(void)
-{
-    return ARENA_CHECKED ? (ARENA_ALIGN > 16 ? ARENA_ALIGN : 16) : 0;
-}
-#define HDR header_bytes()
-#define EXTRA HDR
-
-static bool instrumented(void) { return arena__instrumented(); }
-
-/* Bytes a value of `n` bytes occupies from its start to the end of its guard.
- * n is at most a chunk's capacity, far from SIZE_MAX. */
-static size_t footprint(size_t n)
-{
-    return instrumented() ? ((n + GRANULE - 1) & ~(GRANULE - 1)) + GRANULE : n;
-}
-
-/* How far the value of `n` bytes at `p` reaches with its guard, in a chunk that
- * ends at `lim` (p + n <= lim).  The guard is cut short at the chunk's end:
- * a value may fill a chunk exactly, as it would without guards (past an
- * allocated chunk lies the allocator's own redzone; past a caller's buffer,
- * the caller's memory). */
-static size_t guarded_len(const char *p, size_t n, const char *lim)
-{
-    size_t room = (size_t)(lim - p);
-    size_t foot = footprint(n);
-    return foot < room ? foot : room;
-}
-
-
-#if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
-int arena__valgrind;
-
-/* Decided once, before main: the library never asks again. */
-__attribute__((constructor)) static void detect_valgrind(void)
-{
-    arena__valgrind = RUNNING_ON_VALGRIND != 0;
-}
-#endif
-
 /* ---- Backing allocator --------------------------------------------------------- */
 
 static void *back_alloc(arena *a, size_t n) { return arena__back_alloc(&a->backing, n); }
 
-/* Memory goes back open (unpoisoned, accessible): the backing may reuse it. */
-static void back_free(arena *a, void *p, size_t n)
-{
-    arena__open(p, n);
-    arena__back_free(&a->backing, p, n);
-}
+static void back_free(arena *a, void *p, size_t n) { arena__back_free(&a->backing, p, n); }
 
 static size_t budget(const arena *a) { return a->budget ? a->budget : ARENA_DEFAULT_CHUNK; }
 
-/* Overhead a chunk allocated by this arena carries beyond its capacity
- * `cap`: a header's worth (checked build), and for an oversized chunk a
- * granule of guard after its value too (the last value of a chunk of the
- * budget's size may end at the chunk's end: values fill it exactly, as
- * without guards).  The kind of a chunk shows in its capacity, so a kept
- * chunk of either kind may serve a value of the other. */
-static size_t extra_for(const arena *a, size_t cap)
-{
-    if (!instrumented())
-        return 0;
-    return cap > budget(a) ? EXTRA + 2 * GRANULE : EXTRA;
-}
-
-/* A chunk's capacity as arena_retained() counts it (see extra_for()). */
+/* A chunk's capacity as arena_retained() counts it: without the overhead
+ * of an allocated chunk (arena__chunk_extra()). */
 static size_t usable(const arena *a, const struct arena__chunk *c)
 {
-    size_t cap;
-    if (c->base == a->buf || !instrumented())
-        return c->cap;
-    cap = c->cap - EXTRA;
-    return cap > budget(a) ? cap - 2 * GRANULE : cap;
+    return c->base == a->buf ? c->cap : arena__chunk_usable(c->cap, budget(a));
 }
 
 /* The largest capacity a chunk may have to serve as a current chunk (one
@@ -182,271 +82,6 @@ static size_t usable(const arena *a, const struct arena__chunk *c)
 static size_t regular_max(const arena *a)
 {
     return budget(a) > ARENA_REF_MAX / 2 ? ARENA_REF_MAX : 2 * budget(a);
-}
-
-/* ---- Checked build: headers, tags, clobbering, sentinels ------------------------------ */
-
-/* The serial lives in the top bits of flags.  It is deterministic (refs stay
- * reproducible from run to run); a ref resolved against another arena is
- * caught when the two arenas' histories differ at that place. */
-static uint32_t next_tag(arena *a)
-{
-    uint32_t serial = a->flags >> 8;
-    serial = (serial + 1) & 0xFFFFFFu;
-    if (serial == 0)
-        serial = 1;
-    a->flags = (a->flags & 0xFFu) | (serial << 8);
-    return serial & ((1u << TAG_BITS) - 1);
-}
-
-static uint32_t header_check(uint32_t word, uint64_t size)
-{
-    return ~word ^ (uint32_t)size ^ (uint32_t)(size >> 32);
-}
-
-ARENA__NO_ASAN static void header_store(char *p, uint32_t tag, size_t size)
-{
-    struct header *h = (struct header *)(void *)(p - HDR);
-    if (ARENA__VALGRIND)
-        VALGRIND_MAKE_MEM_UNDEFINED(h, sizeof *h);
-    h->word = HDR_MAGIC | tag;
-    h->size = size;
-    h->check = header_check(h->word, h->size);
-}
-
-/* True when `h` is a header (of any tag); stores its tag and size. */
-ARENA__NO_ASAN static bool header_load(const char *h, uint32_t *tag, uint64_t *size)
-{
-    const struct header *hd = (const struct header *)(const void *)h;
-    uint32_t word = hd->word;
-    uint64_t n = hd->size;
-    if ((word & ~((1u << TAG_BITS) - 1)) != HDR_MAGIC || hd->check != header_check(word, n))
-        return false;
-    *tag = word & ((1u << TAG_BITS) - 1);
-    *size = n;
-    return true;
-}
-
-ARENA__NO_ASAN static bool all_clobbered(const char *p, size_t n)
-{
-    const uint64_t word = (uint64_t)0x0101010101010101u * ARENA__CLOBBER;
-    size_t i = 0;
-    /* A word at a time where p is GRANULE-aligned (it is, but for a tail). */
-    if (((uintptr_t)p & (GRANULE - 1)) == 0)
-        for (; i + 8 <= n; i += 8)
-            if (*(const uint64_t *)(const void *)(p + i) != word)
-                return false;
-    for (; i < n; i++)
-        if ((unsigned char)p[i] != ARENA__CLOBBER)
-            return false;
-    return true;
-}
-
-/* The bytes, in whole granules from `p` towards `to`, that hold the clobber
- * pattern: the run of free bytes a walk skips in one go (a word at a time,
- * where p is GRANULE-aligned, as it is but for a tail). */
-ARENA__NO_ASAN static size_t clobbered_prefix(const char *p, const char *to)
-{
-    const uint64_t word = (uint64_t)0x0101010101010101u * ARENA__CLOBBER;
-    const char *q = p;
-    if ((uintptr_t)p & (GRANULE - 1))
-        return (size_t)(to - p) >= GRANULE && all_clobbered(p, GRANULE) ? GRANULE : 0;
-    while ((size_t)(to - q) >= GRANULE && *(const uint64_t *)(const void *)q == word)
-        q += GRANULE;
-    return (size_t)(q - p);
-}
-
-/* Checked build, outside Valgrind: writes the guard of the value of `n`
- * bytes at `p` (up to `end`), whatever the bytes held before (a rewind may
- * have left a grown value's old bytes there).  Poisoned or not. */
-ARENA__NO_ASAN static void write_guard(char *p, size_t n, const char *end)
-{
-    char *q;
-    if (!ARENA_CHECKED || ARENA__VALGRIND)
-        return;
-    for (q = p + n; q < end; q++)
-        *q = (char)ARENA__CLOBBER;
-}
-
-/* Checked build, outside Valgrind (whose no-access guards catch writes as they
- * happen): walks [from, to) of chunk `i`, which holds headers, values and
- * clobbered bytes, and reports the first guard, pad or header that the
- * program overwrote.  `from` and `to` are GRANULE-aligned. */
-ARENA__NO_ASAN static bool verify_span(const arena *a, uint32_t i, const char *from,
-                                       const char *to)
-{
-    const char *q = from, *end;
-    uint32_t tag;
-    uint64_t n;
-
-    if (!ARENA_CHECKED || ARENA__VALGRIND)
-        return true;
-    while (q < to) {
-        size_t left = (size_t)(to - q), run;
-        if (left < GRANULE) {
-            if (!all_clobbered(q, left))
-                break;
-            q = to;
-            continue;
-        }
-        run = clobbered_prefix(q, to);
-        if (run) {
-            q += run;
-            continue;
-        }
-        /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
-        if (left < HDR || !header_load(q, &tag, &n) || n > left - HDR)
-            break;
-        q += HDR;
-        end = q + guarded_len(q, (size_t)n, to);
-        if (!all_clobbered(q + n, (size_t)(end - q) - (size_t)n))
-            return arena__report(ARENA_ERR_CORRUPT,
-                                 "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote "
-                                 "past its end",
-                                 (const void *)a, (unsigned long long)n, (const void *)q,
-                                 (unsigned)i),
-                   false;
-        q = end;
-    }
-    if (q < to)
-        return arena__report(ARENA_ERR_CORRUPT,
-                             "arena: arena %p: chunk %u is corrupt at %p (a write before the "
-                             "start of a value, or outside any value)",
-                             (const void *)a, (unsigned)i, (const void *)q),
-               false;
-    return true;
-}
-
-/* Checked build: a rewind may cut through a value stored before the mark
- * that grew in place after it (its bytes past the mark are forgotten).  Its
- * guard is verified, then its header is cut to end one granule before `pos`
- * and the rest of it clobbered, so that the walks still find a header, a
- * value and a guard, then clobbered bytes. */
-ARENA__NO_ASAN static void cut_value_at(arena *a, uint32_t i, const char *pos)
-{
-    char *q = a->chunks[i].base;
-    const char *end = q + a->chunks[i].cap;
-    uint32_t tag;
-    uint64_t n;
-    size_t reach;
-
-    while (q < pos) {
-        if (all_clobbered(q, GRANULE)) {
-            q += GRANULE;
-            continue;
-        }
-        /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
-        if ((size_t)(end - q) < HDR || !header_load(q, &tag, &n) ||
-            n > (size_t)(end - q) - HDR)
-            return; /* corrupt: the walk at the rewind reports it */
-        if (q + HDR >= pos) { /* stored after the mark: the whole value goes */
-            reach = HDR + guarded_len(q + HDR, (size_t)n, end);
-            arena__open(q, reach);
-            memset(q, ARENA__CLOBBER, reach);
-            arena__close(q, reach);
-            return;
-        }
-        q += HDR;
-        reach = guarded_len(q, (size_t)n, end);
-        if (q + reach > pos) {
-            if (!all_clobbered(q + n, reach - (size_t)n))
-                arena__report(ARENA_ERR_CORRUPT,
-                              "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote past "
-                              "its end",
-                              (const void *)a, (unsigned long long)n, (const void *)q,
-                              (unsigned)i);
-            n = (size_t)(pos - q) - GRANULE; /* both on granules, a value's end before */
-            header_store(q, tag, (size_t)n);
-            arena__open(q + n, reach - (size_t)n);
-            memset(q + n, ARENA__CLOBBER, reach - (size_t)n);
-            arena__close(q + n, reach - (size_t)n);
-            return;
-        }
-        q += reach;
-    }
-}
-
-/* A new chunk: closed, and clobbered in the checked build. */
-static void fresh_chunk(char *base, size_t cap)
-{
-    if (ARENA__VALGRIND)
-        VALGRIND_CREATE_MEMPOOL(base, 0, 0);
-    if (ARENA_CHECKED)
-        memset(base, ARENA__CLOBBER, cap);
-    arena__close(base, cap);
-}
-
-/* Valgrind: true when the byte at p is addressable (part of a value). */
-static bool vg_addressable(const char *p)
-{
-    char v;
-    return VALGRIND_GET_VBITS(p, &v, 1) == 1;
-}
-
-/* Valgrind, before trimming chunk `base` to [base, pos): memcheck 3.19 marks
- * bytes outside the pool no-access when it trims a block that straddles the
- * cut (its size arithmetic mixes the pool's with the block's), so the one
- * value that can cross `pos` (stored before a mark and grown in place after
- * it, or stored after a shrink below it) is cut first, by hand.  Guards keep
- * values apart, so addressable bytes on both sides of pos mean one value
- * (with its header, in the checked build). */
-static void vg_unstraddle(const char *base, char *pos, const char *end)
-{
-    char *v = pos - 1;
-    if (pos >= end || !vg_addressable(v) || !vg_addressable(pos))
-        return;
-    while (v > base && vg_addressable(v - 1))
-        v--;
-    if (ARENA_CHECKED) { /* its header is addressable too: the value follows it */
-        uint32_t tag;
-        uint64_t n;
-        if (!header_load(v, &tag, &n))
-            return;
-        v += HDR;
-    }
-    if (pos - v > (ptrdiff_t)GRANULE) {
-        VALGRIND_MEMPOOL_CHANGE(base, v, v, (size_t)(pos - v) - GRANULE);
-        VALGRIND_MAKE_MEM_NOACCESS(pos - GRANULE, GRANULE);
-    } else {
-        VALGRIND_MEMPOOL_FREE(base, v);
-    }
-}
-
-/* Expires [from, end of chunk i): sentinels verified (checked build), the
- * bytes clobbered (checked build) and closed, and the chunk's Valgrind pool
- * forgets the values there. */
-static void expire(arena *a, uint32_t i, char *from)
-{
-    char *base = a->chunks[i].base;
-    char *end = base + a->chunks[i].cap;
-
-    if (!instrumented())
-        return;
-    verify_span(a, i, from, end);
-    if (ARENA_CHECKED) {
-        arena__open(from, (size_t)(end - from));
-        memset(from, ARENA__CLOBBER, (size_t)(end - from));
-    }
-    if (ARENA__VALGRIND) {
-        if (from == base) {
-            VALGRIND_DESTROY_MEMPOOL(base);
-            VALGRIND_CREATE_MEMPOOL(base, 0, 0);
-        } else {
-            vg_unstraddle(base, from, end);
-            VALGRIND_MEMPOOL_TRIM(base, base, (size_t)(from - base));
-        }
-    }
-    arena__close(from, (size_t)(end - from));
-}
-
-/* The caller's buffer after a release is open (the caller may reuse it);
- * it is closed again when the arena next uses it. */
-static void close_buffer(arena *a)
-{
-    if (a->flags & BUF_OPEN) {
-        a->flags &= ~(uint32_t)BUF_OPEN;
-        fresh_chunk(a->buf, a->chunks[0].cap);
-    }
 }
 
 /* ---- The position ------------------------------------------------------------------ */
@@ -536,16 +171,15 @@ static uint32_t take_spare(arena *a, uint32_t i);
  * (a sanitizer or Valgrind would flag the request). */
 static uint32_t add_chunk(arena *a, size_t cap)
 {
-    size_t extra = extra_for(a, cap);
+    size_t extra = arena__chunk_extra(cap, budget(a));
     char *base;
 
-    if ((a->flags & FIXED) || cap > (size_t)PTRDIFF_MAX - extra || !index_reserve(a))
+    if ((a->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra || !index_reserve(a))
         return UINT32_MAX;
     base = (char *)back_alloc(a, cap + extra);
     if (!base)
         return UINT32_MAX;
-    if (instrumented())
-        fresh_chunk(base, cap + extra);
+    arena__chunk_made(base, cap + extra);
     a->chunks[a->nchunks].base = base;
     a->chunks[a->nchunks].cap = cap + extra;
     a->nchunks++;
@@ -556,8 +190,7 @@ static uint32_t add_chunk(arena *a, size_t cap)
 /* Hands a chunk the arena allocated back to the backing allocator. */
 static void free_chunk(arena *a, struct arena__chunk c)
 {
-    if (ARENA__VALGRIND)
-        VALGRIND_DESTROY_MEMPOOL(c.base);
+    arena__chunk_freed(c.base, c.cap);
     back_free(a, c.base, c.cap);
 }
 
@@ -568,7 +201,7 @@ static void drop_chunks_from(arena *a, uint32_t from)
     uint32_t i;
 
     for (i = from; i < a->nused; i++)
-        expire(a, i, a->chunks[i].base);
+        arena__expired(a, i, a->chunks[i].base);
     a->nused = from;
 }
 
@@ -713,27 +346,24 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
     char *p;
 
     /* Every size computation below stays clear of SIZE_MAX. */
-    if (size > SIZE_MAX - HDR - 2 * GRANULE - align)
+    if (size > SIZE_MAX - arena__hdr() - 2 * ARENA__GRANULE - align)
         return NULL;
-    if (instrumented()) {
-        close_buffer(a);
-        if (align < GRANULE)
-            align = GRANULE;
-    }
+    align = arena__placing(a, align);
     pos = cursor(a);
     if (a->lim) {
-        size_t pad = (size_t)(-((uintptr_t)pos + HDR) & (uintptr_t)(align - 1)) + HDR;
+        size_t pad = (size_t)(-((uintptr_t)pos + arena__hdr()) & (uintptr_t)(align - 1)) +
+                     arena__hdr();
         size_t room = (size_t)(a->lim - pos);
         if (pad <= room && size <= room - pad) {
             p = pos + pad;
-            set_cursor(a, p + guarded_len(p, size, a->lim));
+            set_cursor(a, p + arena__guarded_len(p, size, a->lim));
             *chunk = a->cur;
             goto placed;
         }
     }
 
     /* The padding a fresh ARENA_ALIGN-aligned chunk may need for `align`
-     * (the header and guard come out of the chunk's EXTRA). */
+     * (the header and guard come out of the chunk's arena__chunk_extra()). */
     worst = align > ARENA_ALIGN ? align - ARENA_ALIGN : 0;
     need = size + worst;
 
@@ -745,7 +375,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
                 return NULL;
             free_outgrown(a, need);
         }
-        p = align_ptr(a->chunks[i].base + HDR, align);
+        p = align_ptr(a->chunks[i].base + arena__hdr(), align);
         *chunk = i;
         goto placed;
     }
@@ -756,23 +386,14 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
         if (i == UINT32_MAX)
             return NULL;
     }
-    p = align_ptr(a->chunks[i].base + HDR, align);
+    p = align_ptr(a->chunks[i].base + arena__hdr(), align);
     enter_chunk(a, i, p);
-    set_cursor(a, p + guarded_len(p, size, a->lim));
+    set_cursor(a, p + arena__guarded_len(p, size, a->lim));
     *chunk = i;
 
 placed:
     a->size += size;
-    if (instrumented()) {
-        if (ARENA_CHECKED) {
-            header_store(p, next_tag(a), size);
-            write_guard(p, size, p + guarded_len(p, size, a->chunks[*chunk].base +
-                                                              a->chunks[*chunk].cap));
-        }
-        if (ARENA__VALGRIND)
-            VALGRIND_MEMPOOL_ALLOC(a->chunks[*chunk].base, p, size);
-        arena__unpoison(p, size);
-    }
+    arena__value_placed(a, &a->chunks[*chunk], p, size);
     return p;
 }
 
@@ -823,46 +444,21 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
 /* Resizes the most recent value `p` of the current chunk in place. */
 static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
 {
-    char *old_end = p + guarded_len(p, old_size, a->lim);
-    char *new_end = p + guarded_len(p, new_size, a->lim);
-
-    set_cursor(a, new_end);
+    set_cursor(a, p + arena__guarded_len(p, new_size, a->lim));
     a->size = a->size - old_size + new_size;
-    if (!instrumented())
-        return;
-    if (ARENA_CHECKED) {
-        uint32_t tag = 0;
-        uint64_t n;
-        header_load(p - HDR, &tag, &n);
-        header_store(p, tag, new_size);
-        write_guard(p, new_size, new_end);
-        if (new_size < old_size) {
-            arena__open(p + new_size, (size_t)(old_end - p) - new_size);
-            memset(p + new_size, ARENA__CLOBBER, (size_t)(old_end - p) - new_size);
-        }
-    }
-    if (ARENA__VALGRIND)
-        VALGRIND_MEMPOOL_CHANGE(a->chunks[a->cur].base, p, p, new_size);
-    if (new_size < old_size) {
-        arena__close(p + new_size, (size_t)(old_end - p) - new_size);
-    } else {
-        (void)new_end;
-        arena__unpoison(p, new_size);
-        if (ARENA__VALGRIND)
-            VALGRIND_MAKE_MEM_UNDEFINED(p + old_size, new_size - old_size);
-    }
+    arena__value_resized(&a->chunks[a->cur], p, old_size, new_size);
 }
 
-/* Checked build: the size of the live value that starts at `p`, from its
- * header, in *size; false when p is not the start of one (in no chunk in
- * use, off a granule, at or past the position, or without a header).  The
- * chunk is found before anything is loaded: the current one first (where
- * grown values mostly are), then the others, newest first. */
+/* Checked build: the size of the live value that starts at `p`, in *size;
+ * false when p is not the start of one (in no chunk in use, or see
+ * arena__value_size()).  The chunk is found before anything is loaded: the
+ * current one first (where grown values mostly are), then the others, newest
+ * first. */
 static bool live_value_size(const arena *a, const char *p, uint64_t *size)
 {
     const struct arena__chunk *c = NULL;
     const char *end = NULL;
-    uint32_t i, tag;
+    uint32_t i;
 
     /* (Compared as integers: p may point anywhere.) */
     if (a->lim && (uintptr_t)p - (uintptr_t)a->chunks[a->cur].base <
@@ -876,13 +472,10 @@ static bool live_value_size(const arena *a, const char *p, uint64_t *size)
             end = c->base + c->cap;
         }
     }
-    /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
-    if (!c || (size_t)(p - c->base) < HDR || ((uintptr_t)p & (GRANULE - 1)) || p >= end)
-        return false;
-    return header_load(p - HDR, &tag, size) && *size <= (size_t)(end - p);
+    return c && arena__value_size(c, end, p, size);
 }
 
-/* Reports the misuse of arena_grow() that can be seen: an old size that
+/* Reports the misuse of arena_realloc() that can be seen: an old size that
  * reaches past the position, when `p` lies in the current chunk before it
  * (no live value does); in the checked build, a `p` that is not the start
  * of a live value, or an old size above the value's size.  Nothing is read
@@ -897,12 +490,12 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
     if (ARENA_CHECKED) {
         if (!live_value_size(a, p, &n))
             return arena__report(ARENA_ERR_FOREIGN_POINTER,
-                                 "arena_grow: %p is not the start of a live value of arena %p",
+                                 "arena_realloc: %p is not the start of a live value of arena %p",
                                  (const void *)p, (const void *)a),
                    true;
         if (old_size > n)
             return arena__report(ARENA_ERR_BAD_SIZE,
-                                 "arena_grow: old size %zu exceeds the %llu-byte value at %p "
+                                 "arena_realloc: old size %zu exceeds the %llu-byte value at %p "
                                  "(arena %p)",
                                  old_size, (unsigned long long)n, (const void *)p,
                                  (const void *)a),
@@ -912,14 +505,14 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
     pos = cursor(a);
     if (a->lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
         return arena__report(ARENA_ERR_BAD_SIZE,
-                             "arena_grow: old size %zu of the value at %p reaches past the end "
+                             "arena_realloc: old size %zu of the value at %p reaches past the end "
                              "of what arena %p holds (%zu bytes from it)",
                              old_size, (const void *)p, (const void *)a, (size_t)(pos - p)),
                true;
     return false;
 }
 
-void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
+void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
 {
     char *p = (char *)ptr;
     char *pos = cursor(a);
@@ -936,7 +529,7 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
     /* The most recent value ends (with its guard) at the position of the
      * current chunk. */
     last = a->lim && p >= a->chunks[a->cur].base && p <= pos &&
-           old_size <= (size_t)(a->lim - p) && pos == p + guarded_len(p, old_size, a->lim);
+           old_size <= (size_t)(a->lim - p) && pos == p + arena__guarded_len(p, old_size, a->lim);
     if (new_size <= old_size) {
         if (last)
             resize_last(a, p, old_size, new_size);
@@ -954,36 +547,15 @@ void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size)
 
 /* ---- Refs ------------------------------------------------------------------------------- */
 
-/* The checked build carries the value's tag in bits of the ref that its
- * fields cannot use, without limiting what the ref can name: bit 0 in the
- * top bit of len (a length is <= ARENA_REF_MAX), and, while the chunk index
- * is below SHORT_INDEX (arenas of up to a million chunks), the other 11 in
- * the chunk field, whose top bit then says so:
- *
- *     chunk = 1 | tag bits 1-11 | index (20 bits)     index < 2^20: 12 tag bits
- *     chunk = 0 | index (31 bits)                     index >= 2^20: 1 tag bit
- *
- * An index is below 2^31 (add_chunk()), so every chunk has a name, and a
- * ref into one of the first 2^20 chunks is always in the short form.  The
- * long form degrades the detection of a ref to a value overwritten at the
- * same offset (the bounds and the header are still checked), never the
- * arena's capacity. */
-#define SHORT_INDEX ((uint32_t)1 << 20)
-#define SHORT_FORM 0x80000000u
-
+/* The ref of the value of `len` bytes just placed at `p` in chunk `chunk`
+ * (tagged in the checked build).  A chunk index is below 2^31 (add_chunk()). */
 static arena_ref make_ref(const arena *a, const char *p, uint32_t chunk, size_t len)
 {
     arena_ref r;
     r.chunk = chunk;
     r.off = (uint32_t)(p - a->chunks[chunk].base);
     r.len = (uint32_t)len;
-    if (ARENA_CHECKED) {
-        uint32_t tag = (a->flags >> 8) & ((1u << TAG_BITS) - 1);
-        r.len |= (tag & 1u) << 31;
-        if (chunk < SHORT_INDEX)
-            r.chunk = SHORT_FORM | (tag >> 1) << 20 | chunk;
-    }
-    return r;
+    return arena__tag_ref(a, r);
 }
 
 arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align)
@@ -1036,16 +608,14 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
 }
 
 /* True when the ref's value (of its chunk, offset and length) is inside
- * the part of the arena that holds live values, and (checked build) starts
- * on a granule after a header whose tag matches the ref's bits of it (under
- * `mask`) and whose size matches.  Everything is checked before the header
- * is loaded: a garbage ref causes no misaligned or out-of-chunk read. */
+ * the part of the arena that holds live values, and (checked build) its
+ * header's tag matches the ref's bits of it (under `mask`) and its size
+ * holds `len` (arena__header_matches()).  Everything is checked before the
+ * header is loaded: a garbage ref causes no out-of-chunk read. */
 static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len, uint32_t tag,
                      uint32_t mask)
 {
     const struct arena__chunk *c;
-    uint32_t htag;
-    uint64_t n;
 
     if (chunk >= a->nused)
         return false;
@@ -1054,33 +624,16 @@ static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len,
         return false;
     if (a->lim && chunk == a->cur && off + (size_t)len > (size_t)(cursor(a) - c->base))
         return false;
-    if (!ARENA_CHECKED)
-        return true;
-    /* A string's header counts its NUL (and a grown value's, more). */
-    /* cppcheck-suppress unsignedPositive ; HDR is 0 only where this never runs */
-    return off >= HDR && (off & (GRANULE - 1)) == 0 &&
-           header_load(c->base + off - HDR, &htag, &n) && ((htag ^ tag) & mask) == 0 &&
-           n >= len;
+    return arena__header_matches(c->base, off, len, tag, mask);
 }
 
 void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 {
     uint32_t len = r.len & (uint32_t)INT32_MAX;
-    uint32_t chunk = r.chunk, tag = 0, mask = 0;
+    uint32_t tag, mask, chunk = arena__untag_ref(r, &tag, &mask);
 
     if (len == 0)
         return NULL;
-    if (ARENA_CHECKED) {
-        tag = r.len >> 31;
-        mask = 1;
-        if (r.chunk & SHORT_FORM) {
-            chunk = r.chunk & (SHORT_INDEX - 1);
-            tag |= (r.chunk & ~SHORT_FORM) >> 20 << 1;
-            mask = (1u << TAG_BITS) - 1;
-        } else if (chunk < SHORT_INDEX) {
-            chunk = UINT32_MAX; /* make_ref() writes no such ref */
-        }
-    }
     if (!ref_live(a, chunk, r.off, len, tag, mask)) {
         arena__report(ARENA_ERR_STALE_REF,
                       "arena_ref_ptr: ref {chunk %#x, off %u, len %#x} does not describe a "
@@ -1132,14 +685,13 @@ void arena_init_buffer(arena *a, void *buf, size_t len, const arena_allocator *b
 
     arena_init_with(a, ARENA_DEFAULT_CHUNK, backing);
     if (!backing || !backing->alloc)
-        a->flags |= FIXED;
+        a->flags |= ARENA__FIXED;
     if (cap > ARENA_REF_MAX)
         cap = ARENA_REF_MAX;
     if (cap) {
         a->buf = (char *)buf + pad;
         attach_buffer(a, cap);
-        if (instrumented())
-            fresh_chunk(a->buf, cap);
+        arena__chunk_made(a->buf, cap);
     }
 }
 
@@ -1150,10 +702,10 @@ void arena__release_slow(arena *a)
     sync(a);
 
     if (a->buf)
-        close_buffer(a);
+        arena__buffer_reused(a);
     for (i = 0; i < a->nchunks; i++) {
         if (i < a->nused)
-            expire(a, i, a->chunks[i].base);
+            arena__expired(a, i, a->chunks[i].base);
         if (a->chunks[i].base != a->buf)
             free_chunk(a, a->chunks[i]);
     }
@@ -1168,14 +720,7 @@ void arena__release_slow(arena *a)
     a->expired = a->saves;
     leave_chunks(a);
     if (a->buf) {
-        /* The caller may take its buffer back now: it is left open (and
-         * closed again when the arena next stores into it). */
-        if (instrumented()) {
-            if (ARENA__VALGRIND)
-                VALGRIND_DESTROY_MEMPOOL(a->buf);
-            arena__open(a->buf, bufcap);
-            a->flags |= BUF_OPEN;
-        }
+        arena__buffer_released(a, bufcap);
         attach_buffer(a, bufcap);
     }
 }
@@ -1324,7 +869,7 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     size_t most;
 
     sync(a);
-    close_buffer(a);
+    arena__buffer_reused(a);
     drop_chunks_from(a, 0);
     most = retention_target(a);
     free_spares(a, most < retain_limit ? most : retain_limit, a->nwin);
@@ -1453,16 +998,15 @@ bool arena__rewind(arena *a, arena_mark m)
         return false;
     }
     sync(a);
-    close_buffer(a);
+    arena__buffer_reused(a);
     drop_chunks_from(a, m.nused);
     a->size = m.size;
     if (m.pos) {
         /* Chunks between m.cur and m.nused hold only oversized values stored
          * before the mark, so the mark's chunk tail is all that expires here. */
         enter_chunk(a, m.cur, m.pos);
-        if (ARENA_CHECKED && !ARENA__VALGRIND)
-            cut_value_at(a, m.cur, m.pos);
-        expire(a, m.cur, m.pos);
+        arena__cut(a, m.cur, m.pos);
+        arena__expired(a, m.cur, m.pos);
     } else {
         leave_chunks(a);
     }
@@ -1500,15 +1044,14 @@ bool arena_check(const arena *a)
         if (c->base == a->buf && i != 0)
             return CORRUPT("arena_check: arena %p: the caller's buffer is chunk %u, not 0",
                            (const void *)a, (unsigned)i);
-        /* cppcheck-suppress unsignedLessThanZero ; EXTRA is 0 in some builds */
-        if (c->base != a->buf && instrumented() && c->cap < EXTRA)
+        if (c->base != a->buf && c->cap < arena__chunk_extra(0, budget(a)))
             return CORRUPT("arena_check: arena %p: chunk %u is smaller than its overhead",
                            (const void *)a, (unsigned)i);
         held += usable(a, c);
         if (i < a->nused)
             used += usable(a, c);
-        if (!(c->base == a->buf && (a->flags & BUF_OPEN)) &&
-            !verify_span(a, i, c->base, c->base + c->cap))
+        if (!(c->base == a->buf && (a->flags & ARENA__BUF_OPEN)) &&
+            !arena__verify(a, i, c->base, c->base + c->cap))
             return false;
     }
     if (!spans_ordered(a))
@@ -1524,10 +1067,10 @@ bool arena_check(const arena *a)
                        (const void *)a, (unsigned)a->nused, (unsigned)a->ntouched,
                        (unsigned)a->nrun, (unsigned)a->nwin, (unsigned)a->nchunks);
     /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
-    if (!instrumented() && arena_size(a) > used)
+    if (!arena__instrumented() && arena_size(a) > used)
         return CORRUPT("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
                        (const void *)a, arena_size(a), used);
-    if (instrumented() && ((uintptr_t)pos & (GRANULE - 1)) && pos != a->lim)
+    if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) && pos != a->lim)
         return CORRUPT("arena_check: arena %p: position %p is not on a granule",
                        (const void *)a, (void *)pos);
     if (a->lim) {

@@ -23,7 +23,7 @@
  *
  * Costs: the context hooks are arena_alloc() plus a call; arena_cur_malloc is
  * a thread-local load, arena_alloc() and two stores; free is a header check
- * and, for the most recent block only, a call to arena_grow().
+ * and, for the most recent block only, a call to arena_realloc().
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +41,7 @@ void arena_free(arena *a, void *ptr, size_t size)
      * the common case of a library freeing an old block costs no call. */
     if (!ptr || (a->ptr && (uintptr_t)ptr + size != (uintptr_t)a->ptr))
         return;
-    kept = arena_grow(a, ptr, size, 0);
+    kept = arena_realloc(a, ptr, size, 0);
     (void)kept;
 }
 
@@ -76,7 +76,7 @@ void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_siz
     }
     if (!ptr)
         return arena_alloc(a, new_size);
-    return arena_grow(a, ptr, old_size, new_size);
+    return arena_realloc(a, ptr, old_size, new_size);
 }
 
 void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
@@ -84,7 +84,7 @@ void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new
     arena *a = (arena *)arena_ctx;
     if (!ptr)
         return arena_alloc(a, new_size);
-    return arena_grow(a, ptr, old_size, new_size);
+    return arena_realloc(a, ptr, old_size, new_size);
 }
 
 /* The backing blocks of arena_allocator_of() start ARENA_ALIGN bytes into a
@@ -261,9 +261,9 @@ void arena_cur_free(void *ptr)
 static void *resize_mine(char *h, size_t old_size, size_t size)
 {
     char *q;
-    /* arena_grow copies the header with the bytes when it moves the block. */
+    /* arena_realloc copies the header with the bytes when it moves the block. */
     arena__unpoison(h, HDR);
-    q = (char *)arena_grow(current, h, HDR + old_size, HDR + size);
+    q = (char *)arena_realloc(current, h, HDR + old_size, HDR + size);
     if (!q) {
         arena__poison(h, HDR);
         return NULL;

@@ -119,7 +119,7 @@ typedef struct model {
     size_t over;    /* expected oversized bytes in arena_retained() */
     size_t floor;   /* arena_retained() at the last check */
     bool dropped;   /* a reset or release since: retained may have come down */
-    /* The most recent value stored in a uniform chunk (the one arena_grow may
+    /* The most recent value stored in a uniform chunk (the one arena_realloc may
      * extend in place); unknown after it was shrunk to nothing.  Not clean
      * when an oversized value was stored after it. */
     long tail;
@@ -445,7 +445,7 @@ static void model_op_alloc(model *m, model_before *b)
     if (kind == 0 && align == 0) {
         p = (unsigned char *)arena_alloc(m->a, size);
     } else if (kind == 1 && align == 0) {
-        p = (unsigned char *)arena_grow(m->a, NULL, 0, size);
+        p = (unsigned char *)arena_realloc(m->a, NULL, 0, size);
     } else if (kind == 2 && align == 8) {
         size = (size + 7) / 8 * 8;
         p = (unsigned char *)ARENA_ALLOC_ARRAY(m->a, uint64_t, size / 8);
@@ -657,7 +657,7 @@ static void model_op_grow(model *m, model_before *b)
     if (old == 0 && want == 0)
         return;
 
-    q = (unsigned char *)arena_grow(m->a, p, old, want);
+    q = (unsigned char *)arena_realloc(m->a, p, old, want);
     if (want <= old) {
         size_t now = arena_size(m->a);
         MCHECK(m, q == p);

@@ -169,15 +169,15 @@ static void test_budget_packs_exactly(void **state)
     assert_true(p < first || p >= first + 1000);
     release_tb(&a);
 
-    /* arena_grow in place up to the chunk's last byte, and not one further. */
+    /* arena_realloc in place up to the chunk's last byte, and not one further. */
     init_tb(&a, 1000);
     first = (char *)arena_alloc(&a, 100);
     fill_pattern(first, 100, 1);
-    p = (char *)arena_grow(&a, first, 100, 1000);
+    p = (char *)arena_realloc(&a, first, 100, 1000);
     assert_ptr_equal(p, first);
     assert_int_equal(arena_size(&a), 1000);
     assert_int_equal(arena_retained(&a), 1000);
-    p = (char *)arena_grow(&a, first, 1000, 1001);
+    p = (char *)arena_realloc(&a, first, 1000, 1001);
     assert_non_null(p);
     assert_ptr_not_equal(p, first);
     assert_true(has_pattern(p, 100, 1));
@@ -751,7 +751,7 @@ static void test_marks_valid_after_shrink_before_them(void **state)
     assert_non_null(buf);
     fill_pattern(buf, 200, 1);
     m = arena_save(&a);
-    buf = (char *)arena_grow(&a, buf, 200, 20); /* shrink to fit */
+    buf = (char *)arena_realloc(&a, buf, 200, 20); /* shrink to fit */
     assert_non_null(buf);
     assert_int_equal(arena_size(&a), 5 + 20);
     assert_non_null(arena_alloc(&a, 30));
@@ -769,7 +769,7 @@ static void test_marks_valid_after_shrink_before_them(void **state)
     arena_reset(&a);
     buf = (char *)arena_alloc(&a, 100);
     m = arena_save(&a);
-    buf = (char *)arena_grow(&a, buf, 100, 10);
+    buf = (char *)arena_realloc(&a, buf, 100, 10);
     m2 = arena_save(&a);
     assert_non_null(arena_alloc(&a, 8));
     arena_rewind(&a, m2);
@@ -838,19 +838,19 @@ static void test_counters_every_operation(void **state)
     p = arena_alloc(&a, 10);
     assert_non_null(p);
     EXPECT_SIZE(10);
-    p = arena_grow(&a, p, 10, 30); /* most recent, room: in place */
+    p = arena_realloc(&a, p, 10, 30); /* most recent, room: in place */
     assert_non_null(p);
     EXPECT_SIZE(20);
-    p = arena_grow(&a, p, 30, 12); /* shrink the most recent */
+    p = arena_realloc(&a, p, 30, 12); /* shrink the most recent */
     assert_non_null(p);
     EXPECT_SIZE(-(size_t)18);
     s = arena_strdup(&a, "x");
     assert_non_null(s);
     EXPECT_SIZE(2);
-    p = arena_grow(&a, p, 12, 40); /* not the most recent: moves */
+    p = arena_realloc(&a, p, 12, 40); /* not the most recent: moves */
     assert_non_null(p);
     EXPECT_SIZE(40);
-    p = arena_grow(&a, NULL, 0, 9); /* NULL: alloc */
+    p = arena_realloc(&a, NULL, 0, 9); /* NULL: alloc */
     assert_non_null(p);
     EXPECT_SIZE(9);
 
@@ -1094,7 +1094,7 @@ static void test_array_overflow(void **state)
     release_tb(&a);
 }
 
-/* ---- arena_grow -------------------------------------------------------------------- */
+/* ---- arena_realloc -------------------------------------------------------------------- */
 
 static void test_grow(void **state)
 {
@@ -1108,36 +1108,36 @@ static void test_grow(void **state)
     /* In place: the most recent value, room in the chunk. */
     p = (char *)arena_alloc(&a, 20);
     fill_pattern(p, 20, 1);
-    q = (char *)arena_grow(&a, p, 20, 100);
+    q = (char *)arena_realloc(&a, p, 20, 100);
     assert_ptr_equal(q, p);
     assert_true(has_pattern(q, 20, 1));
     fill_pattern(q, 100, 2);
     assert_int_equal(arena_size(&a), 100);
     /* Again, byte by byte (strings grow this way). */
-    q = (char *)arena_grow(&a, q, 100, 101);
+    q = (char *)arena_realloc(&a, q, 100, 101);
     assert_ptr_equal(q, p);
     assert_int_equal(arena_size(&a), 101);
     q[100] = 'z';
 
     /* Shrinking the most recent value gives the tail back: growing it back
      * is in place again, and so is a new value after it. */
-    q = (char *)arena_grow(&a, p, 101, 30);
+    q = (char *)arena_realloc(&a, p, 101, 30);
     assert_ptr_equal(q, p);
     assert_int_equal(arena_size(&a), 30);
     assert_true(has_pattern(q, 30, 2));
-    q = (char *)arena_grow(&a, p, 30, 60);
+    q = (char *)arena_realloc(&a, p, 30, 60);
     assert_ptr_equal(q, p);
     assert_int_equal(arena_size(&a), 60);
     assert_true(has_pattern(q, 30, 2));
-    q = (char *)arena_grow(&a, p, 60, 60); /* same size: nothing */
+    q = (char *)arena_realloc(&a, p, 60, 60); /* same size: nothing */
     assert_ptr_equal(q, p);
     assert_int_equal(arena_size(&a), 60);
     if (test_packed()) {
-        q = (char *)arena_grow(&a, p, 60, 31);
+        q = (char *)arena_realloc(&a, p, 60, 31);
         s = arena_strdup(&a, "tail");
         assert_ptr_equal(s, p + 31);
         assert_int_equal(arena_size(&a), 31 + 5);
-        q = (char *)arena_grow(&a, s, 5, 5);
+        q = (char *)arena_realloc(&a, s, 5, 5);
         assert_ptr_equal(q, s);
         size = 36;
     } else {
@@ -1149,7 +1149,7 @@ static void test_grow(void **state)
     r = (char *)arena_alloc(&a, 10);
     fill_pattern(r, 10, 3);
     size += 10;
-    q = (char *)arena_grow(&a, p, 31, 200);
+    q = (char *)arena_realloc(&a, p, 31, 200);
     assert_non_null(q);
     assert_ptr_not_equal(q, p);
     assert_true(is_aligned(q, ARENA_ALIGN));
@@ -1159,7 +1159,7 @@ static void test_grow(void **state)
     size += 200;
     assert_int_equal(arena_size(&a), size);
     /* Shrinking a value that is not the most recent: ptr, nothing given back. */
-    s = (char *)arena_grow(&a, r, 10, 4);
+    s = (char *)arena_realloc(&a, r, 10, 4);
     assert_ptr_equal(s, r);
     assert_int_equal(arena_size(&a), size);
 
@@ -1167,7 +1167,7 @@ static void test_grow(void **state)
     p = (char *)arena_alloc(&a, 400);
     fill_pattern(p, 400, 4);
     size += 400;
-    q = (char *)arena_grow(&a, p, 400, 900);
+    q = (char *)arena_realloc(&a, p, 400, 900);
     assert_non_null(q);
     assert_ptr_not_equal(q, p);
     assert_true(has_pattern(q, 400, 4));
@@ -1176,7 +1176,7 @@ static void test_grow(void **state)
     assert_int_equal(arena_retained(&a), 2000);
 
     /* Growing into an oversized value. */
-    r = (char *)arena_grow(&a, q, 900, 5000);
+    r = (char *)arena_realloc(&a, q, 900, 5000);
     assert_non_null(r);
     assert_true(has_pattern(r, 400, 4));
     size += 5000;
@@ -1184,18 +1184,18 @@ static void test_grow(void **state)
     assert_int_equal(arena_retained(&a), 2000 + 5000);
 
     /* ptr == NULL behaves as arena_alloc. */
-    p = (char *)arena_grow(&a, NULL, 0, 24);
+    p = (char *)arena_realloc(&a, NULL, 0, 24);
     assert_non_null(p);
     assert_true(is_aligned(p, ARENA_ALIGN));
     size += 24;
     assert_int_equal(arena_size(&a), size);
-    p = (char *)arena_grow(&a, NULL, 0, 0);
+    p = (char *)arena_realloc(&a, NULL, 0, 0);
     assert_non_null(p);
     assert_int_equal(arena_size(&a), size);
 
     /* Growing a size-0 value. */
     p = (char *)arena_alloc(&a, 0);
-    q = (char *)arena_grow(&a, p, 0, 8);
+    q = (char *)arena_realloc(&a, p, 0, 8);
     assert_non_null(q);
     memset(q, 1, 8);
     size += 8;
@@ -1207,7 +1207,7 @@ static void test_grow(void **state)
     /* A string value grows byte by byte in place when it is the most recent. */
     init_tb(&a, 1000);
     s = arena_strdup(&a, "ab");
-    q = (char *)arena_grow(&a, s, 3, 4);
+    q = (char *)arena_realloc(&a, s, 3, 4);
     assert_ptr_equal(q, s);
     assert_string_equal(q, "ab");
     q[3] = 'c';
@@ -1301,7 +1301,7 @@ static void check_zero_size_entry_points(arena *a)
     assert_non_null(arena_calloc(a, SIZE_MAX, 0)); /* the product is 0 */
     assert_non_null(arena_copy(a, "abc", 0, 0));
     assert_non_null(arena_copy(a, NULL, 0, 8));
-    assert_non_null(arena_grow(a, NULL, 0, 0));
+    assert_non_null(arena_realloc(a, NULL, 0, 0));
     assert_non_null(ARENA_NEW_ARRAY(a, point3, 0));
     assert_non_null(ARENA_ALLOC_ARRAY(a, point3, 0));
     r = arena_ref_copy(a, "abc", 0, 0);
@@ -1381,8 +1381,8 @@ static void check_huge_sizes(arena *a, char *v, size_t vlen, uint64_t vid)
         assert_null(arena_strndup(a, src, n));
         assert_null(ARENA_NEW_ARRAY(a, char, n));
         assert_null(ARENA_ALLOC_ARRAY(a, char, n));
-        assert_null(arena_grow(a, NULL, 0, n));
-        assert_null(arena_grow(a, v, vlen, n));
+        assert_null(arena_realloc(a, NULL, 0, n));
+        assert_null(arena_realloc(a, v, vlen, n));
         r = arena_ref_copy(a, src, n, 0);
         assert_true(arena_ref_empty(r));
         r = arena_ref_strndup(a, src, n);
@@ -1426,7 +1426,7 @@ static void test_sizes_near_size_max(void **state)
             assert_null(arena_calloc(&a, 1, beyond[i]));
             assert_null(arena_copy(&a, v, opaque_size(beyond[i]), 1));
             assert_null(arena_strndup(&a, (const char *)v, opaque_size(beyond[i])));
-            assert_null(arena_grow(&a, v, 40, beyond[i]));
+            assert_null(arena_realloc(&a, v, 40, beyond[i]));
             assert_null(arena_alloc_aligned(&a, beyond[i] - 4000, 4096));
         }
         assert_int_equal(tb.calls, calls);

@@ -156,7 +156,7 @@ static void test_fixed_buffer_never_mallocs(void **state)
     assert_null(arena_calloc(&a, 10, 10));
     assert_null(ARENA_NEW_ARRAY(&a, uint64_t, 40));
     assert_true(arena_ref_empty(arena_ref_copy(&a, buf, 300, 1)));
-    assert_null(arena_grow(&a, vals[n - 1], 24, 1000));
+    assert_null(arena_realloc(&a, vals[n - 1], 24, 1000));
     assert_non_null(arena_alloc(&a, 0));
     assert_int_equal(arena_size(&a), size);
     assert_int_equal(arena_retained(&a), 256);
@@ -396,7 +396,7 @@ static void test_backing_gets_everything(void **state)
     assert_non_null(arena_alloc(&a, 5000));
     assert_non_null(arena_strndup(&a, (const char *)src, 999));
     assert_false(arena_ref_empty(arena_ref_copy(&a, src, 700, 64)));
-    assert_non_null(arena_grow(&a, NULL, 0, 3000));
+    assert_non_null(arena_realloc(&a, NULL, 0, 3000));
     arena_rewind(&a, m);
     arena_reset(&a);
     for (i = 0; i < 300; i++)

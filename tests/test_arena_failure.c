@@ -156,8 +156,8 @@ static void test_every_entry_point_out_of_memory(void **state)
     OOM(ARENA_NEW(&a, uint64_t));
     OOM(ARENA_NEW_ARRAY(&a, uint32_t, 3));
     OOM(ARENA_ALLOC_ARRAY(&a, uint32_t, 3));
-    OOM(arena_grow(&a, v, 100, 200));
-    OOM(arena_grow(&a, NULL, 0, 8));
+    OOM(arena_realloc(&a, v, 100, 200));
+    OOM(arena_realloc(&a, NULL, 0, 8));
     assert_true(arena_ref_empty(arena_ref_copy(&a, "abc", 3, 1)));
     assert_true(arena_ref_empty(arena_ref_strndup(&a, "abc", 3)));
     assert_int_equal(arena_size(&a), size);
@@ -165,7 +165,7 @@ static void test_every_entry_point_out_of_memory(void **state)
 #undef OOM
     /* Size 0 and shrinking need no memory. */
     assert_non_null(arena_alloc(&a, 0));
-    assert_ptr_equal(arena_grow(&a, v, 100, 50), v);
+    assert_ptr_equal(arena_realloc(&a, v, 100, 50), v);
     /* It recovers when the backing does. */
     tb.fail_from = 0;
     assert_non_null(arena_alloc(&a, 8));

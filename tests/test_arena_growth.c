@@ -150,7 +150,7 @@ static void shape_mixed(arena *a)
     buf = (unsigned char *)arena_alloc(a, 1000);
     assert_non_null(buf);
     for (n = 1000; n < 600 * KIB; n *= 2) {
-        buf = (unsigned char *)arena_grow(a, buf, n, 2 * n);
+        buf = (unsigned char *)arena_realloc(a, buf, n, 2 * n);
         assert_non_null(buf);
         store(a, 100, (unsigned)n);
     }

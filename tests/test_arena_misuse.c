@@ -2,7 +2,7 @@
  * Misuse of an arena with an error handler that returns: each mistake is
  * reported once, with its code, and the call then does nothing -- the arena
  * struct is byte for byte what it was (arena.h, "Errors").  Marks and scopes
- * ended out of order, refs too large, arena_grow() told too large an old
+ * ended out of order, refs too large, arena_realloc() told too large an old
  * size, and (checked build) garbage refs.
  *
  * Every case is set up with an open inline run (plain build: the inline
@@ -367,12 +367,12 @@ static void test_misuse_leaves_arena_identical(void **state)
                   r = arena_ref_strndup(&a, big, opaque_size(ARENA_REF_MAX)));
     assert_true(arena_ref_empty(r));
 
-    /* arena_grow() told an old size past the position. */
+    /* arena_realloc() told an old size past the position. */
     {
         char *v = (char *)arena_alloc(&a, 24);
         void *q = v;
         open_run(&a);
-        EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = arena_grow(&a, v, 4096, 8192));
+        EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = arena_realloc(&a, v, 4096, 8192));
         assert_null(q);
     }
 
@@ -388,7 +388,7 @@ static void test_misuse_leaves_arena_identical(void **state)
     release_tb(&a);
 }
 
-/* ---- arena_grow() told a wrong old size -------------------------------------------- */
+/* ---- arena_realloc() told a wrong old size -------------------------------------------- */
 
 /* Any build: an old size that reaches past the position of the value's
  * chunk (the overlapping copy of the most recent value grown past a
@@ -406,28 +406,28 @@ static void test_grow_old_size_past_position(void **state)
     fill_pattern(w, 50, 2);
     open_run(&a);
     /* Bigger than all that is stored after v, and bigger than the chunk. */
-    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_grow(&a, v, 1000, 2000));
+    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_realloc(&a, v, 1000, 2000));
     assert_null(q);
-    assert_non_null(strstr(recorded_errors.message, "arena_grow"));
-    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_grow(&a, w, 4000, 100000));
+    assert_non_null(strstr(recorded_errors.message, "arena_realloc"));
+    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_realloc(&a, w, 4000, 100000));
     assert_null(q);
-    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_grow(&a, w, SIZE_MAX, 10));
+    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_realloc(&a, w, SIZE_MAX, 10));
     assert_null(q);
     assert_true(has_pattern(v, 100, 1));
     assert_true(has_pattern(w, 50, 2));
 
     /* The right sizes (and smaller ones) still work. */
-    EXPECT_FINE(q = (char *)arena_grow(&a, v, 100, 300));
+    EXPECT_FINE(q = (char *)arena_realloc(&a, v, 100, 300));
     assert_non_null(q);
     assert_true(has_pattern(q, 100, 1));
-    EXPECT_FINE(q = (char *)arena_grow(&a, q, 300, 400));
-    EXPECT_FINE(q = (char *)arena_grow(&a, w, 10, 20));
+    EXPECT_FINE(q = (char *)arena_realloc(&a, q, 300, 400));
+    EXPECT_FINE(q = (char *)arena_realloc(&a, w, 10, 20));
     assert_true(has_pattern(q, 10, 2));
     assert_true(arena_check(&a));
     release_tb(&a);
 }
 
-/* arena_grow() with every legitimate old size reports nothing: strings
+/* arena_realloc() with every legitimate old size reports nothing: strings
  * with their NUL, values grown or shrunk before, values in earlier and
  * oversized chunks, in a caller's buffer, and the size-0 value. */
 static void test_grow_legitimate_sizes(void **state)
@@ -440,29 +440,29 @@ static void test_grow_legitimate_sizes(void **state)
 
     init_tb(&a, 1000);
     s = arena_strdup(&a, "string");
-    EXPECT_FINE(q = (char *)arena_grow(&a, s, 7, 8));
+    EXPECT_FINE(q = (char *)arena_realloc(&a, s, 7, 8));
     assert_string_equal(q, "string");
     v = (char *)arena_alloc(&a, 200);
     fill_pattern(v, 200, 3);
-    EXPECT_FINE(v = (char *)arena_grow(&a, v, 200, 100)); /* shrunk in place */
-    EXPECT_FINE(v = (char *)arena_grow(&a, v, 100, 150));
+    EXPECT_FINE(v = (char *)arena_realloc(&a, v, 200, 100)); /* shrunk in place */
+    EXPECT_FINE(v = (char *)arena_realloc(&a, v, 100, 150));
     big = (char *)arena_alloc(&a, 5000);
     fill_pattern(big, 5000, 4);
     assert_non_null(arena_alloc(&a, 900)); /* the next chunk */
-    EXPECT_FINE(q = (char *)arena_grow(&a, v, 150, 160)); /* an earlier chunk */
+    EXPECT_FINE(q = (char *)arena_realloc(&a, v, 150, 160)); /* an earlier chunk */
     assert_true(has_pattern(q, 100, 3));
-    EXPECT_FINE(q = (char *)arena_grow(&a, big, 5000, 6000));
+    EXPECT_FINE(q = (char *)arena_realloc(&a, big, 5000, 6000));
     assert_true(has_pattern(q, 5000, 4));
-    EXPECT_FINE(q = (char *)arena_grow(&a, arena_alloc(&a, 0), 0, 16));
+    EXPECT_FINE(q = (char *)arena_realloc(&a, arena_alloc(&a, 0), 0, 16));
     assert_non_null(q);
 
     /* A value grown in place across a mark, cut by the rewind, then grown
      * with its size at the mark. */
     v = (char *)arena_alloc(&a, 40);
     m = arena_save(&a);
-    EXPECT_FINE(v = (char *)arena_grow(&a, v, 40, 80));
+    EXPECT_FINE(v = (char *)arena_realloc(&a, v, 40, 80));
     arena_rewind(&a, m);
-    EXPECT_FINE(q = (char *)arena_grow(&a, v, 40, 48));
+    EXPECT_FINE(q = (char *)arena_realloc(&a, v, 40, 48));
     assert_non_null(q);
     assert_true(arena_check(&a));
     release_tb(&a);
@@ -470,9 +470,9 @@ static void test_grow_legitimate_sizes(void **state)
     arena_init_buffer(&a, buf, sizeof buf, NULL);
     v = (char *)arena_alloc(&a, 64);
     assert_non_null(arena_alloc(&a, 8));
-    EXPECT_FINE(q = (char *)arena_grow(&a, v, 64, 128));
+    EXPECT_FINE(q = (char *)arena_realloc(&a, v, 64, 128));
     assert_non_null(q);
-    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_grow(&a, v, 1024, 1100));
+    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_realloc(&a, v, 1024, 1100));
     arena_release(&a);
 }
 
@@ -494,26 +494,26 @@ static void test_checked_grow_checks_the_header(void **state)
     w = (char *)arena_alloc(&a, 100);
     fill_pattern(w, 100, 2);
     /* Short of the position, in the current chunk. */
-    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_grow(&a, v, 101, 300));
+    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_realloc(&a, v, 101, 300));
     assert_null(q);
     assert_non_null(strstr(recorded_errors.message, "100-byte"));
     big = (char *)arena_alloc(&a, 3000);
     assert_non_null(arena_alloc(&a, 900)); /* the next chunk */
     /* An earlier chunk, an oversized one. */
-    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_grow(&a, w, 120, 200));
-    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_grow(&a, big, 3001, 4000));
+    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_realloc(&a, w, 120, 200));
+    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_realloc(&a, big, 3001, 4000));
     /* Not the start of a value, or not a live one. */
-    EXPECT_MISUSE(&a, ARENA_ERR_FOREIGN_POINTER, q = (char *)arena_grow(&a, v + 16, 16, 32));
-    EXPECT_MISUSE(&a, ARENA_ERR_FOREIGN_POINTER, q = (char *)arena_grow(&a, v + 3, 16, 32));
+    EXPECT_MISUSE(&a, ARENA_ERR_FOREIGN_POINTER, q = (char *)arena_realloc(&a, v + 16, 16, 32));
+    EXPECT_MISUSE(&a, ARENA_ERR_FOREIGN_POINTER, q = (char *)arena_realloc(&a, v + 3, 16, 32));
     EXPECT_MISUSE(&a, ARENA_ERR_FOREIGN_POINTER,
-                  q = (char *)arena_grow(&a, (char *)tb.blocks, 16, 32));
+                  q = (char *)arena_realloc(&a, (char *)tb.blocks, 16, 32));
     m = arena_save(&a);
     q = (char *)arena_alloc(&a, 30);
     arena_rewind(&a, m);
-    EXPECT_MISUSE(&a, ARENA_ERR_FOREIGN_POINTER, q = (char *)arena_grow(&a, q, 30, 60));
+    EXPECT_MISUSE(&a, ARENA_ERR_FOREIGN_POINTER, q = (char *)arena_realloc(&a, q, 30, 60));
     assert_true(has_pattern(v, 100, 1));
     assert_true(has_pattern(w, 100, 2));
-    EXPECT_FINE(q = (char *)arena_grow(&a, w, 100, 200));
+    EXPECT_FINE(q = (char *)arena_realloc(&a, w, 100, 200));
     assert_true(has_pattern(q, 100, 2));
     release_tb(&a);
 }

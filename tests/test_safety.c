@@ -46,7 +46,7 @@ static void test_counters_exact(void **state)
     assert_int_equal(arena_retained(&a), 0);
 }
 
-/* arena_grow() recognises the most recent value behind its guard. */
+/* arena_realloc() recognises the most recent value behind its guard. */
 static void test_grow_in_place(void **state)
 {
     arena a = {0};
@@ -55,22 +55,22 @@ static void test_grow_in_place(void **state)
     (void)state;
     p = (char *)arena_alloc(&a, 10);
     memcpy(p, "0123456789", 10);
-    q = (char *)arena_grow(&a, p, 10, 100);
+    q = (char *)arena_realloc(&a, p, 10, 100);
     assert_ptr_equal(q, p);
     assert_memory_equal(q, "0123456789", 10);
     for (i = 10; i < 100; i++)
         q[i] = (char)i;
     assert_int_equal(arena_size(&a), 100);
-    q = (char *)arena_grow(&a, p, 100, 3);
+    q = (char *)arena_realloc(&a, p, 100, 3);
     assert_ptr_equal(q, p);
     assert_int_equal(arena_size(&a), 3);
-    q = (char *)arena_grow(&a, p, 3, 20);
+    q = (char *)arena_realloc(&a, p, 3, 20);
     assert_ptr_equal(q, p);
     assert_memory_equal(q, "012", 3);
     memset(q + 3, 'x', 17);
     /* Not the most recent any more: a copy. */
     assert_non_null(arena_alloc(&a, 1));
-    q = (char *)arena_grow(&a, p, 20, 40);
+    q = (char *)arena_realloc(&a, p, 20, 40);
     assert_ptr_not_equal(q, p);
     assert_memory_equal(q, "012xxxxxxxxxxxxxxxxx", 20);
     assert_int_equal(arena_size(&a), 20 + 1 + 40);
@@ -119,7 +119,7 @@ static void test_rewind_cuts_value_grown_across_mark(void **state)
     x = (char *)arena_alloc(&a, 100);
     memset(x, 3, 100);
     m = arena_save(&a);
-    grown = (char *)arena_grow(&a, x, 100, 1500);
+    grown = (char *)arena_realloc(&a, x, 100, 1500);
     assert_ptr_equal(grown, x);
     memset(grown, 4, 1500);
     arena_rewind(&a, m);
@@ -314,10 +314,10 @@ static void test_asan_poisoning(void **state)
     m = arena_save(&a);
     q = (char *)arena_alloc(&a, 32);
     assert_null(__asan_region_is_poisoned(q, 32));
-    q = (char *)arena_grow(&a, q, 32, 64);
+    q = (char *)arena_realloc(&a, q, 32, 64);
     assert_null(__asan_region_is_poisoned(q, 64));
     assert_true(__asan_address_is_poisoned(q + 64));
-    q = (char *)arena_grow(&a, q, 64, 8);
+    q = (char *)arena_realloc(&a, q, 64, 8);
     assert_true(__asan_address_is_poisoned(q + 8));
     arena_rewind(&a, m);
     assert_true(__asan_address_is_poisoned(q));

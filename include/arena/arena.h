@@ -74,7 +74,7 @@ typedef enum arena_error {
     ARENA_ERR_NULL_FREE = 1,
     /** not the start of a slot of this pool, not a block of the arena_cur_*
      *  family, an arena recycled into a cache that did not make it; checked
-     *  build: arena_grow() of a pointer that is not the start of a live value */
+     *  build: arena_realloc() of a pointer that is not the start of a live value */
     ARENA_ERR_FOREIGN_POINTER,
     /** the slot is already free; the arena was already recycled */
     ARENA_ERR_DOUBLE_FREE,
@@ -90,7 +90,7 @@ typedef enum arena_error {
     /** arena_check() or arena_pool_check() found an inconsistency; checked
      *  build: a guard or header overwritten */
     ARENA_ERR_CORRUPT,
-    /** arena_grow() told an old size larger than the value */
+    /** arena_realloc() told an old size larger than the value */
     ARENA_ERR_BAD_SIZE
 } arena_error;
 
@@ -468,15 +468,22 @@ ARENA__NODISCARD
 static inline char *arena_strdup(arena *a, const char *s);
 
 /**
- * Realloc inside the arena.  If `ptr` is the most recent allocation and its
- * chunk has room, grows in place and returns `ptr` (size changes by
- * new_size - old_size).  Otherwise stores a new ARENA_ALIGN-aligned region,
- * copies old_size bytes and returns it (size grows by new_size; the old region
- * stays counted until the next rewind).  new_size <= old_size returns ptr
- * (giving the tail back when ptr is the most recent allocation).  ptr == NULL
- * is arena_alloc(a, new_size).  Values stored with an alignment above
- * ARENA_ALIGN must not be grown.  NULL on out-of-memory, arena and *ptr
- * unchanged.
+ * C's realloc, told the old size: resizes the value `ptr` of `old_size`
+ * bytes to `new_size` bytes, keeping its first min(old_size, new_size) bytes.
+ *   - Grow: in place (returns `ptr`) when ptr is the most recent value of
+ *     the current chunk and the chunk has room; otherwise a new
+ *     ARENA_ALIGN-aligned value of new_size bytes gets a copy of the old
+ *     size's bytes and is returned, and the old one stays stored (and
+ *     counted in arena_size()) until the rewind that covers it.
+ *   - Shrink (new_size <= old_size): returns `ptr`, never moves; the tail
+ *     goes back to the arena when ptr is the most recent value, and stays
+ *     with the batch otherwise.  Size 0 is the shrink to nothing: `ptr` is
+ *     returned (arena_free() drops it).
+ *   - ptr NULL: arena_alloc(a, new_size) (size 0: a non-NULL pointer that
+ *     must not be dereferenced).
+ * Values stored with an alignment above ARENA_ALIGN must not be grown.
+ * Failure (out of memory, or new_size beyond what can be allocated): NULL,
+ * with the arena and the old value unchanged, as C's realloc.
  *
  * Requires: `ptr` is NULL or a live value of this arena, and `old_size` is
  * at most the size it was stored or last grown with (a string's counts its
@@ -488,14 +495,14 @@ static inline char *arena_strdup(arena *a, const char *s);
  * After a report, NULL, and the arena is unchanged.
  */
 ARENA__NODISCARD
-ARENA_API void *arena_grow(arena *a, void *ptr, size_t old_size, size_t new_size);
+ARENA_API void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size);
 
 /**
  * Free-last: gives the `size` bytes of `ptr` back when it is the most recent
  * value of the arena's current chunk (the next allocation then reuses them),
  * else does nothing (the value goes with the batch).  `size` must be the
- * value's size (arena_free(a, p, n) is arena_grow(a, p, n, 0) with the result
- * dropped).  ptr NULL: nothing.  Cheap when the value is not the most recent:
+ * value's size (arena_free(a, p, n) is arena_realloc(a, p, n, 0) with the
+ * result dropped).  ptr NULL: nothing.  Cheap when the value is not the most recent:
  * while the inline window is open it returns after one comparison.  Not
  * warn_unused_result, so that it can serve as a free hook.  Never fails.
  */

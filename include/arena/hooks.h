@@ -75,7 +75,7 @@ ARENA_API void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size
  *     and returns NULL;
  *   - ptr NULL: a new block of new_size bytes (old_size is then Lua's type
  *     tag and is ignored);
- *   - otherwise arena_grow(arena_ctx, ptr, old_size, new_size): in place when
+ *   - otherwise arena_realloc(arena_ctx, ptr, old_size, new_size): in place when
  *     it is the most recent value and its chunk has room, else a copy.
  * ARENA_ALIGN-aligned.  NULL on out-of-memory (the block unchanged), which Lua
  * turns into an emergency collection and then LUA_ERRMEM.  Shrinking never
@@ -86,7 +86,7 @@ ARENA_API void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size
 ARENA_API void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_size);
 
 /**
- * Realloc with the old size (yyjson_alc.realloc): exactly arena_grow().  ptr
+ * Realloc with the old size (yyjson_alc.realloc): exactly arena_realloc().  ptr
  * NULL allocates new_size bytes; new_size <= old_size returns ptr, giving the
  * tail back when it is the most recent value (new_size 0 included: the
  * result is then a block of no bytes, not NULL).  NULL on out-of-memory,

@@ -1,0 +1,425 @@
+/*
+ * Instrumentation: what makes the arena's values visible to the tools.
+ *
+ * When the library must see every allocation (ASan, Valgrind, the checked
+ * build: see arena__instrumented()), each value is laid out as
+ *
+ *     [pad][header: checked build only][value][guard]
+ *
+ * The value starts GRANULE-aligned (ASan's shadow granularity: a poisoned byte
+ * just past a value needs the value to own the start of its granule), and the
+ * guard runs from its end to the next granule boundary plus one whole granule,
+ * so the position stays GRANULE-aligned.  Guards, pads, headers and the unused
+ * part of a chunk are closed (poisoned / no-access); the checked build also
+ * fills them with ARENA__CLOBBER and verifies them at reset and rewind.
+ *
+ * The header (checked build) holds the value's size and a tag drawn from a
+ * per-arena serial; a ref carries the same tag in bits its fields cannot use
+ * (see arena__instr_tag_ref()), so resolving a ref whose value has expired
+ * (and maybe been overwritten) is detected in O(1).
+ *
+ * A guard is cut short at the end of a chunk of the budget's size, so values
+ * still fill such a chunk exactly.  In the checked build every chunk the
+ * arena allocates has a header's worth of bytes on top of its capacity, so
+ * that a value that fits the budget still fits a fresh chunk, and an
+ * oversized chunk has room for its value's guard too (arena__chunk_extra());
+ * arena_retained() reports capacities exactly as documented.
+ *
+ * src/arena.c reaches this file only through the hooks of internal.h, which
+ * test a constant first: none of it runs in a plain build (Valgrind aside,
+ * which is decided once at load).
+ */
+#include <string.h>
+
+#include "internal.h"
+
+#define GRANULE ARENA__GRANULE
+#define HDR arena__hdr()
+#define HDR_MAGIC 0x5A6C0000u /* top bits of a header's first word */
+#define TAG_BITS 12u          /* of a value's tag, in its header (see arena__instr_tag_ref()) */
+
+struct header {
+    uint32_t word;  /* HDR_MAGIC | tag */
+    uint32_t check; /* ~word ^ folded size */
+    uint64_t size;
+};
+
+#if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
+int arena__valgrind;
+
+/* Decided once, before main: the library never asks again. */
+__attribute__((constructor)) static void detect_valgrind(void)
+{
+    arena__valgrind = RUNNING_ON_VALGRIND != 0;
+}
+#endif
+
+/* ---- Headers, tags, clobbering, sentinels ------------------------------------------ */
+
+/* The serial lives in the top bits of flags.  It is deterministic (refs stay
+ * reproducible from run to run); a ref resolved against another arena is
+ * caught when the two arenas' histories differ at that place. */
+static uint32_t next_tag(arena *a)
+{
+    uint32_t serial = a->flags >> 8;
+    serial = (serial + 1) & 0xFFFFFFu;
+    if (serial == 0)
+        serial = 1;
+    a->flags = (a->flags & 0xFFu) | (serial << 8);
+    return serial & ((1u << TAG_BITS) - 1);
+}
+
+static uint32_t header_check(uint32_t word, uint64_t size)
+{
+    return ~word ^ (uint32_t)size ^ (uint32_t)(size >> 32);
+}
+
+ARENA__NO_ASAN static void header_store(char *p, uint32_t tag, size_t size)
+{
+    struct header *h = (struct header *)(void *)(p - HDR);
+    if (ARENA__VALGRIND)
+        VALGRIND_MAKE_MEM_UNDEFINED(h, sizeof *h);
+    h->word = HDR_MAGIC | tag;
+    h->size = size;
+    h->check = header_check(h->word, h->size);
+}
+
+/* True when `h` is a header (of any tag); stores its tag and size. */
+ARENA__NO_ASAN static bool header_load(const char *h, uint32_t *tag, uint64_t *size)
+{
+    const struct header *hd = (const struct header *)(const void *)h;
+    uint32_t word = hd->word;
+    uint64_t n = hd->size;
+    if ((word & ~((1u << TAG_BITS) - 1)) != HDR_MAGIC || hd->check != header_check(word, n))
+        return false;
+    *tag = word & ((1u << TAG_BITS) - 1);
+    *size = n;
+    return true;
+}
+
+ARENA__NO_ASAN static bool all_clobbered(const char *p, size_t n)
+{
+    const uint64_t word = (uint64_t)0x0101010101010101u * ARENA__CLOBBER;
+    size_t i = 0;
+    /* A word at a time where p is GRANULE-aligned (it is, but for a tail). */
+    if (((uintptr_t)p & (GRANULE - 1)) == 0)
+        for (; i + 8 <= n; i += 8)
+            if (*(const uint64_t *)(const void *)(p + i) != word)
+                return false;
+    for (; i < n; i++)
+        if ((unsigned char)p[i] != ARENA__CLOBBER)
+            return false;
+    return true;
+}
+
+/* The bytes, in whole granules from `p` towards `to`, that hold the clobber
+ * pattern: the run of free bytes a walk skips in one go (a word at a time,
+ * where p is GRANULE-aligned, as it is but for a tail). */
+ARENA__NO_ASAN static size_t clobbered_prefix(const char *p, const char *to)
+{
+    const uint64_t word = (uint64_t)0x0101010101010101u * ARENA__CLOBBER;
+    const char *q = p;
+    if ((uintptr_t)p & (GRANULE - 1))
+        return (size_t)(to - p) >= GRANULE && all_clobbered(p, GRANULE) ? GRANULE : 0;
+    while ((size_t)(to - q) >= GRANULE && *(const uint64_t *)(const void *)q == word)
+        q += GRANULE;
+    return (size_t)(q - p);
+}
+
+/* Checked build, outside Valgrind: writes the guard of the value of `n`
+ * bytes at `p` (up to `end`), whatever the bytes held before (a rewind may
+ * have left a grown value's old bytes there).  Poisoned or not. */
+ARENA__NO_ASAN static void write_guard(char *p, size_t n, const char *end)
+{
+    char *q;
+    if (!ARENA_CHECKED || ARENA__VALGRIND)
+        return;
+    for (q = p + n; q < end; q++)
+        *q = (char)ARENA__CLOBBER;
+}
+
+/* Chunk `i` holds headers, values and clobbered bytes in [from, to), both
+ * GRANULE-aligned: see arena__verify(). */
+ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *from,
+                                        const char *to)
+{
+    const char *q = from, *end;
+    uint32_t tag;
+    uint64_t n;
+
+    while (q < to) {
+        size_t left = (size_t)(to - q), run;
+        if (left < GRANULE) {
+            if (!all_clobbered(q, left))
+                break;
+            q = to;
+            continue;
+        }
+        run = clobbered_prefix(q, to);
+        if (run) {
+            q += run;
+            continue;
+        }
+        /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
+        if (left < HDR || !header_load(q, &tag, &n) || n > left - HDR)
+            break;
+        q += HDR;
+        end = q + arena__guarded_len(q, (size_t)n, to);
+        if (!all_clobbered(q + n, (size_t)(end - q) - (size_t)n))
+            return arena__report(ARENA_ERR_CORRUPT,
+                                 "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote "
+                                 "past its end",
+                                 (const void *)a, (unsigned long long)n, (const void *)q,
+                                 (unsigned)i),
+                   false;
+        q = end;
+    }
+    if (q < to)
+        return arena__report(ARENA_ERR_CORRUPT,
+                             "arena: arena %p: chunk %u is corrupt at %p (a write before the "
+                             "start of a value, or outside any value)",
+                             (const void *)a, (unsigned)i, (const void *)q),
+               false;
+    return true;
+}
+
+/* A rewind may cut through a value stored before the mark
+ * that grew in place after it (its bytes past the mark are forgotten).  Its
+ * guard is verified, then its header is cut to end one granule before `pos`
+ * and the rest of it clobbered, so that the walks still find a header, a
+ * value and a guard, then clobbered bytes. */
+ARENA__NO_ASAN void arena__instr_cut(arena *a, uint32_t i, const char *pos)
+{
+    char *q = a->chunks[i].base;
+    const char *end = q + a->chunks[i].cap;
+    uint32_t tag;
+    uint64_t n;
+    size_t reach;
+
+    while (q < pos) {
+        if (all_clobbered(q, GRANULE)) {
+            q += GRANULE;
+            continue;
+        }
+        /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
+        if ((size_t)(end - q) < HDR || !header_load(q, &tag, &n) ||
+            n > (size_t)(end - q) - HDR)
+            return; /* corrupt: the walk at the rewind reports it */
+        if (q + HDR >= pos) { /* stored after the mark: the whole value goes */
+            reach = HDR + arena__guarded_len(q + HDR, (size_t)n, end);
+            arena__open(q, reach);
+            memset(q, ARENA__CLOBBER, reach);
+            arena__close(q, reach);
+            return;
+        }
+        q += HDR;
+        reach = arena__guarded_len(q, (size_t)n, end);
+        if (q + reach > pos) {
+            if (!all_clobbered(q + n, reach - (size_t)n))
+                arena__report(ARENA_ERR_CORRUPT,
+                              "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote past "
+                              "its end",
+                              (const void *)a, (unsigned long long)n, (const void *)q,
+                              (unsigned)i);
+            n = (size_t)(pos - q) - GRANULE; /* both on granules, a value's end before */
+            header_store(q, tag, (size_t)n);
+            arena__open(q + n, reach - (size_t)n);
+            memset(q + n, ARENA__CLOBBER, reach - (size_t)n);
+            arena__close(q + n, reach - (size_t)n);
+            return;
+        }
+        q += reach;
+    }
+}
+
+void arena__instr_chunk_made(char *base, size_t cap)
+{
+    if (ARENA__VALGRIND)
+        VALGRIND_CREATE_MEMPOOL(base, 0, 0);
+    if (ARENA_CHECKED)
+        memset(base, ARENA__CLOBBER, cap);
+    arena__close(base, cap);
+}
+
+/* Valgrind: true when the byte at p is addressable (part of a value). */
+static bool vg_addressable(const char *p)
+{
+    char v;
+    return VALGRIND_GET_VBITS(p, &v, 1) == 1;
+}
+
+/* Valgrind, before trimming chunk `base` to [base, pos): memcheck 3.19 marks
+ * bytes outside the pool no-access when it trims a block that straddles the
+ * cut (its size arithmetic mixes the pool's with the block's), so the one
+ * value that can cross `pos` (stored before a mark and grown in place after
+ * it, or stored after a shrink below it) is cut first, by hand.  Guards keep
+ * values apart, so addressable bytes on both sides of pos mean one value
+ * (with its header, in the checked build). */
+static void vg_unstraddle(const char *base, char *pos, const char *end)
+{
+    char *v = pos - 1;
+    if (pos >= end || !vg_addressable(v) || !vg_addressable(pos))
+        return;
+    while (v > base && vg_addressable(v - 1))
+        v--;
+    if (ARENA_CHECKED) { /* its header is addressable too: the value follows it */
+        uint32_t tag;
+        uint64_t n;
+        if (!header_load(v, &tag, &n))
+            return;
+        v += HDR;
+    }
+    if (pos - v > (ptrdiff_t)GRANULE) {
+        VALGRIND_MEMPOOL_CHANGE(base, v, v, (size_t)(pos - v) - GRANULE);
+        VALGRIND_MAKE_MEM_NOACCESS(pos - GRANULE, GRANULE);
+    } else {
+        VALGRIND_MEMPOOL_FREE(base, v);
+    }
+}
+
+void arena__instr_expired(arena *a, uint32_t i, char *from)
+{
+    char *base = a->chunks[i].base;
+    char *end = base + a->chunks[i].cap;
+
+    arena__verify(a, i, from, end);
+    if (ARENA_CHECKED) {
+        arena__open(from, (size_t)(end - from));
+        memset(from, ARENA__CLOBBER, (size_t)(end - from));
+    }
+    if (ARENA__VALGRIND) {
+        if (from == base) {
+            VALGRIND_DESTROY_MEMPOOL(base);
+            VALGRIND_CREATE_MEMPOOL(base, 0, 0);
+        } else {
+            vg_unstraddle(base, from, end);
+            VALGRIND_MEMPOOL_TRIM(base, base, (size_t)(from - base));
+        }
+    }
+    arena__close(from, (size_t)(end - from));
+}
+
+void arena__instr_chunk_freed(char *base, size_t cap)
+{
+    if (ARENA__VALGRIND)
+        VALGRIND_DESTROY_MEMPOOL(base);
+    arena__open(base, cap);
+}
+
+void arena__instr_buffer_released(arena *a, size_t cap)
+{
+    if (ARENA__VALGRIND)
+        VALGRIND_DESTROY_MEMPOOL(a->buf);
+    arena__open(a->buf, cap);
+    a->flags |= ARENA__BUF_OPEN;
+}
+
+size_t arena__instr_placing(arena *a, size_t align)
+{
+    arena__buffer_reused(a);
+    return align < GRANULE ? GRANULE : align;
+}
+
+void arena__instr_placed(arena *a, const struct arena__chunk *c, char *p, size_t size)
+{
+    if (ARENA_CHECKED) {
+        header_store(p, next_tag(a), size);
+        write_guard(p, size, p + arena__guarded_len(p, size, c->base + c->cap));
+    }
+    if (ARENA__VALGRIND)
+        VALGRIND_MEMPOOL_ALLOC(c->base, p, size);
+    arena__unpoison(p, size);
+}
+
+void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size,
+                          size_t new_size)
+{
+    const char *lim = c->base + c->cap;
+    char *old_end = p + arena__guarded_len(p, old_size, lim);
+
+    if (ARENA_CHECKED) {
+        uint32_t tag = 0;
+        uint64_t n;
+        header_load(p - HDR, &tag, &n);
+        header_store(p, tag, new_size);
+        write_guard(p, new_size, p + arena__guarded_len(p, new_size, lim));
+        if (new_size < old_size) {
+            arena__open(p + new_size, (size_t)(old_end - p) - new_size);
+            memset(p + new_size, ARENA__CLOBBER, (size_t)(old_end - p) - new_size);
+        }
+    }
+    if (ARENA__VALGRIND)
+        VALGRIND_MEMPOOL_CHANGE(c->base, p, p, new_size);
+    if (new_size < old_size) {
+        arena__close(p + new_size, (size_t)(old_end - p) - new_size);
+    } else {
+        arena__unpoison(p, new_size);
+        if (ARENA__VALGRIND)
+            VALGRIND_MAKE_MEM_UNDEFINED(p + old_size, new_size - old_size);
+    }
+}
+
+/* ---- Tagged refs --------------------------------------------------------------------
+ *
+ * The checked build carries the value's tag in bits of the ref that its
+ * fields cannot use, without limiting what the ref can name: bit 0 in the
+ * top bit of len (a length is <= ARENA_REF_MAX), and, while the chunk index
+ * is below SHORT_INDEX (arenas of up to a million chunks), the other 11 in
+ * the chunk field, whose top bit then says so:
+ *
+ *     chunk = 1 | tag bits 1-11 | index (20 bits)     index < 2^20: 12 tag bits
+ *     chunk = 0 | index (31 bits)                     index >= 2^20: 1 tag bit
+ *
+ * An index is below 2^31 (the arena's add_chunk()), so every chunk has a
+ * name, and a ref into one of the first 2^20 chunks is always in the short
+ * form.  The long form degrades the detection of a ref to a value
+ * overwritten at the same offset (the bounds and the header are still
+ * checked), never the arena's capacity. */
+#define SHORT_INDEX ((uint32_t)1 << 20)
+#define SHORT_FORM 0x80000000u
+
+arena_ref arena__instr_tag_ref(const arena *a, arena_ref r)
+{
+    uint32_t tag = (a->flags >> 8) & ((1u << TAG_BITS) - 1);
+    r.len |= (tag & 1u) << 31;
+    if (r.chunk < SHORT_INDEX)
+        r.chunk = SHORT_FORM | (tag >> 1) << 20 | r.chunk;
+    return r;
+}
+
+uint32_t arena__instr_untag_ref(arena_ref r, uint32_t *tag, uint32_t *mask)
+{
+    *tag = r.len >> 31;
+    *mask = 1;
+    if (r.chunk & SHORT_FORM) {
+        *tag |= (r.chunk & ~SHORT_FORM) >> 20 << 1;
+        *mask = (1u << TAG_BITS) - 1;
+        return r.chunk & (SHORT_INDEX - 1);
+    }
+    return r.chunk < SHORT_INDEX ? UINT32_MAX : r.chunk; /* no tagged ref is long and short */
+}
+
+/* The value starts on a granule after a header (checked before the header
+ * is loaded: a garbage ref causes no misaligned read); a string's header
+ * counts its NUL (and a grown value's, more). */
+bool arena__instr_header_matches(const char *base, uint32_t off, uint32_t len, uint32_t tag,
+                                 uint32_t mask)
+{
+    uint32_t htag;
+    uint64_t n;
+    /* cppcheck-suppress unsignedPositive ; HDR is 0 only where this never runs */
+    return off >= HDR && (off & (GRANULE - 1)) == 0 &&
+           header_load(base + off - HDR, &htag, &n) && ((htag ^ tag) & mask) == 0 && n >= len;
+}
+
+/* Nothing is loaded unless p lies on a granule past a header's room before
+ * `end` in chunk `c`. */
+bool arena__instr_value_size(const struct arena__chunk *c, const char *end, const char *p,
+                             uint64_t *size)
+{
+    uint32_t tag;
+    /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
+    if ((size_t)(p - c->base) < HDR || ((uintptr_t)p & (GRANULE - 1)) || p >= end)
+        return false;
+    return header_load(p - HDR, &tag, size) && *size <= (size_t)(end - p);
+}

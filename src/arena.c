@@ -62,11 +62,11 @@ static char zero_size_value[1];
 
 /* ---- Backing allocator --------------------------------------------------------- */
 
-static void *back_alloc(arena *a, size_t n) { return arena__back_alloc(&a->backing, n); }
+static void *back_alloc(arena *a, size_t n) { return arena__back_alloc(&a->cold.backing, n); }
 
-static void back_free(arena *a, void *p, size_t n) { arena__back_free(&a->backing, p, n); }
+static void back_free(arena *a, void *p, size_t n) { arena__back_free(&a->cold.backing, p, n); }
 
-static size_t budget(const arena *a) { return a->budget ? a->budget : ARENA_DEFAULT_CHUNK; }
+static size_t budget(const arena *a) { return a->cold.budget ? a->cold.budget : ARENA_DEFAULT_CHUNK; }
 
 /* A chunk's capacity as arena_retained() counts it: without the overhead
  * of an allocated chunk (arena__chunk_extra()). */
@@ -96,7 +96,7 @@ static void set_cursor(arena *a, char *pos)
     a->pos = pos;
     a->ptr = a->end = a->run = NULL;
     if (pos && !arena__instrumented()) {
-        uintptr_t end = arena__align_down((uintptr_t)a->lim, ARENA_ALIGN);
+        uintptr_t end = arena__align_down((uintptr_t)a->cold.lim, ARENA_ALIGN);
         if (arena__align_up((uintptr_t)pos, ARENA_ALIGN) <= end) {
             a->ptr = a->run = pos;
             a->end = pos + (end - (uintptr_t)pos);
@@ -118,14 +118,14 @@ static void sync(arena *a)
 static void enter_chunk(arena *a, uint32_t i, char *pos)
 {
     a->cur = i;
-    a->lim = a->chunks[i].base + a->chunks[i].cap;
+    a->cold.lim = a->chunks[i].base + a->chunks[i].cap;
     set_cursor(a, pos);
 }
 
 static void leave_chunks(arena *a)
 {
     a->cur = 0;
-    a->lim = NULL;
+    a->cold.lim = NULL;
     set_cursor(a, NULL);
 }
 
@@ -138,16 +138,16 @@ static bool index_reserve(arena *a)
     uint32_t ncap;
     size_t bytes;
 
-    if (a->nchunks < a->ncap)
+    if (a->nchunks < a->cold.ncap)
         return true;
-    if (a->ncap == 0) {
+    if (a->cold.ncap == 0) {
         a->chunks = &a->first;
-        a->ncap = 1;
+        a->cold.ncap = 1;
         return true;
     }
-    if (a->ncap > UINT32_MAX / 2)
+    if (a->cold.ncap > UINT32_MAX / 2)
         return false;
-    ncap = a->ncap < 8 ? 8 : a->ncap * 2;
+    ncap = a->cold.ncap < 8 ? 8 : a->cold.ncap * 2;
     if (ARENA__MUL_OVERFLOWS((size_t)ncap, sizeof *grown, &bytes))
         return false;
     grown = (struct arena__chunk *)back_alloc(a, bytes);
@@ -155,9 +155,9 @@ static bool index_reserve(arena *a)
         return false;
     memcpy(grown, a->chunks, a->nchunks * sizeof *grown);
     if (a->chunks != &a->first)
-        back_free(a, a->chunks, a->ncap * sizeof *grown);
+        back_free(a, a->chunks, a->cold.ncap * sizeof *grown);
     a->chunks = grown;
-    a->ncap = ncap;
+    a->cold.ncap = ncap;
     return true;
 }
 
@@ -174,7 +174,7 @@ static uint32_t add_chunk(arena *a, size_t cap)
     size_t extra = arena__chunk_extra(cap, budget(a));
     char *base;
 
-    if ((a->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra || !index_reserve(a))
+    if ((a->cold.flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra || !index_reserve(a))
         return UINT32_MAX;
     base = (char *)back_alloc(a, cap + extra);
     if (!base)
@@ -183,7 +183,7 @@ static uint32_t add_chunk(arena *a, size_t cap)
     a->chunks[a->nchunks].base = base;
     a->chunks[a->nchunks].cap = cap + extra;
     a->nchunks++;
-    a->retained += cap;
+    a->cold.retained += cap;
     return take_spare(a, a->nchunks - 1);
 }
 
@@ -243,26 +243,26 @@ static void swap_chunks(arena *a, uint32_t i, uint32_t j)
  * last one. */
 static void touch(arena *a, uint32_t i)
 {
-    if (i != a->ntouched) {
+    if (i != a->cold.ntouched) {
         struct arena__chunk c = a->chunks[i];
-        memmove(&a->chunks[a->ntouched + 1], &a->chunks[a->ntouched],
-                (i - a->ntouched) * sizeof c);
-        a->chunks[a->ntouched] = c;
+        memmove(&a->chunks[a->cold.ntouched + 1], &a->chunks[a->cold.ntouched],
+                (i - a->cold.ntouched) * sizeof c);
+        a->chunks[a->cold.ntouched] = c;
     }
-    a->ntouched++;
-    if (i >= a->nrun)
-        a->nrun++;
-    if (i >= a->nwin)
-        a->nwin++;
+    a->cold.ntouched++;
+    if (i >= a->cold.nrun)
+        a->cold.nrun++;
+    if (i >= a->cold.nwin)
+        a->cold.nwin++;
 }
 
 /* Takes spare `i` into use at index nused (the spare there moves to where
  * it was), and returns that index. */
 static uint32_t take_spare(arena *a, uint32_t i)
 {
-    if (i >= a->ntouched) {
+    if (i >= a->cold.ntouched) {
         touch(a, i);
-        i = a->ntouched - 1;
+        i = a->cold.ntouched - 1;
     }
     if (i != a->nused)
         swap_chunks(a, i, a->nused);
@@ -295,9 +295,9 @@ static void forget_spare(arena *a, uint32_t i)
 {
     memmove(&a->chunks[i], &a->chunks[i + 1], (a->nchunks - i - 1) * sizeof *a->chunks);
     a->nchunks--;
-    a->ntouched -= i < a->ntouched;
-    a->nrun -= i < a->nrun;
-    a->nwin -= i < a->nwin;
+    a->cold.ntouched -= i < a->cold.ntouched;
+    a->cold.nrun -= i < a->cold.nrun;
+    a->cold.nwin -= i < a->cold.nwin;
 }
 
 /* After a new chunk of `cap` bytes for an oversized value: the largest spare
@@ -313,7 +313,7 @@ static void free_outgrown(arena *a, size_t cap)
     uint32_t i, worst = UINT32_MAX;
     struct arena__chunk c;
 
-    for (i = a->nused; i < a->ntouched; i++) {
+    for (i = a->nused; i < a->cold.ntouched; i++) {
         size_t u = usable(a, &a->chunks[i]);
         if (u < cap && u > regular_max(a) && u > most) {
             most = u;
@@ -324,7 +324,7 @@ static void free_outgrown(arena *a, size_t cap)
         return;
     c = a->chunks[worst];
     forget_spare(a, worst);
-    a->retained -= most;
+    a->cold.retained -= most;
     free_chunk(a, c);
 }
 
@@ -350,13 +350,13 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
         return NULL;
     align = arena__placing(a, align);
     pos = cursor(a);
-    if (a->lim) {
+    if (a->cold.lim) {
         size_t pad = (size_t)(-((uintptr_t)pos + arena__hdr()) & (uintptr_t)(align - 1)) +
                      arena__hdr();
-        size_t room = (size_t)(a->lim - pos);
+        size_t room = (size_t)(a->cold.lim - pos);
         if (pad <= room && size <= room - pad) {
             p = pos + pad;
-            set_cursor(a, p + arena__guarded_len(p, size, a->lim));
+            set_cursor(a, p + arena__guarded_len(p, size, a->cold.lim));
             *chunk = a->cur;
             goto placed;
         }
@@ -388,7 +388,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
     }
     p = align_ptr(a->chunks[i].base + arena__hdr(), align);
     enter_chunk(a, i, p);
-    set_cursor(a, p + arena__guarded_len(p, size, a->lim));
+    set_cursor(a, p + arena__guarded_len(p, size, a->cold.lim));
     *chunk = i;
 
 placed:
@@ -444,7 +444,7 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
 /* Resizes the most recent value `p` of the current chunk in place. */
 static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
 {
-    set_cursor(a, p + arena__guarded_len(p, new_size, a->lim));
+    set_cursor(a, p + arena__guarded_len(p, new_size, a->cold.lim));
     a->size = a->size - old_size + new_size;
     arena__value_resized(&a->chunks[a->cur], p, old_size, new_size);
 }
@@ -461,8 +461,8 @@ static bool live_value_size(const arena *a, const char *p, uint64_t *size)
     uint32_t i;
 
     /* (Compared as integers: p may point anywhere.) */
-    if (a->lim && (uintptr_t)p - (uintptr_t)a->chunks[a->cur].base <
-                      (uintptr_t)a->lim - (uintptr_t)a->chunks[a->cur].base) {
+    if (a->cold.lim && (uintptr_t)p - (uintptr_t)a->chunks[a->cur].base <
+                      (uintptr_t)a->cold.lim - (uintptr_t)a->chunks[a->cur].base) {
         c = &a->chunks[a->cur];
         end = cursor(a);
     }
@@ -503,7 +503,7 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
         return false;
     }
     pos = cursor(a);
-    if (a->lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
+    if (a->cold.lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
         return arena__report(ARENA_ERR_BAD_SIZE,
                              "arena_realloc: old size %zu of the value at %p reaches past the end "
                              "of what arena %p holds (%zu bytes from it)",
@@ -528,14 +528,14 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
     /* The most recent value ends (with its guard) at the position of the
      * current chunk. */
-    last = a->lim && p >= a->chunks[a->cur].base && p <= pos &&
-           old_size <= (size_t)(a->lim - p) && pos == p + arena__guarded_len(p, old_size, a->lim);
+    last = a->cold.lim && p >= a->chunks[a->cur].base && p <= pos &&
+           old_size <= (size_t)(a->cold.lim - p) && pos == p + arena__guarded_len(p, old_size, a->cold.lim);
     if (new_size <= old_size) {
         if (last)
             resize_last(a, p, old_size, new_size);
         return p;
     }
-    if (last && new_size <= (size_t)(a->lim - p)) {
+    if (last && new_size <= (size_t)(a->cold.lim - p)) {
         resize_last(a, p, old_size, new_size);
         return p;
     }
@@ -622,7 +622,7 @@ static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len,
     c = &a->chunks[chunk];
     if (off > c->cap || len > c->cap - off)
         return false;
-    if (a->lim && chunk == a->cur && off + (size_t)len > (size_t)(cursor(a) - c->base))
+    if (a->cold.lim && chunk == a->cur && off + (size_t)len > (size_t)(cursor(a) - c->base))
         return false;
     return arena__header_matches(c->base, off, len, tag, mask);
 }
@@ -657,9 +657,9 @@ void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocator *backin
     *a = empty_arena;
     if (chunk_bytes > ARENA_REF_MAX)
         chunk_bytes = ARENA_REF_MAX;
-    a->budget = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
+    a->cold.budget = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
     if (backing && backing->alloc)
-        a->backing = *backing;
+        a->cold.backing = *backing;
 }
 
 void arena_init(arena *a, size_t chunk_bytes) { arena_init_with(a, chunk_bytes, NULL); }
@@ -668,12 +668,12 @@ void arena_init(arena *a, size_t chunk_bytes) { arena_init_with(a, chunk_bytes, 
 static void attach_buffer(arena *a, size_t cap)
 {
     a->chunks = &a->first;
-    a->ncap = 1;
+    a->cold.ncap = 1;
     a->first.base = a->buf;
     a->first.cap = cap;
     a->nchunks = a->nused = 1;
-    a->retained = cap;
-    a->ntouched = a->nrun = a->nwin = 1;
+    a->cold.retained = cap;
+    a->cold.ntouched = a->cold.nrun = a->cold.nwin = 1;
     enter_chunk(a, 0, a->buf);
 }
 
@@ -685,7 +685,7 @@ void arena_init_buffer(arena *a, void *buf, size_t len, const arena_allocator *b
 
     arena_init_with(a, ARENA_DEFAULT_CHUNK, backing);
     if (!backing || !backing->alloc)
-        a->flags |= ARENA__FIXED;
+        a->cold.flags |= ARENA__FIXED;
     if (cap > ARENA_REF_MAX)
         cap = ARENA_REF_MAX;
     if (cap) {
@@ -710,12 +710,12 @@ void arena__release_slow(arena *a)
             free_chunk(a, a->chunks[i]);
     }
     if (a->chunks && a->chunks != &a->first)
-        back_free(a, a->chunks, a->ncap * sizeof *a->chunks);
+        back_free(a, a->chunks, a->cold.ncap * sizeof *a->chunks);
     a->chunks = NULL;
-    a->ncap = a->nchunks = a->nused = 0;
-    a->retained = 0;
-    a->peak = a->runner = 0;
-    a->ntouched = a->nrun = a->nwin = a->age = 0;
+    a->cold.ncap = a->nchunks = a->nused = 0;
+    a->cold.retained = 0;
+    a->cold.peak = a->cold.runner = 0;
+    a->cold.ntouched = a->cold.nrun = a->cold.nwin = a->cold.age = 0;
     a->size = 0;
     a->expired = a->saves;
     leave_chunks(a);
@@ -730,10 +730,10 @@ void arena__release_slow(arena *a)
  * index.  O(spares). */
 static void keep_within(arena *a, size_t limit)
 {
-    size_t kept = a->retained;
+    size_t kept = a->cold.retained;
     uint32_t i, j = a->nused;
-    uint32_t t = a->ntouched < j ? a->ntouched : j;
-    uint32_t r = a->nrun < j ? a->nrun : j, w = a->nwin < j ? a->nwin : j;
+    uint32_t t = a->cold.ntouched < j ? a->cold.ntouched : j;
+    uint32_t r = a->cold.nrun < j ? a->cold.nrun : j, w = a->cold.nwin < j ? a->cold.nwin : j;
 
     for (i = a->nused; i < a->nchunks; i++)
         if (a->chunks[i].base != a->buf)
@@ -743,21 +743,21 @@ static void keep_within(arena *a, size_t limit)
         size_t cap = usable(a, &c);
         if (c.base != a->buf) {
             if (kept > limit || cap > limit - kept) {
-                a->retained -= cap;
+                a->cold.retained -= cap;
                 free_chunk(a, c);
                 continue;
             }
             kept += cap;
         }
-        t += i < a->ntouched;
-        r += i < a->nrun;
-        w += i < a->nwin;
+        t += i < a->cold.ntouched;
+        r += i < a->cold.nrun;
+        w += i < a->cold.nwin;
         a->chunks[j++] = c;
     }
     a->nchunks = j;
-    a->ntouched = t;
-    a->nrun = r;
-    a->nwin = w;
+    a->cold.ntouched = t;
+    a->cold.nrun = r;
+    a->cold.nwin = w;
 }
 
 /* Frees the spare chunks (at [nused, nchunks)) at index `keep` or beyond
@@ -772,22 +772,22 @@ static void free_spares(arena *a, size_t limit, uint32_t keep)
         struct arena__chunk c = a->chunks[a->nchunks - 1];
         if (c.base == a->buf)
             break;
-        a->retained -= usable(a, &c);
+        a->cold.retained -= usable(a, &c);
         forget_spare(a, a->nchunks - 1);
         free_chunk(a, c);
     }
-    if (a->retained > limit && a->nchunks > a->nused)
+    if (a->cold.retained > limit && a->nchunks > a->nused)
         keep_within(a, limit);
     if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
         if (a->nchunks)
             a->first = a->chunks[0];
-        back_free(a, a->chunks, a->ncap * sizeof *a->chunks);
+        back_free(a, a->chunks, a->cold.ncap * sizeof *a->chunks);
         a->chunks = &a->first;
-        a->ncap = 1;
+        a->cold.ncap = 1;
     }
     if (a->nchunks == 0) {
         a->chunks = NULL;
-        a->ncap = 0;
+        a->cold.ncap = 0;
     }
 }
 
@@ -801,7 +801,7 @@ static void reopen(arena *a)
 
     a->size = 0;
     a->expired = a->saves;
-    a->ntouched = 0;
+    a->cold.ntouched = 0;
     /* chunks is never NULL while nchunks > 0; testing both keeps gcc's
      * -fanalyzer, which loses that link across free_spares(), convinced. */
     for (i = 0; !a->buf && a->chunks && i < a->nchunks; i++) {
@@ -842,25 +842,25 @@ static size_t retention_target(arena *a)
     size_t demand = 0;
     uint32_t i;
 
-    for (i = 0; i < a->ntouched; i++)
+    for (i = 0; i < a->cold.ntouched; i++)
         demand += usable(a, &a->chunks[i]);
-    if (demand >= a->peak) {
-        a->peak = demand;
-        a->runner = 0;
-        a->age = 0;
-        a->nrun = 0;
+    if (demand >= a->cold.peak) {
+        a->cold.peak = demand;
+        a->cold.runner = 0;
+        a->cold.age = 0;
+        a->cold.nrun = 0;
     } else {
-        if (demand > a->runner)
-            a->runner = demand;
-        if (++a->age >= ARENA_RETAIN_BATCHES) {
-            a->peak = a->runner;
-            a->runner = 0;
-            a->age = 0;
-            a->nwin = a->nrun;
-            a->nrun = 0;
+        if (demand > a->cold.runner)
+            a->cold.runner = demand;
+        if (++a->cold.age >= ARENA_RETAIN_BATCHES) {
+            a->cold.peak = a->cold.runner;
+            a->cold.runner = 0;
+            a->cold.age = 0;
+            a->cold.nwin = a->cold.nrun;
+            a->cold.nrun = 0;
         }
     }
-    return a->peak > SIZE_MAX / 2 ? SIZE_MAX : 2 * a->peak;
+    return a->cold.peak > SIZE_MAX / 2 ? SIZE_MAX : 2 * a->cold.peak;
 }
 
 /* A reset that keeps what the policy keeps, and at most `retain_limit`. */
@@ -872,7 +872,7 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     arena__buffer_reused(a);
     drop_chunks_from(a, 0);
     most = retention_target(a);
-    free_spares(a, most < retain_limit ? most : retain_limit, a->nwin);
+    free_spares(a, most < retain_limit ? most : retain_limit, a->cold.nwin);
     reopen(a);
 }
 
@@ -882,7 +882,7 @@ void arena_reset_to(arena *a, size_t retain_limit)
 {
     /* The common case of a request-sized batch (the arena cache recycles one
      * per request): one chunk, kept, the inline window open on it. */
-    if (ARENA__INLINE_WINDOW && a->nchunks == 1 && a->retained <= retain_limit &&
+    if (ARENA__INLINE_WINDOW && a->nchunks == 1 && a->cold.retained <= retain_limit &&
         arena__reset_first(a))
         return;
     reset_to_slow(a, retain_limit);
@@ -921,10 +921,10 @@ static bool serial_live(const arena *a, uint64_t s)
     uint32_t i;
     if (s <= a->expired || s > a->saves)
         return false;
-    for (i = a->ndead; i-- > 0;) {
-        if (s > a->dead[i].to)
+    for (i = a->cold.ndead; i-- > 0;) {
+        if (s > a->cold.dead[i].to)
             return true;
-        if (s > a->dead[i].from)
+        if (s > a->cold.dead[i].from)
             return false;
     }
     return true;
@@ -937,20 +937,20 @@ static bool serial_live(const arena *a, uint64_t s)
  * (below `expired`) are the oldest, so they go first. */
 static void expire_marks_after(arena *a, uint64_t s)
 {
-    uint32_t n = a->ndead;
+    uint32_t n = a->cold.ndead;
     if (s == a->saves)
         return;
-    while (n > 0 && a->dead[n - 1].from >= s)
+    while (n > 0 && a->cold.dead[n - 1].from >= s)
         n--;
     if (n == ARENA__DEAD_SPANS) {
         uint32_t i;
         for (i = 1; i < n; i++)
-            a->dead[i - 1] = a->dead[i];
+            a->cold.dead[i - 1] = a->cold.dead[i];
         n--;
     }
-    a->dead[n].from = s;
-    a->dead[n].to = a->saves;
-    a->ndead = n + 1;
+    a->cold.dead[n].from = s;
+    a->cold.dead[n].to = a->saves;
+    a->cold.ndead = n + 1;
 }
 
 /* The invariant of the spans: at most ARENA__DEAD_SPANS, each non-empty,
@@ -959,13 +959,13 @@ static bool spans_ordered(const arena *a)
 {
     uint64_t low = 0;
     uint32_t i;
-    if (a->ndead > ARENA__DEAD_SPANS || a->expired > a->saves)
+    if (a->cold.ndead > ARENA__DEAD_SPANS || a->expired > a->saves)
         return false;
-    for (i = 0; i < a->ndead; i++) {
-        if (a->dead[i].from < low || a->dead[i].from >= a->dead[i].to ||
-            a->dead[i].to > a->saves)
+    for (i = 0; i < a->cold.ndead; i++) {
+        if (a->cold.dead[i].from < low || a->cold.dead[i].from >= a->cold.dead[i].to ||
+            a->cold.dead[i].to > a->saves)
             return false;
-        low = a->dead[i].to + 1;
+        low = a->cold.dead[i].to + 1;
     }
     return true;
 }
@@ -1018,7 +1018,7 @@ bool arena__rewind(arena *a, arena_mark m)
 
 void arena_rewind(arena *a, arena_mark m) { (void)arena__rewind(a, m); }
 
-size_t arena_retained(const arena *a) { return a->retained; }
+size_t arena_retained(const arena *a) { return a->cold.retained; }
 
 /* ---- Consistency ------------------------------------------------------------------------------ */
 
@@ -1030,11 +1030,11 @@ bool arena_check(const arena *a)
     uint32_t i;
     char *pos = cursor(a);
 
-    if (a->nused > a->nchunks || a->nchunks > a->ncap)
+    if (a->nused > a->nchunks || a->nchunks > a->cold.ncap)
         return CORRUPT("arena_check: arena %p: counts out of order (used %u, held %u, slots %u)",
                        (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks,
-                       (unsigned)a->ncap);
-    if (a->ncap && !a->chunks)
+                       (unsigned)a->cold.ncap);
+    if (a->cold.ncap && !a->chunks)
         return CORRUPT("arena_check: arena %p: index missing", (const void *)a);
     for (i = 0; i < a->nchunks; i++) {
         const struct arena__chunk *c = &a->chunks[i];
@@ -1050,32 +1050,32 @@ bool arena_check(const arena *a)
         held += usable(a, c);
         if (i < a->nused)
             used += usable(a, c);
-        if (!(c->base == a->buf && (a->flags & ARENA__BUF_OPEN)) &&
+        if (!(c->base == a->buf && (a->cold.flags & ARENA__BUF_OPEN)) &&
             !arena__verify(a, i, c->base, c->base + c->cap))
             return false;
     }
     if (!spans_ordered(a))
         return CORRUPT("arena_check: arena %p: the record of expired marks is malformed",
                        (const void *)a);
-    if (held != a->retained)
+    if (held != a->cold.retained)
         return CORRUPT("arena_check: arena %p: retained %zu but chunks hold %zu",
-                       (const void *)a, a->retained, held);
-    if (a->ntouched < a->nused || a->nrun < a->ntouched || a->nwin < a->nrun ||
-        a->nwin > a->nchunks)
+                       (const void *)a, a->cold.retained, held);
+    if (a->cold.ntouched < a->nused || a->cold.nrun < a->cold.ntouched || a->cold.nwin < a->cold.nrun ||
+        a->cold.nwin > a->nchunks)
         return CORRUPT("arena_check: arena %p: recency counts out of order (in use %u, used "
                        "this batch %u, since the target %u, in its window %u, held %u)",
-                       (const void *)a, (unsigned)a->nused, (unsigned)a->ntouched,
-                       (unsigned)a->nrun, (unsigned)a->nwin, (unsigned)a->nchunks);
+                       (const void *)a, (unsigned)a->nused, (unsigned)a->cold.ntouched,
+                       (unsigned)a->cold.nrun, (unsigned)a->cold.nwin, (unsigned)a->nchunks);
     /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
     if (!arena__instrumented() && arena_size(a) > used)
         return CORRUPT("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
                        (const void *)a, arena_size(a), used);
-    if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) && pos != a->lim)
+    if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) && pos != a->cold.lim)
         return CORRUPT("arena_check: arena %p: position %p is not on a granule",
                        (const void *)a, (void *)pos);
-    if (a->lim) {
+    if (a->cold.lim) {
         const struct arena__chunk *c = &a->chunks[a->cur];
-        if (a->cur >= a->nused || a->lim != c->base + c->cap || pos < c->base || pos > a->lim)
+        if (a->cur >= a->nused || a->cold.lim != c->base + c->cap || pos < c->base || pos > a->cold.lim)
             return CORRUPT("arena_check: arena %p: position %p outside current chunk %u",
                            (const void *)a, (void *)pos, (unsigned)a->cur);
     } else if (pos || a->ptr || a->end) {
@@ -1084,7 +1084,7 @@ bool arena_check(const arena *a)
     }
     if (a->ptr && (a->ptr > a->end || ((uintptr_t)a->end & (ARENA_ALIGN - 1)) ||
                    arena__align_up((uintptr_t)a->ptr, ARENA_ALIGN) > (uintptr_t)a->end ||
-                   a->end > a->lim))
+                   a->end > a->cold.lim))
         return CORRUPT("arena_check: arena %p: inline window [%p, %p) is malformed",
                        (const void *)a, (void *)a->ptr, (void *)a->end);
     if (a->ptr ? (a->run < a->chunks[a->cur].base || a->run > a->ptr) : a->run != NULL)

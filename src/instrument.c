@@ -61,11 +61,11 @@ __attribute__((constructor)) static void detect_valgrind(void)
  * caught when the two arenas' histories differ at that place. */
 static uint32_t next_tag(arena *a)
 {
-    uint32_t serial = a->flags >> 8;
+    uint32_t serial = a->cold.flags >> 8;
     serial = (serial + 1) & 0xFFFFFFu;
     if (serial == 0)
         serial = 1;
-    a->flags = (a->flags & 0xFFu) | (serial << 8);
+    a->cold.flags = (a->cold.flags & 0xFFu) | (serial << 8);
     return serial & ((1u << TAG_BITS) - 1);
 }
 
@@ -311,7 +311,7 @@ void arena__instr_buffer_released(arena *a, size_t cap)
     if (ARENA__VALGRIND)
         VALGRIND_DESTROY_MEMPOOL(a->buf);
     arena__open(a->buf, cap);
-    a->flags |= ARENA__BUF_OPEN;
+    a->cold.flags |= ARENA__BUF_OPEN;
 }
 
 size_t arena__instr_placing(arena *a, size_t align)
@@ -380,7 +380,7 @@ void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size
 
 arena_ref arena__instr_tag_ref(const arena *a, arena_ref r)
 {
-    uint32_t tag = (a->flags >> 8) & ((1u << TAG_BITS) - 1);
+    uint32_t tag = (a->cold.flags >> 8) & ((1u << TAG_BITS) - 1);
     r.len |= (tag & 1u) << 31;
     if (r.chunk < SHORT_INDEX)
         r.chunk = SHORT_FORM | (tag >> 1) << 20 | r.chunk;

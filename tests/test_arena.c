@@ -1547,11 +1547,11 @@ static void test_check_reports_corruption(void **state)
     assert_non_null(arena_alloc(&a, 10));
     assert_true(arena_check(&a));
     assert_int_equal(recorded_errors.count, 0);
-    a.retained += 1; /* a deliberate inconsistency */
+    a.cold.retained += 1; /* a deliberate inconsistency */
     assert_false(arena_check(&a));
     assert_int_equal(recorded_errors.count, 1);
     assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
-    a.retained -= 1;
+    a.cold.retained -= 1;
     assert_true(arena_check(&a));
 
     /* The record of expired marks: a span past the serials handed out. */
@@ -1559,13 +1559,13 @@ static void test_check_reports_corruption(void **state)
         arena_mark m = arena_save(&a);
         (void)arena_save(&a);
         arena_rewind(&a, m);
-        assert_int_equal(a.ndead, 1);
+        assert_int_equal(a.cold.ndead, 1);
         assert_true(arena_check(&a));
-        a.dead[0].to += 5;
+        a.cold.dead[0].to += 5;
         assert_false(arena_check(&a));
         assert_int_equal(recorded_errors.count, 2);
         assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
-        a.dead[0].to -= 5;
+        a.cold.dead[0].to -= 5;
         assert_true(arena_check(&a));
     }
     release_tb(&a);

@@ -154,12 +154,34 @@ struct arena__span {
 /* Spans an arena remembers (see arena_rewind()). */
 #define ARENA__DEAD_SPANS 4
 
+/* The part of an arena that only the library reads (its layout may change
+ * in any release without breaking the ABI of the inline functions, which
+ * never touch it).  Internal. */
+struct arena__cold {
+    char *lim;                    /* end of the current chunk; NULL: none */
+    uint32_t ncap;                /* slots in the index */
+    uint32_t ntouched;            /* [0, ntouched): chunks used this batch */
+    uint32_t nrun;                /* [0, nrun): used since the retention target was set */
+    uint32_t nwin;                /* [0, nwin): used since it last came down */
+    uint32_t age;                 /* resets since the target was set */
+    uint32_t flags;               /* internal */
+    size_t retained;              /* arena_retained() */
+    size_t budget;                /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
+    arena_allocator backing;      /* alloc == NULL: malloc */
+    size_t peak;                  /* the retention target: see arena_reset() */
+    size_t runner;                /* the largest demand of the batches since */
+    uint32_t ndead;               /* spans in `dead` */
+    struct arena__span dead[ARENA__DEAD_SPANS]; /* marks expired by rewinds, by serial:
+                                                   the latest spans, oldest first */
+};
+
 /**
  * The arena.  A program reads none of its fields (arena_size(),
- * arena_retained() and the like report them); they are visible because the
- * inline functions read them: ptr, end, size and run on every allocation,
- * chunks and cur for refs, pos, cur, nused and saves for marks, and nchunks,
- * buf, first and expired for the one-chunk reset and release.
+ * arena_retained() and the like report them); those before `cold` are
+ * visible because the inline functions use them: ptr, end, size and run on
+ * every allocation, chunks and cur for refs, pos, cur, nused and saves for
+ * marks, and nchunks, buf, first and expired for the one-chunk reset and
+ * release.  `cold` holds the library's own bookkeeping.
  * `arena a = {0};` is a valid empty arena (64 KiB chunks, malloc backing).
  *
  * Invariant of the inline window: ptr <= end, end is ARENA_ALIGN-aligned, and
@@ -177,29 +199,15 @@ typedef struct arena {
                     memory); arena_size() = size + (ptr - run) */
 
     char *pos;                    /* position in the current chunk when ptr == NULL */
-    char *lim;                    /* end of the current chunk; NULL: none */
     struct arena__chunk *chunks;  /* the chunk index: [0, nused) in use, then spares */
-    uint32_t cur;                 /* index of the current chunk (valid when lim) */
+    uint32_t cur;                 /* index of the current chunk (valid when cold.lim) */
     uint32_t nused;               /* chunks holding values of this batch */
     uint32_t nchunks;             /* chunks held (in use + spare) */
-    uint32_t ncap;                /* slots in the index */
-    uint32_t ntouched;            /* [0, ntouched): chunks used this batch */
-    uint32_t nrun;                /* [0, nrun): used since the retention target was set */
-    uint32_t nwin;                /* [0, nwin): used since it last came down */
-    uint32_t age;                 /* resets since the target was set */
-    size_t retained;              /* arena_retained() */
-    size_t budget;                /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
     char *buf;                    /* the caller's first chunk, or NULL */
     struct arena__chunk first;    /* the index while it has one slot */
-    arena_allocator backing;      /* alloc == NULL: malloc */
-    uint32_t flags;               /* internal */
-    uint32_t ndead;               /* spans in `dead` */
     uint64_t saves;               /* marks taken: the serial of the latest */
     uint64_t expired;             /* marks up to this serial expired (reset, release) */
-    struct arena__span dead[ARENA__DEAD_SPANS]; /* marks expired by rewinds, by serial:
-                                                   the latest spans, oldest first */
-    size_t peak;                  /* the retention target: see arena_reset() */
-    size_t runner;                /* the largest demand of the batches since */
+    struct arena__cold cold;      /* the library's */
 } arena;
 
 /** A saved position: a plain value, owned by the caller, that may be copied

@@ -10,9 +10,11 @@ objdump=${OBJDUMP:-x86_64-w64-mingw32-objdump}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Every ARENA_API declaration is one line that names its function before '('.
+# Every ARENA_API declaration is one line that names its function before '('
+# (a variable: `ARENA_API extern TYPE NAME;`).
 grep -h 'ARENA_API' include/arena/*.h include/arena/internal/*.h | grep -v '^#' |
-    sed -n 's/^.*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)(.*$/\1/p' | sort -u >"$tmp/declared"
+    sed -n -e 's/^ARENA_API extern [^(]*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\);$/\1/p' \
+        -e 's/^.*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)(.*$/\1/p' | sort -u >"$tmp/declared"
 "$objdump" -p "$dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' |
     sed -n 's/^[[:space:]]*\[ *[0-9]*\] \([A-Za-z_][A-Za-z0-9_]*\)$/\1/p' | sort -u >"$tmp/exported"
 

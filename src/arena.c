@@ -60,6 +60,10 @@
 /* The result of a size-0 allocation: non-NULL, never dereferenced. */
 static char zero_size_value[1];
 
+/* The empty arena.  Copying it, rather than memset(a, 0, sizeof *a), keeps
+ * gcc from emitting `rep stos` for the known-size clear. */
+static const arena empty_arena;
+
 /* ---- Backing allocator --------------------------------------------------------- */
 
 static void *back_alloc(arena *a, size_t n) { return arena__back_alloc(&a->cold.backing, n); }
@@ -104,12 +108,37 @@ static void set_cursor(arena *a, char *pos)
     }
 }
 
+/* Writes the bookkeeping of an arena the inline arena_init_buffer() set up
+ * (`lazy`): a fixed-size arena whose one chunk, in use, is the caller's
+ * buffer, as arena__init_buffer_slow() leaves it; the inline paths may have
+ * moved the position since.  Every entry point that reads `cold` calls it
+ * first (most through sync()). */
+static void wake(arena *a)
+{
+    if (ARENA__LIKELY(!a->lazy))
+        return;
+    a->lazy = 0;
+    a->cold = empty_arena.cold;
+    a->cold.lim = a->buf + a->first.cap;
+    a->cold.ncap = 1;
+    a->cold.ntouched = a->cold.nrun = a->cold.nwin = 1;
+    a->cold.flags = ARENA__FIXED;
+    a->cold.retained = a->first.cap;
+    a->cold.budget = ARENA_DEFAULT_CHUNK;
+}
+
+/* wake() for the functions that take a const arena: an arena whose `lazy`
+ * is set was written by arena_init_buffer(), so it is not a const object,
+ * and writing its cold part changes nothing they report. */
+static void wake_const(const arena *a) { wake((arena *)(uintptr_t)a); }
+
 /* Folds the bytes the inline paths stored since the window opened into
  * `size`.  Every out-of-line entry point calls it first, so that the
  * library's code reads an exact `size` and only ever moves the position
  * through set_cursor(). */
 static void sync(arena *a)
 {
+    wake(a);
     a->size = arena_size(a);
     a->run = a->ptr;
 }
@@ -520,6 +549,7 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
     char *q;
     bool last;
 
+    wake(a);
     /* Reported before sync(): the arena's bytes stay as they were. */
     if (p && grow_misused(a, p, old_size))
         return NULL;
@@ -634,6 +664,7 @@ void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 
     if (len == 0)
         return NULL;
+    wake_const(a);
     if (!ref_live(a, chunk, r.off, len, tag, mask)) {
         arena__report(ARENA_ERR_STALE_REF,
                       "arena_ref_ptr: ref {chunk %#x, off %u, len %#x} does not describe a "
@@ -646,11 +677,6 @@ void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 }
 
 /* ---- Lifetime ------------------------------------------------------------------------------ */
-
-/* The empty arena.  Copying it, rather than memset(a, 0, sizeof *a), keeps
- * gcc from emitting `rep stos` for the known-size clear: its start-up cost
- * (tens of cycles) was most of the price of a stack-buffer scope. */
-static const arena empty_arena;
 
 void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocator *backing)
 {
@@ -677,7 +703,7 @@ static void attach_buffer(arena *a, size_t cap)
     enter_chunk(a, 0, a->buf);
 }
 
-void arena_init_buffer(arena *a, void *buf, size_t len, const arena_allocator *backing)
+void arena__init_buffer_slow(arena *a, void *buf, size_t len, const arena_allocator *backing)
 {
     uintptr_t start = arena__align_up((uintptr_t)buf, ARENA_ALIGN);
     size_t pad = (size_t)(start - (uintptr_t)buf);
@@ -880,6 +906,7 @@ void arena__reset_slow(arena *a) { reset_to_slow(a, SIZE_MAX); }
 
 void arena_reset_to(arena *a, size_t retain_limit)
 {
+    wake(a);
     /* The common case of a request-sized batch (the arena cache recycles one
      * per request): one chunk, kept, the inline window open on it. */
     if (ARENA__INLINE_WINDOW && a->nchunks == 1 && a->cold.retained <= retain_limit &&
@@ -988,6 +1015,7 @@ static bool mark_valid(const arena *a, arena_mark m)
 
 bool arena__rewind(arena *a, arena_mark m)
 {
+    wake(a);
     /* Reported before sync(): the arena's bytes stay as they were. */
     if (!mark_valid(a, m)) {
         arena__report(ARENA_ERR_BAD_MARK,
@@ -1018,7 +1046,7 @@ bool arena__rewind(arena *a, arena_mark m)
 
 void arena_rewind(arena *a, arena_mark m) { (void)arena__rewind(a, m); }
 
-size_t arena_retained(const arena *a) { return a->cold.retained; }
+size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : a->cold.retained; }
 
 /* ---- Consistency ------------------------------------------------------------------------------ */
 
@@ -1029,6 +1057,8 @@ bool arena_check(const arena *a)
     size_t held = 0, used = 0;
     uint32_t i;
     char *pos = cursor(a);
+
+    wake_const(a);
 
     if (a->nused > a->nchunks || a->nchunks > a->cold.ncap)
         return CORRUPT("arena_check: arena %p: counts out of order (used %u, held %u, slots %u)",

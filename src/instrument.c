@@ -46,12 +46,17 @@ struct header {
 
 #if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
 int arena__valgrind;
+int arena__inline_ok;
 
-/* Decided once, before main: the library never asks again. */
+/* Decided once, before main: the library never asks again.  Until then the
+ * inline arena_init_buffer() calls the library, which asks. */
 __attribute__((constructor)) static void detect_valgrind(void)
 {
     arena__valgrind = RUNNING_ON_VALGRIND != 0;
+    arena__inline_ok = !arena__instrumented();
 }
+#else
+int arena__inline_ok = !(ARENA__ASAN || ARENA_CHECKED);
 #endif
 
 /* ---- Headers, tags, clobbering, sentinels ------------------------------------------ */

@@ -180,8 +180,9 @@ struct arena__cold {
  * arena_retained() and the like report them); those before `cold` are
  * visible because the inline functions use them: ptr, end, size and run on
  * every allocation, chunks and cur for refs, pos, cur, nused and saves for
- * marks, and nchunks, buf, first and expired for the one-chunk reset and
- * release.  `cold` holds the library's own bookkeeping.
+ * marks, nchunks, buf, first and expired for the one-chunk reset and
+ * release, and all of these and lazy for the inline arena_init_buffer().
+ * `cold` holds the library's own bookkeeping.
  * `arena a = {0};` is a valid empty arena (64 KiB chunks, malloc backing).
  *
  * Invariant of the inline window: ptr <= end, end is ARENA_ALIGN-aligned, and
@@ -203,6 +204,8 @@ typedef struct arena {
     uint32_t cur;                 /* index of the current chunk (valid when cold.lim) */
     uint32_t nused;               /* chunks holding values of this batch */
     uint32_t nchunks;             /* chunks held (in use + spare) */
+    uint32_t lazy;                /* nonzero: `cold` is not written yet (the inline
+                                     arena_init_buffer() leaves it to the library) */
     char *buf;                    /* the caller's first chunk, or NULL */
     struct arena__chunk first;    /* the index while it has one slot */
     uint64_t saves;               /* marks taken: the serial of the latest */
@@ -258,12 +261,57 @@ ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocat
  * and nothing is ever allocated from the heap.  Otherwise further chunks come
  * from `backing`, with the budget ARENA_DEFAULT_CHUNK, and are kept or given
  * back as arena_reset() says (the buffer is always kept, as chunk 0).  `buf`
- * must outlive the arena.
+ * must outlive the arena.  Never fails.  Inline for a fixed-size arena
+ * (backing NULL) where nothing is instrumented: a few stores, the library's
+ * bookkeeping being written by the first call that needs it; so a scope on
+ * the stack (init, values, arena_release()) costs no call.
  */
-ARENA_API void arena_init_buffer(arena *a, void *buf, size_t len, const arena_allocator *backing);
+static inline void arena_init_buffer(arena *a, void *buf, size_t len,
+                                     const arena_allocator *backing);
 
+ARENA_API void arena__init_buffer_slow(arena *a, void *buf, size_t len,
+                                       const arena_allocator *backing);
 ARENA_API void arena__release_slow(arena *a);
 ARENA_API void arena__reset_slow(arena *a);
+
+/* Nonzero when the inline window may open in this process: the library was
+ * built without instrumentation and the process does not run under Valgrind
+ * (decided once, at load; zero until then). */
+ARENA_API extern int arena__inline_ok;
+
+/* The inline arena_init_buffer() of a fixed-size arena: the fields the
+ * inline paths use, the window open on the whole buffer, and `lazy` set, so
+ * that the library's first call writes the rest as arena__init_buffer_slow()
+ * would have.  Anything else (a backing, no room, a buffer above
+ * ARENA_REF_MAX, instrumentation) takes the call. */
+static inline void arena_init_buffer(arena *a, void *buf, size_t len,
+                                     const arena_allocator *backing)
+{
+    size_t pad = (size_t)(-(uintptr_t)buf & (uintptr_t)(ARENA_ALIGN - 1));
+    if (ARENA__INLINE_WINDOW &&
+        ARENA__LIKELY(!backing && buf && len > pad && len - pad <= ARENA_REF_MAX &&
+                      arena__inline_ok)) {
+        char *base = (char *)buf + pad;
+        size_t cap = len - pad;
+        a->ptr = base;
+        a->end = base + (cap & ~(ARENA_ALIGN - 1));
+        a->size = 0;
+        a->run = base;
+        a->pos = base;
+        a->chunks = &a->first;
+        a->cur = 0;
+        a->nused = 1;
+        a->nchunks = 1;
+        a->lazy = 1;
+        a->buf = base;
+        a->first.base = base;
+        a->first.cap = cap;
+        a->saves = 0;
+        a->expired = 0;
+        return;
+    }
+    arena__init_buffer_slow(a, buf, len, backing);
+}
 
 /* Reset of an arena that holds one chunk, in use, with the inline window
  * open on it (so nothing is instrumented, and the chunk is regular or the
@@ -291,6 +339,18 @@ static inline bool arena__reset_first(arena *a)
  *  nothing but the caller's buffer (a scope on the stack: a few stores). */
 static inline void arena_release(arena *a)
 {
+    if (ARENA__INLINE_WINDOW && a->lazy) {
+        /* Untouched by the library since the inline arena_init_buffer(): one
+         * chunk, the buffer, in use; the window is open on it.  One load,
+         * and stores that a compiler drops when the arena's life ends here. */
+        char *base = a->first.base;
+        a->size = 0;
+        a->expired = a->saves;
+        a->pos = base;
+        a->ptr = base;
+        a->run = base;
+        return;
+    }
     if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first &&
         arena__reset_first(a))
         return;

@@ -287,28 +287,29 @@ ARENA_API extern int arena__inline_ok;
 static inline void arena_init_buffer(arena *a, void *buf, size_t len,
                                      const arena_allocator *backing)
 {
-    size_t pad = (size_t)(-(uintptr_t)buf & (uintptr_t)(ARENA_ALIGN - 1));
-    if (ARENA__INLINE_WINDOW &&
-        ARENA__LIKELY(!backing && buf && len > pad && len - pad <= ARENA_REF_MAX &&
-                      arena__inline_ok)) {
-        char *base = (char *)buf + pad;
-        size_t cap = len - pad;
-        a->ptr = base;
-        a->end = base + (cap & ~(ARENA_ALIGN - 1));
-        a->size = 0;
-        a->run = base;
-        a->pos = base;
-        a->chunks = &a->first;
-        a->cur = 0;
-        a->nused = 1;
-        a->nchunks = 1;
-        a->lazy = 1;
-        a->buf = base;
-        a->first.base = base;
-        a->first.cap = cap;
-        a->saves = 0;
-        a->expired = 0;
-        return;
+    if (ARENA__INLINE_WINDOW) {
+        size_t pad = (size_t)(-(uintptr_t)buf & (uintptr_t)(ARENA_ALIGN - 1));
+        if (ARENA__LIKELY(!backing && buf && len > pad && len - pad <= ARENA_REF_MAX &&
+                          arena__inline_ok)) {
+            char *base = (char *)buf + pad;
+            size_t cap = len - pad;
+            a->ptr = base;
+            a->end = base + (cap & ~(ARENA_ALIGN - 1));
+            a->size = 0;
+            a->run = base;
+            a->pos = base;
+            a->chunks = &a->first;
+            a->cur = 0;
+            a->nused = 1;
+            a->nchunks = 1;
+            a->lazy = 1;
+            a->buf = base;
+            a->first.base = base;
+            a->first.cap = cap;
+            a->saves = 0;
+            a->expired = 0;
+            return;
+        }
     }
     arena__init_buffer_slow(a, buf, len, backing);
 }

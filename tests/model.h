@@ -637,6 +637,25 @@ static size_t model_grow_size(model *m, size_t old)
     return want <= PATTERN_SPAN ? want : old; /* repeated growth stays in a pattern */
 }
 
+/* Value i is about to grow in place, so it ends at the arena's position.  A
+ * mark taken while the model did not know which value ended there (a
+ * fuzzer's value near the budget) learns it now, with the value as it was,
+ * so that a rewind to the mark forgets the growth, as the arena does. */
+static void model_learn_tail(model *m, size_t i)
+{
+    size_t j;
+    for (j = 0; j < m->nmarks; j++) {
+        mmark *k = &m->marks[j];
+        bool untouched = k->tail >= 0 && m->vals[k->tail].stored == k->tail_stored;
+        if (i >= k->nvals || k->tail == (long)i || k->tail_known || (k->tail >= 0 && !untouched))
+            continue;
+        k->tail = (long)i;
+        k->tail_stored = m->vals[i].stored;
+        k->tail_size = m->vals[i].size;
+        k->tail_has_nul = m->vals[i].has_nul;
+    }
+}
+
 static void model_op_grow(model *m, model_before *b)
 {
     long i = model_pick_growable(m);
@@ -689,6 +708,7 @@ static void model_op_grow(model *m, model_before *b)
     if (q == p) {
         /* In place: only the most recent value may grow there. */
         MCHECK(m, !certain || is_tail);
+        model_learn_tail(m, (size_t)i);
         MCHECK(m, arena_size(m->a) == m->size + (want - old));
         MCHECK(m, arena_retained(m->a) == b->retained);
         m->size += want - old;

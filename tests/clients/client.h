@@ -74,6 +74,26 @@ static inline int client_run(client_fn *fn, size_t budget, size_t fail_at, size_
     return r;
 }
 
+/* The workload in the default arena (`fn`, then `dropped`, the variant that
+ * leaves its blocks to the arena, when not NULL), and with chunks of `small`
+ * bytes (0: not) so that many blocks go to oversized chunks: each run must
+ * succeed and give `want`. */
+static inline void client_same_output(client_fn *fn, client_fn *dropped, size_t small,
+                                      const output *want)
+{
+    size_t calls;
+    assert_int_equal(client_run(fn, 0, 0, 0, &calls), CLIENT_OK);
+    assert_same_output(&client_got, want);
+    if (dropped) {
+        assert_int_equal(client_run(dropped, 0, 0, 0, &calls), CLIENT_OK);
+        assert_same_output(&client_got, want);
+    }
+    if (small) {
+        assert_int_equal(client_run(fn, small, 0, 0, &calls), CLIENT_OK);
+        assert_same_output(&client_got, want);
+    }
+}
+
 /* The run without failures must give `want`; then the sweep.  Returns the
  * number of runs that ended in the library's out-of-memory error. */
 static inline size_t client_sweep(client_fn *fn, size_t budget, const output *want)

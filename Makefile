@@ -1,6 +1,9 @@
-# The two commands: `make test` and `make bench`.  Both install what they need
-# first (scripts/deps.sh), then configure, build and run through CMake.
-BUILD ?= build
+# The commands: `make test`, `make docs` and `make bench`.  Each installs what
+# it needs first (scripts/deps.sh), then configures, builds and runs through
+# CMake.  `make test` runs one of the presets of CMakePresets.json, in
+# build-<preset>: PRESET=asan, tsan, checked, checked-asan, memcheck, m32,
+# fuzz or clang for the other configurations CI runs (default: default).
+PRESET ?= default
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 # `make bench`: a release build (-O2) of its own; BENCH_QUICK=1 for the short
@@ -8,22 +11,29 @@ CMAKE_ARGS ?=
 BENCH_BUILD ?= build-bench
 BENCH_ARGS ?=
 
-.PHONY: test build deps clean bench
+.PHONY: test build deps docs clean bench
 
 test: deps
-	cmake -S . -B $(BUILD) -DARENA_WERROR=ON $(CMAKE_ARGS)
-	cmake --build $(BUILD) -j $(JOBS)
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	cmake --preset $(PRESET) $(CMAKE_ARGS)
+	cmake --build --preset $(PRESET) -j $(JOBS)
+	ctest --preset $(PRESET) -j $(JOBS)
 
 build:
-	cmake -S . -B $(BUILD) $(CMAKE_ARGS)
-	cmake --build $(BUILD) -j $(JOBS)
+	cmake --preset $(PRESET) $(CMAKE_ARGS)
+	cmake --build --preset $(PRESET) -j $(JOBS)
 
 deps:
 	scripts/deps.sh test
 
+# The API reference from the public headers' comments, in build-docs/docs/html;
+# any Doxygen warning fails it.
+docs:
+	@command -v doxygen >/dev/null || { echo "make docs: needs doxygen (scripts/deps.sh ci installs it)" >&2; exit 1; }
+	cmake --preset docs $(CMAKE_ARGS)
+	cmake --build --preset docs
+
 clean:
-	rm -rf $(BUILD) build-*
+	rm -rf build build-*
 
 bench:
 	scripts/deps.sh bench

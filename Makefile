@@ -8,6 +8,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 # `make bench`: a release build (-O2) of its own; BENCH_QUICK=1 for the short
 # CI mode, BENCH_ARGS for bench/run.py (e.g. --docs, --rounds 9, --filter copy).
+# bench/targets.py then prints the targets met and missed (it never fails the build).
 BENCH_BUILD ?= build-bench
 BENCH_ARGS ?=
 
@@ -42,3 +43,4 @@ bench:
 	    -DARENA_BUILD_BENCH=ON -DARENA_BUILD_TESTS=OFF -DARENA_BUILD_EXAMPLES=OFF $(CMAKE_ARGS)
 	cmake --build $(BENCH_BUILD) -j $(JOBS)
 	python3 bench/run.py --build $(BENCH_BUILD) $(BENCH_ARGS)
+	python3 bench/targets.py

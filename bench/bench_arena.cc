@@ -163,12 +163,13 @@ struct PmrBatch {
 
 // Registers copy/<size>/<warm|cold>/<impl> for one implementation.  `Make`
 // builds the instance, `Copy(impl, src, n)` stores one value.
-template <class Impl, class Copy> void copy_row(const char *impl_name, Copy copy)
+template <class Impl, class Copy>
+void copy_row(const char *impl_name, const char *label, Copy copy)
 {
     for (size_t size : kCopySizes)
         for (bool cold : {false, true}) {
             std::string name = "copy/" + sz(size) + (cold ? "/cold/" : "/warm/") + impl_name;
-            add(name, kBatch, [size, cold, copy](State &st) {
+            add(name, label, kBatch, [size, cold, copy](State &st) {
                 size_t n = opaque(size);
                 Source src(n);
                 Impl impl(n);
@@ -177,11 +178,11 @@ template <class Impl, class Copy> void copy_row(const char *impl_name, Copy copy
         }
 }
 
-[[maybe_unused]] void copy_absent(const char *impl_name)
+[[maybe_unused]] void copy_absent(const char *impl_name, const char *label)
 {
     for (size_t size : kCopySizes)
         for (const char *temp : {"/warm/", "/cold/"})
-            absent("copy/" + sz(size) + temp + impl_name, kNotInstalled);
+            absent("copy/" + sz(size) + temp + impl_name, label, kNotInstalled);
 }
 
 // Adapts an instance type without a size argument.
@@ -191,52 +192,58 @@ template <class T> struct Sized : T {
 
 void register_copy()
 {
-    copy_row<ProxyBatch>("proxy", [](ProxyBatch &p, const char *s, size_t n) {
+    copy_row<ProxyBatch>("proxy", "limit proxy", [](ProxyBatch &p, const char *s, size_t n) {
         return std::memcpy(p.b.take(n), s, n);
     });
-    copy_row<Sized<ArenaBatch>>("arena_copy", [](ArenaBatch &p, const char *s, size_t n) {
-        return arena_copy(&p.a, s, n, 0);
-    });
-    copy_row<Sized<ArenaBatch>>("arena_strndup", [](ArenaBatch &p, const char *s, size_t n) {
-        return arena_strndup(&p.a, s, n);
-    });
-    copy_row<Sized<ArenaBatch>>("arena_ref_copy", [](ArenaBatch &p, const char *s, size_t n) {
-        return arena_ref_copy(&p.a, s, n, 0);
-    });
+    copy_row<Sized<ArenaBatch>>("arena_copy", "libarena arena_copy",
+        [](ArenaBatch &p, const char *s, size_t n) {
+            return arena_copy(&p.a, s, n, 0);
+        });
+    copy_row<Sized<ArenaBatch>>("arena_strndup", "libarena arena_strndup",
+        [](ArenaBatch &p, const char *s, size_t n) {
+            return arena_strndup(&p.a, s, n);
+        });
+    copy_row<Sized<ArenaBatch>>("arena_ref_copy", "libarena arena_ref_copy",
+        [](ArenaBatch &p, const char *s, size_t n) {
+            return arena_ref_copy(&p.a, s, n, 0);
+        });
 #if HAVE_OBSTACK
-    copy_row<Sized<ObstackBatch>>("obstack", [](ObstackBatch &p, const char *s, size_t n) {
-        return obstack_copy(&p.ob, s, n);
-    });
+    copy_row<Sized<ObstackBatch>>("obstack", "glibc obstack",
+        [](ObstackBatch &p, const char *s, size_t n) {
+            return obstack_copy(&p.ob, s, n);
+        });
 #else
-    copy_absent("obstack");
+    copy_absent("obstack", "glibc obstack");
 #endif
 #if HAVE_TALLOC
-    copy_row<Sized<TallocBatch>>("talloc", [](TallocBatch &p, const char *s, size_t n) {
+    copy_row<Sized<TallocBatch>>("talloc", "talloc", [](TallocBatch &p, const char *s, size_t n) {
         return talloc_memdup(p.ctx, s, n);
     });
 #else
-    copy_absent("talloc");
+    copy_absent("talloc", "talloc");
 #endif
 #if HAVE_APR
-    copy_row<Sized<AprBatch>>("apr", [](AprBatch &p, const char *s, size_t n) {
+    copy_row<Sized<AprBatch>>("apr", "APR pool", [](AprBatch &p, const char *s, size_t n) {
         return apr_pmemdup(p.pool, s, n);
     });
 #else
-    copy_absent("apr");
+    copy_absent("apr", "APR pool");
 #endif
 #if HAVE_GLIB
-    copy_row<Sized<GlibBatch>>("gstringchunk", [](GlibBatch &p, const char *s, size_t n) {
-        return g_string_chunk_insert_len(p.c, s, static_cast<gssize>(n));
-    });
+    copy_row<Sized<GlibBatch>>("gstringchunk", "GLib GStringChunk",
+        [](GlibBatch &p, const char *s, size_t n) {
+            return g_string_chunk_insert_len(p.c, s, static_cast<gssize>(n));
+        });
 #else
-    copy_absent("gstringchunk");
+    copy_absent("gstringchunk", "GLib GStringChunk");
 #endif
 #if HAVE_PMR
-    copy_row<Sized<PmrBatch>>("pmr_monotonic", [](PmrBatch &p, const char *s, size_t n) {
-        return std::memcpy(p.mr->allocate(n, alignof(std::max_align_t)), s, n);
-    });
+    copy_row<Sized<PmrBatch>>("pmr_monotonic", "std::pmr::monotonic_buffer_resource",
+        [](PmrBatch &p, const char *s, size_t n) {
+            return std::memcpy(p.mr->allocate(n, alignof(std::max_align_t)), s, n);
+        });
 #else
-    copy_absent("pmr_monotonic");
+    copy_absent("pmr_monotonic", "std::pmr::monotonic_buffer_resource");
 #endif
 }
 
@@ -249,9 +256,10 @@ struct Item {
 };
 static_assert(sizeof(Item) == 32, "Item is 32 bytes");
 
-template <class Impl, class Alloc> void alloc_row(size_t size, const char *impl_name, Alloc alloc)
+template <class Impl, class Alloc>
+void alloc_row(size_t size, const char *impl_name, const char *label, Alloc alloc)
 {
-    add("alloc/" + sz(size) + "/" + impl_name, kBatch, [size, alloc](State &st) {
+    add("alloc/" + sz(size) + "/" + impl_name, label, kBatch, [size, alloc](State &st) {
         size_t n = opaque(size);
         Impl impl(n);
         batch(st, impl, false, [&](size_t) { return alloc(impl, n); });
@@ -270,7 +278,8 @@ __attribute__((noinline)) void grow_escaped(Bump *b) { benchmark::DoNotOptimize(
 
 void register_alloc()
 {
-    alloc_row<EscapedBatch>(16, "bump_in_memory", [](EscapedBatch &p, size_t n) {
+    const char *const kEscaped = "(bump pointer kept in memory, not a peer)";
+    alloc_row<EscapedBatch>(16, "bump_in_memory", kEscaped, [](EscapedBatch &p, size_t n) {
         Bump *b = &p.b;
         if (static_cast<size_t>(b->end - b->cur) < n)
             grow_escaped(b); // never taken; makes *b escape, as a slow path does
@@ -279,18 +288,22 @@ void register_alloc()
         return static_cast<void *>(q);
     });
     for (size_t size : {16, 256}) {
-        alloc_row<ProxyBatch>(size, "proxy", [](ProxyBatch &p, size_t n) {
+        alloc_row<ProxyBatch>(size, "proxy", "limit proxy", [](ProxyBatch &p, size_t n) {
             return static_cast<void *>(p.b.take(n));
         });
         alloc_row<Sized<ArenaBatch>>(size, size == 16 ? "arena_alloc" : "arena_bytes",
+                                     size == 16 ? "libarena arena_alloc"
+                                                : "libarena arena_alloc, bytes",
                                      [](ArenaBatch &p, size_t n) { return arena_alloc(&p.a, n); });
     }
-    alloc_row<Sized<ArenaBatch>>(256, "arena_int64x32", [](ArenaBatch &p, size_t n) {
-        return ARENA_ALLOC_ARRAY(&p.a, int64_t, n / sizeof(int64_t));
-    });
-    alloc_row<Sized<ArenaBatch>>(256, "arena_structx8", [](ArenaBatch &p, size_t n) {
-        return ARENA_ALLOC_ARRAY(&p.a, Item, n / sizeof(Item));
-    });
+    alloc_row<Sized<ArenaBatch>>(
+        256, "arena_int64x32", "libarena ARENA_ALLOC_ARRAY int64_t[32]",
+        [](ArenaBatch &p, size_t n) {
+            return ARENA_ALLOC_ARRAY(&p.a, int64_t, n / sizeof(int64_t));
+        });
+    alloc_row<Sized<ArenaBatch>>(
+        256, "arena_structx8", "libarena ARENA_ALLOC_ARRAY struct{ptr,..}[8]",
+        [](ArenaBatch &p, size_t n) { return ARENA_ALLOC_ARRAY(&p.a, Item, n / sizeof(Item)); });
 }
 
 // ---- 3. The pool ---------------------------------------------------------------------
@@ -327,21 +340,21 @@ private:
     void *head_ = nullptr;
 };
 
-template <class Run> void pool_rows(const std::string &impl, Run run)
+template <class Run> void pool_rows(const std::string &impl, const char *label, Run run)
 {
     for (bool rolling : {false, true})
         for (size_t size : kPoolSizes)
             for (size_t cap : kPoolCaps)
-                add(pool_name(rolling, size, cap, impl), 2.0 * cap,
+                add(pool_name(rolling, size, cap, impl), label, 2.0 * cap,
                     [=](State &st) { run(st, rolling, size, cap); });
 }
 
-[[maybe_unused]] void pool_absent(const std::string &impl, const char *why)
+[[maybe_unused]] void pool_absent(const std::string &impl, const char *label, const char *why)
 {
     for (bool rolling : {false, true})
         for (size_t size : kPoolSizes)
             for (size_t cap : kPoolCaps)
-                absent(pool_name(rolling, size, cap, impl), why);
+                absent(pool_name(rolling, size, cap, impl), label, why);
 }
 
 // Runs the batch or the rolling workload with `take` and `give`.
@@ -356,12 +369,15 @@ void pool_run(State &st, bool rolling, size_t cap, Take take, Give give)
 
 void register_pool()
 {
-    pool_rows("proxy", [](State &st, bool rolling, size_t size, size_t cap) {
+    const char *const kFreeList = "limit proxy (bare free list)";
+    const char *const kArenaPool = "libarena arena_pool";
+    const char *const kPmrPool = "std::pmr::unsynchronized_pool_resource";
+    pool_rows("proxy", kFreeList, [](State &st, bool rolling, size_t size, size_t cap) {
         FreeList fl(opaque(size), cap);
         pool_run(st, rolling, cap, [&] { return fl.take(); }, [&](void *p) { fl.give(p); });
     });
 #if HAVE_ARENA_POOL
-    pool_rows("arena_pool", [](State &st, bool rolling, size_t size, size_t cap) {
+    pool_rows("arena_pool", kArenaPool, [](State &st, bool rolling, size_t size, size_t cap) {
         arena_pool p;
         if (!arena_pool_init(&p, opaque(size), alignof(std::max_align_t), cap, nullptr))
             return st.SkipWithError("arena_pool_init failed");
@@ -371,18 +387,18 @@ void register_pool()
         arena_pool_destroy(&p);
     });
 #else
-    pool_absent("arena_pool", "not built (no arena/pool.h)");
+    pool_absent("arena_pool", kArenaPool, "not built (no arena/pool.h)");
 #endif
 #if HAVE_BOOST_POOL
-    pool_rows("boost_pool", [](State &st, bool rolling, size_t size, size_t cap) {
+    pool_rows("boost_pool", "Boost.Pool", [](State &st, bool rolling, size_t size, size_t cap) {
         boost::pool<> p(opaque(size), cap);
         pool_run(st, rolling, cap, [&] { return p.malloc(); }, [&](void *q) { p.free(q); });
     });
 #else
-    pool_absent("boost_pool", kNotInstalled);
+    pool_absent("boost_pool", "Boost.Pool", kNotInstalled);
 #endif
 #if HAVE_PMR
-    pool_rows("pmr_pool", [](State &st, bool rolling, size_t size, size_t cap) {
+    pool_rows("pmr_pool", kPmrPool, [](State &st, bool rolling, size_t size, size_t cap) {
         std::pmr::unsynchronized_pool_resource r;
         size_t n = opaque(size);
         pool_run(
@@ -390,7 +406,7 @@ void register_pool()
             [&](void *q) { r.deallocate(q, n, alignof(std::max_align_t)); });
     });
 #else
-    pool_absent("pmr_pool", kNotInstalled);
+    pool_absent("pmr_pool", kPmrPool, kNotInstalled);
 #endif
 }
 
@@ -399,15 +415,17 @@ void register_pool()
 constexpr size_t kScopedSizes[] = {512, 1024, 4096};
 constexpr size_t kStackBuf = 8192;
 
-template <class Scope> void scoped_row(const std::string &name, size_t size, Scope scope)
+template <class Scope>
+void scoped_row(const std::string &name, const char *label, size_t size, Scope scope)
 {
-    add(name, kScopes, [size, scope](State &st) { scoped(st, opaque(size), scope); });
+    add(name, label, kScopes, [size, scope](State &st) { scoped(st, opaque(size), scope); });
 }
 
 // The heap arena reused across scopes: `body(a, n)` is one scope.
-template <class Body> void scoped_heap_row(const std::string &name, size_t size, Body body)
+template <class Body>
+void scoped_heap_row(const std::string &name, const char *label, size_t size, Body body)
 {
-    add(name, kScopes, [size, body](State &st) {
+    add(name, label, kScopes, [size, body](State &st) {
         arena a;
         arena_init(&a, 0);
         scoped(st, opaque(size), [&](size_t n) { return body(&a, n); });
@@ -417,14 +435,17 @@ template <class Body> void scoped_heap_row(const std::string &name, size_t size,
 
 void register_scoped()
 {
+    const char *const kStackLabel = "libarena, stack-buffer arena per scope";
+    const char *const kHeapLabel = "libarena, heap arena reset per scope";
+    const char *const kRewindLabel = "libarena, heap arena save/rewind";
     for (size_t size : kScopedSizes) {
         std::string z = "scoped/" + sz(size) + "/zeroed/", u = "scoped/" + sz(size) + "/uninit/";
-        scoped_row(z + "proxy", size, [](size_t n) {
+        scoped_row(z + "proxy", "limit proxy", size, [](size_t n) {
             alignas(64) char buf[kStackBuf];
             Bump b{buf, buf + sizeof buf};
             return use_zeroed(std::memset(b.take(n), 0, n), n);
         });
-        scoped_row(z + "arena_stack", size, [](size_t n) {
+        scoped_row(z + "arena_stack", kStackLabel, size, [](size_t n) {
             alignas(64) char buf[kStackBuf];
             arena a;
             arena_init_buffer(&a, buf, sizeof buf, nullptr);
@@ -432,23 +453,23 @@ void register_scoped()
             arena_release(&a);
             return ok;
         });
-        scoped_heap_row(z + "arena_heap", size, [](arena *a, size_t n) {
+        scoped_heap_row(z + "arena_heap", kHeapLabel, size, [](arena *a, size_t n) {
             bool ok = use_zeroed(arena_calloc(a, 1, n), n);
             arena_reset(a);
             return ok;
         });
-        scoped_heap_row(z + "arena_rewind", size, [](arena *a, size_t n) {
+        scoped_heap_row(z + "arena_rewind", kRewindLabel, size, [](arena *a, size_t n) {
             arena_mark m = arena_save(a);
             bool ok = use_zeroed(arena_calloc(a, 1, n), n);
             arena_rewind(a, m);
             return ok;
         });
-        scoped_row(u + "proxy", size, [](size_t n) {
+        scoped_row(u + "proxy", "limit proxy", size, [](size_t n) {
             alignas(64) char buf[kStackBuf];
             Bump b{buf, buf + sizeof buf};
             return use_block(b.take(n), n);
         });
-        scoped_row(u + "arena_stack", size, [](size_t n) {
+        scoped_row(u + "arena_stack", kStackLabel, size, [](size_t n) {
             alignas(64) char buf[kStackBuf];
             arena a;
             arena_init_buffer(&a, buf, sizeof buf, nullptr);
@@ -456,7 +477,7 @@ void register_scoped()
             arena_release(&a);
             return ok;
         });
-        scoped_heap_row(u + "arena_heap", size, [](arena *a, size_t n) {
+        scoped_heap_row(u + "arena_heap", kHeapLabel, size, [](arena *a, size_t n) {
             bool ok = use_block(arena_alloc(a, n), n);
             arena_reset(a);
             return ok;
@@ -470,7 +491,7 @@ const std::string kTree = "tree/depth" + sz(kTreeDepth) + "/";
 
 void register_tree()
 {
-    add(kTree + "proxy", 1, [](State &st) {
+    add(kTree + "proxy", "limit proxy", 1, [](State &st) {
         // malloc's and the arena's layout: 24-byte nodes at a 32-byte stride.
         const size_t stride = opaque(32);
         std::vector<char> buf(kTreeNodes * 32);
@@ -479,7 +500,7 @@ void register_tree()
             st, [&] { b = {buf.data(), buf.data() + buf.size()}; },
             [&] { return reinterpret_cast<Node *>(b.take(stride)); }, [](Node *) {});
     });
-    add(kTree + "arena", 1, [](State &st) {
+    add(kTree + "arena", "libarena", 1, [](State &st) {
         arena a;
         arena_init(&a, 0);
         tree(
@@ -488,7 +509,7 @@ void register_tree()
         arena_release(&a);
     });
 #if HAVE_APR
-    add(kTree + "apr", 1, [](State &st) {
+    add(kTree + "apr", "APR pool", 1, [](State &st) {
         AprBatch p;
         p.open();
         tree(
@@ -497,20 +518,20 @@ void register_tree()
         p.close();
     });
 #else
-    absent(kTree + "apr", kNotInstalled);
+    absent(kTree + "apr", "APR pool", kNotInstalled);
 #endif
 #if HAVE_TALLOC
-    add(kTree + "talloc", 1, [](State &st) {
+    add(kTree + "talloc", "talloc", 1, [](State &st) {
         void *ctx = talloc_new(nullptr);
         tree(
             st, [] {}, [&] { return talloc(ctx, Node); }, [&](Node *) { talloc_free_children(ctx); });
         talloc_free(ctx);
     });
 #else
-    absent(kTree + "talloc", kNotInstalled);
+    absent(kTree + "talloc", "talloc", kNotInstalled);
 #endif
 #if HAVE_OBSTACK
-    add(kTree + "obstack", 1, [](State &st) {
+    add(kTree + "obstack", "glibc obstack", 1, [](State &st) {
         struct obstack ob;
         obstack_begin(&ob, 65536);
         tree(
@@ -519,17 +540,17 @@ void register_tree()
         obstack_free(&ob, nullptr);
     });
 #else
-    absent(kTree + "obstack", kNotInstalled);
+    absent(kTree + "obstack", "glibc obstack", kNotInstalled);
 #endif
 #if HAVE_PMR
-    add(kTree + "pmr_monotonic", 1, [](State &st) {
+    add(kTree + "pmr_monotonic", "std::pmr::monotonic_buffer_resource", 1, [](State &st) {
         std::pmr::monotonic_buffer_resource mr(65536);
         tree(
             st, [] {}, [&] { return static_cast<Node *>(mr.allocate(sizeof(Node), alignof(Node))); },
             [&](Node *) { mr.release(); });
     });
 #else
-    absent(kTree + "pmr_monotonic", kNotInstalled);
+    absent(kTree + "pmr_monotonic", "std::pmr::monotonic_buffer_resource", kNotInstalled);
 #endif
 }
 
@@ -558,13 +579,14 @@ template <class Get> void walk(State &st, size_t n, Get get)
 // Memory per value: the descriptor, and the descriptor plus the storage.
 void memory_counters(State &st, size_t desc, size_t storage, size_t n)
 {
-    st.counters["desc_B"] = static_cast<double>(desc);
-    st.counters["mem_B"] = static_cast<double>(desc) + static_cast<double>(storage) / n;
+    st.counters["descriptor"] = bytes_counter(static_cast<double>(desc));
+    st.counters["bytes/value"] =
+        bytes_counter(static_cast<double>(desc) + static_cast<double>(storage) / n);
 }
 
 void register_refs()
 {
-    add(kRefs + "arena_ref", kRefCount, [](State &st) {
+    add(kRefs + "arena_ref", "libarena arena_ref[]", kRefCount, [](State &st) {
         size_t n = opaque(kRefCount);
         Source src(kRefValue);
         arena a;
@@ -581,7 +603,7 @@ void register_refs()
         arena_release(&a);
     });
     // The plain pointer: char *[] + lengths into the very same arena values.
-    add(kRefs + "proxy", kRefCount, [](State &st) {
+    add(kRefs + "proxy", "plain pointer: char*[] + len[] into the arena", kRefCount, [](State &st) {
         size_t n = opaque(kRefCount);
         Source src(kRefValue);
         arena a;
@@ -600,7 +622,7 @@ void register_refs()
         memory_counters(st, sizeof(char *) + sizeof(size_t), arena_retained(&a), n);
         arena_release(&a);
     });
-    add(kRefs + "glibc", kRefCount, [](State &st) {
+    add(kRefs + "glibc", "char*[] + len[], glibc malloc", kRefCount, [](State &st) {
         size_t n = opaque(kRefCount);
         Source src(kRefValue);
         std::vector<char *> ptrs(n);
@@ -621,7 +643,7 @@ void register_refs()
         for (char *p : ptrs)
             std::free(p);
     });
-    add(kRefs + "glibc_ptr_len_cap", kRefCount, [](State &st) {
+    add(kRefs + "glibc_ptr_len_cap", "{ptr,len,cap}[], glibc malloc", kRefCount, [](State &st) {
         struct Str {
             char *p;
             size_t len, cap;
@@ -661,7 +683,7 @@ struct ArenaStore {
 
 void register_ingest()
 {
-    add("ingest/log/arena", -1, run_ingest<ArenaStore>);
+    add("ingest/log/arena", "libarena", -1, run_ingest<ArenaStore>);
 }
 
 } // namespace

@@ -19,9 +19,11 @@ namespace {
 
 using benchmark::State;
 
+const char *const kCacheLabel = "libarena arena_cache (acquire, recycle)";
+
 void register_requests()
 {
-    add("request/512/zeroed/arena_cache", kScopes, [](State &st) {
+    add("request/512/zeroed/arena_cache", kCacheLabel, kScopes, [](State &st) {
         arena_cache *c = arena_cache_create(nullptr);
         scoped(st, opaque(512), [c](size_t n) {
             arena *a = arena_cache_acquire(c);
@@ -31,7 +33,7 @@ void register_requests()
         });
         arena_cache_destroy(c);
     });
-    add("request/100/small/arena_cache", 1, [](State &st) {
+    add("request/100/small/arena_cache", kCacheLabel, 1, [](State &st) {
         arena_cache *c = arena_cache_create(nullptr);
         size_t base = 0, fails = 0;
         for (auto _ : st) {
@@ -96,7 +98,8 @@ bool shared_batches(SharedBatches &sh)
 }
 
 // The reference: every value takes one atomic add on a pointer all threads
-// share (ANCHORS.md: this collapses from 2 threads on).
+// share (a line that moves between the cores at every value: it collapses
+// from 2 threads on).
 struct AtomicBump {
     std::unique_ptr<char[]> buf;
     std::atomic<size_t> top{0};
@@ -150,13 +153,17 @@ void register_scaling()
         std::string g = "threads/" + std::to_string(t) + "/";
         // Each row owns its cache, shared arena or pointer for its whole run.
         auto cache = std::shared_ptr<arena_cache>(arena_cache_create(nullptr), arena_cache_destroy);
-        scaling_row(add, g + "arena_cache", t, [cache](int) { return cache_batches(cache.get()); });
+        scaling_row(add, g + "arena_cache", kCacheLabel, t,
+                    [cache](int) { return cache_batches(cache.get()); });
         auto shared = std::make_shared<SharedBatches>(t);
-        scaling_row(add, g + "arena_shared", t, [shared](int) { return shared_batches(*shared); });
+        scaling_row(add, g + "arena_shared", "libarena arena_shared (one arena, all threads)", t,
+                    [shared](int) { return shared_batches(*shared); });
         auto proxy = std::make_shared<ProxyThreads>(t);
-        scaling_row(add, g + "proxy", t, [proxy](int i) { return proxy_batches(*proxy, i); });
+        scaling_row(add, g + "proxy", "limit proxy (a bump pointer per thread, same batch end)",
+                    t, [proxy](int i) { return proxy_batches(*proxy, i); });
         auto bump = std::make_shared<AtomicBump>(t);
-        scaling_row(add, g + "atomic_bump", t, [bump](int) { return atomic_batches(*bump); });
+        scaling_row(add, g + "atomic_bump", "one shared atomic bump pointer (reference)", t,
+                    [bump](int) { return atomic_batches(*bump); });
     }
 }
 

@@ -266,8 +266,8 @@ template <class Op> void run_client(State &st, const ClientImpl &im, RowState &r
     faults = minor_faults() - faults;
     if (!ok)
         return st.SkipWithError("the client's result changed between operations");
-    st.counters["minflt"] = static_cast<double>(faults) / static_cast<double>(st.iterations());
-    st.counters["peak_rss_kib"] = static_cast<double>(peak_rss_kib());
+    st.counters["faults/op"] = per_iteration(static_cast<double>(faults));
+    st.counters["peak_RSS"] = bytes_counter(1024.0 * static_cast<double>(peak_rss_kib()));
     st.counters["warmup"] = warmup;
 }
 
@@ -279,12 +279,12 @@ void client_row(const std::string &name, const ClientImpl &im, Input input, Prep
                 Op op, Finish finish)
 {
     auto rs = std::make_shared<RowState>();
-    add(name, 1, [im, rs, input, prepare, op, finish](State &st) {
+    add(name, im.label, 1, [im, rs, input, prepare, op, finish](State &st) {
         size_t bytes = input();
         prepare(im);
         run_client(st, im, *rs, [&](void *ctx) { return op(im, ctx); });
         finish();
-        st.counters["input_B"] = static_cast<double>(bytes);
+        st.SetBytesProcessed(static_cast<int64_t>(bytes) * st.iterations());
     });
 }
 
@@ -555,7 +555,7 @@ void absent_rows(const char *cases, const ClientImpl &im)
                        : c.rfind("protobuf", 0) == 0 ? kProtobuf
                                                        : kExpat;
         if (im.clients & bit)
-            absent("client/" + c + "/" + im.name, "not installed");
+            absent("client/" + c + "/" + im.name, im.label, "not installed");
     }
 }
 

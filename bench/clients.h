@@ -18,9 +18,9 @@
  *
  * Every input is generated in memory by a seeded generator (clients.cc), the
  * same bytes in every process.  Each row first runs kClientWarmup operations
- * (untimed), then reports the CPU time per operation, the minor page faults
- * per operation of the timed ones (getrusage) and the process's peak RSS:
- * bench/run.py runs each row in a process of its own.
+ * (untimed), then reports the operations and input bytes per second of CPU
+ * time, the minor page faults per operation of the timed ones (getrusage) and
+ * the process's peak RSS: bench/run.py runs each row in a process of its own.
  *
  * The rows differ only in a ClientImpl: hooks in the shapes the libraries
  * take, and an allocator whose begin()/end() bracket each operation.  Null
@@ -70,6 +70,7 @@ enum : unsigned { kCjson = 1, kLua = 2, kProtobuf = 4, kExpat = 8, kAllClients =
 
 struct ClientImpl {
     std::string name;  // the row's last component
+    std::string label; // its display name
     ClientHooks hooks; // all null: malloc
     // Whether the operation calls the library's own free walk (cJSON_Delete,
     // lua_close, the unpacked messages' free, XML_ParserFree) before end().

@@ -285,6 +285,7 @@ void register_clients_arena()
 {
     ClientImpl proxy;
     proxy.name = "proxy";
+    proxy.label = "limit proxy (bare bump, never frees)";
     proxy.hooks.malloc_fn = proxy_malloc;
     proxy.hooks.realloc_fn = proxy_realloc;
     proxy.hooks.free_fn = proxy_free;
@@ -297,14 +298,17 @@ void register_clients_arena()
 
     ClientImpl a;
     a.name = "arena";
+    a.label = "libarena, dropped by arena_reset";
     a.hooks = kArenaHooks;
     a.walk = false;
     a.make = make<ArenaClient>;
     register_clients(a);
     a.name = "arena_walk";
+    a.label = "libarena, the library's free walk, then arena_reset";
     a.walk = true;
     register_clients(a);
     a.name = "arena_cache";
+    a.label = "libarena arena_cache (acquire, recycle)";
     a.walk = false;
     a.clients = kLua;
     a.make = make<ArenaCacheClient>;
@@ -312,6 +316,7 @@ void register_clients_arena()
 
     ClientImpl t;
     t.name = "talloc";
+    t.label = "talloc, talloc_free_children";
     t.walk = false;
 #if HAVE_TALLOC
     t.hooks.malloc_fn = tc_malloc;
@@ -326,6 +331,7 @@ void register_clients_arena()
 
     ClientImpl p;
     p.name = "apr";
+    p.label = "APR pool, apr_pool_clear";
     p.walk = false;
 #if HAVE_APR
     p.hooks.malloc_fn = apr_malloc;

@@ -11,19 +11,22 @@
 
 namespace bench {
 
-void add(const std::string &name, double ops, Fn fn)
+Row add(const std::string &name, const std::string &label, double items, Fn fn)
 {
-    benchmark::RegisterBenchmark(name.c_str(), [fn, ops](benchmark::State &st) {
+    return benchmark::RegisterBenchmark(name.c_str(), [fn, label, items](benchmark::State &st) {
+        st.SetLabel(label);
         fn(st);
-        if (ops > 0) // otherwise fn sets it (work known only after the run)
-            st.counters["ops"] = ops;
+        if (items > 0) // otherwise fn reports them (work known only after the run)
+            st.SetItemsProcessed(
+                static_cast<int64_t>(items * static_cast<double>(st.iterations())));
     });
 }
 
-void absent(const std::string &name, const char *why)
+Row absent(const std::string &name, const std::string &label, const char *why)
 {
     std::string msg = why;
-    benchmark::RegisterBenchmark(name.c_str(), [msg](benchmark::State &st) {
+    return benchmark::RegisterBenchmark(name.c_str(), [msg, label](benchmark::State &st) {
+        st.SetLabel(label);
         st.SkipWithError(msg.c_str());
         for (auto _ : st) {
         }

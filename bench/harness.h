@@ -3,11 +3,12 @@
  * agrees on, the limit proxies, and the generated log file of the ingest
  * workload.
  *
- * Naming.  A benchmark is "workload/case.../impl", e.g. "copy/16/warm/proxy".
- * bench/run.py groups rows by everything before the last '/', and finds in
- * each group the limit proxy ("proxy") and the glibc baseline (the first impl
- * whose name starts with "glibc").  Every benchmark sets the counter "ops" to
- * the work one iteration does; ns/op is the iteration's CPU time over it.
+ * Naming.  A benchmark is "workload/case.../impl", e.g. "copy/16/warm/proxy";
+ * its label (SetLabel) is the implementation's display name.  bench/run.py
+ * groups rows by everything before the last '/', and finds in each group the
+ * limit proxy ("proxy") and the glibc baseline ("glibc", or "glibc_calloc").
+ * Every benchmark reports the work its iterations did as items (items_per_second,
+ * a rate over CPU time); the report's ns/op is its inverse.
  */
 #ifndef BENCH_HARNESS_H
 #define BENCH_HARNESS_H
@@ -34,12 +35,24 @@ constexpr size_t kRefValue = 32;
 constexpr size_t kScopes = 256;
 
 using Fn = std::function<void(benchmark::State &)>;
+using Row = benchmark::internal::Benchmark *;
 
-// Registers `name`, whose iterations each do `ops` units of work (ops <= 0:
-// `fn` sets the counter itself).
-void add(const std::string &name, double ops, Fn fn);
+// Registers `name`, shown as `label`, whose iterations each do `items` units
+// of work (items <= 0: `fn` reports its own items).
+Row add(const std::string &name, const std::string &label, double items, Fn fn);
 // Registers `name` as a row that reports `why` (e.g. "not installed").
-void absent(const std::string &name, const char *why);
+Row absent(const std::string &name, const std::string &label, const char *why);
+
+// The counters the rows share: bytes as bytes (shown in KiB, MiB), and a
+// count per iteration (page faults per operation).
+inline benchmark::Counter bytes_counter(double b)
+{
+    return benchmark::Counter(b, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024);
+}
+inline benchmark::Counter per_iteration(double n)
+{
+    return benchmark::Counter(n, benchmark::Counter::kAvgIterations);
+}
 
 // `v`, hidden from the optimiser, so that a size is never a constant that
 // would let the compiler specialise one implementation's copy.

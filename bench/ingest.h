@@ -253,7 +253,8 @@ template <class Store> uint64_t ingest(const char *path, Store &st, size_t *byte
 }
 
 // The ingest row's body, the same for every Store: runs the pipeline over the
-// generated log once per iteration and reports bytes, lines and peak RSS.
+// generated log once per iteration and reports bytes and lines (as rates)
+// and the peak RSS.
 template <class Store> void run_ingest(benchmark::State &st)
 {
     const char *path = ingest_file();
@@ -266,9 +267,9 @@ template <class Store> void run_ingest(benchmark::State &st)
         if (!bytes)
             return st.SkipWithError("ingest failed");
     }
-    st.counters["ops"] = static_cast<double>(bytes);
-    st.counters["lines"] = static_cast<double>(lines);
-    st.counters["peak_rss_kib"] = static_cast<double>(peak_rss_kib());
+    st.SetBytesProcessed(static_cast<int64_t>(bytes) * st.iterations());
+    st.SetItemsProcessed(static_cast<int64_t>(lines) * st.iterations());
+    st.counters["peak_RSS"] = bytes_counter(1024.0 * static_cast<double>(peak_rss_kib()));
 }
 
 } // namespace bench

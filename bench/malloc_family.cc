@@ -52,11 +52,19 @@ using benchmark::State;
 namespace {
 
 const std::string kName = BENCH_MALLOC_NAME;
+// The display name of the plain malloc rows.
+const std::string kLabel = kName == "glibc" ? "glibc malloc" : kName;
 
 #if BENCH_INSTALLED
-void row(const std::string &name, double ops, Fn fn) { add(name, ops, std::move(fn)); }
+Row row(const std::string &name, const std::string &label, double items, Fn fn)
+{
+    return add(name, label, items, std::move(fn));
+}
 #else
-void row(const std::string &name, double, Fn) { absent(name, "not installed"); }
+Row row(const std::string &name, const std::string &label, double, Fn)
+{
+    return absent(name, label, "not installed");
+}
 #endif
 
 // A batch of malloc'd values, each freed when the batch is dropped.
@@ -74,7 +82,7 @@ void register_copy()
 {
     for (size_t size : {16, 256, 4096, 65536})
         for (bool cold : {false, true})
-            row("copy/" + sz(size) + (cold ? "/cold/" : "/warm/") + kName, kBatch,
+            row("copy/" + sz(size) + (cold ? "/cold/" : "/warm/") + kName, kLabel, kBatch,
                 [size, cold](State &st) {
                     size_t n = opaque(size);
                     Source src(n);
@@ -89,7 +97,7 @@ void register_copy()
 void register_alloc()
 {
     for (size_t size : {16, 256})
-        row("alloc/" + sz(size) + "/" + kName, kBatch, [size](State &st) {
+        row("alloc/" + sz(size) + "/" + kName, kLabel, kBatch, [size](State &st) {
             size_t n = opaque(size);
             MallocBatch impl;
             batch(st, impl, false, [&](size_t) { return std::malloc(n); });
@@ -101,7 +109,7 @@ void register_pool()
     for (bool rolling : {false, true})
         for (size_t size : kPoolSizes)
             for (size_t cap : kPoolCaps)
-                row(pool_name(rolling, size, cap, kName), 2.0 * cap,
+                row(pool_name(rolling, size, cap, kName), kLabel, 2.0 * cap,
                     [rolling, size, cap](State &st) {
                         size_t n = opaque(size);
                         auto take = [n] { return std::malloc(n); };
@@ -117,7 +125,7 @@ void register_scoped()
 {
     for (size_t size : {512, 1024, 4096}) {
         std::string z = "scoped/" + sz(size) + "/zeroed/", u = "scoped/" + sz(size) + "/uninit/";
-        row(z + kName + "_calloc", kScopes, [size](State &st) {
+        row(z + kName + "_calloc", kName + " calloc+free", kScopes, [size](State &st) {
             scoped(st, opaque(size), [](size_t n) {
                 void *p = std::calloc(1, n);
                 bool ok = use_zeroed(p, n);
@@ -125,7 +133,7 @@ void register_scoped()
                 return ok;
             });
         });
-        row(z + kName + "_memset", kScopes, [size](State &st) {
+        row(z + kName + "_memset", kName + " malloc+memset+free", kScopes, [size](State &st) {
             scoped(st, opaque(size), [](size_t n) {
                 void *p = std::malloc(n);
                 bool ok = p && use_zeroed(std::memset(p, 0, n), n);
@@ -133,7 +141,7 @@ void register_scoped()
                 return ok;
             });
         });
-        row(u + kName, kScopes, [size](State &st) {
+        row(u + kName, kLabel, kScopes, [size](State &st) {
             scoped(st, opaque(size), [](size_t n) {
                 void *p = std::malloc(n);
                 bool ok = use_block(p, n);
@@ -158,7 +166,7 @@ void free_tree(Node *n)
 void register_tree()
 {
     const std::string t = "tree/depth" + sz(kTreeDepth) + "/";
-    row(t + kName, 1, [](State &st) {
+    row(t + kName, kLabel, 1, [](State &st) {
         tree(
             st, [] {}, [] { return static_cast<Node *>(std::malloc(sizeof(Node))); },
             [](Node *root) {
@@ -167,7 +175,7 @@ void register_tree()
             });
     });
 #if BENCH_MALLOC_MIMALLOC
-    row(t + "mimalloc_heap", 1, [](State &st) {
+    row(t + "mimalloc_heap", "mimalloc heap (mi_heap_destroy)", 1, [](State &st) {
 #  if BENCH_INSTALLED
         mi_heap_t *heap = nullptr;
         tree(
@@ -218,7 +226,7 @@ struct MallocStore {
 
 void register_ingest()
 {
-    row("ingest/log/" + kName, -1, run_ingest<MallocStore>);
+    row("ingest/log/" + kName, kLabel, -1, run_ingest<MallocStore>);
 }
 
 // The real clients on their default hooks, which call this process's malloc.
@@ -226,6 +234,7 @@ void register_real_clients()
 {
     ClientImpl im;
     im.name = kName;
+    im.label = kLabel;
 #if BENCH_INSTALLED
     im.make = [] { return std::unique_ptr<ClientAlloc>(new NoClientAlloc); };
 #endif
@@ -249,7 +258,7 @@ int main(int argc, char **argv)
     register_scoped();
     register_tree();
     register_ingest();
-    register_threads_malloc(kName, row);
+    register_threads_malloc(kName, kLabel, row);
     register_real_clients();
     return run_main(argc, argv);
 }

@@ -1,8 +1,9 @@
 /*
  * A quick side-by-side timing of arena_pool against a bare intrusive LIFO
  * free list (the least work a pool can do) and malloc/free, on the batch and
- * rolling patterns of ANCHORS.md.  Not the benchmark suite: a sanity check
- * for whoever touches the pool's fast paths.
+ * rolling patterns of the suite's pool rows (bench/workloads.h: take every
+ * slot then give all back; cap/2 live, free the oldest, take one).  Not the
+ * benchmark suite: a sanity check for whoever touches the pool's fast paths.
  *
  *   cc -O2 -Iinclude -Ibuild/include bench/pool_timing.c build/libarena.a -o pool_timing
  *   ./pool_timing                                  # pool and bare list

@@ -1,20 +1,30 @@
 #!/usr/bin/env python3
-"""Runs the benchmark suite and writes the comparison (issue 4).
+"""Runs the benchmark suite and writes the report.
 
-    bench/run.py [--build build-bench] [--quick] [--rounds N] [--docs]
+    bench/run.py [--build build-bench] [--quick] [--rounds N] [--repetitions N]
+                 [--filter REGEX] [--docs]
 
-Runs every harness built in BUILD/bench (bench_arena, and bench_malloc_<x>,
-one process per malloc, so that no replacement malloc contaminates another
-row), ROUNDS times over, interleaved, and takes the median of the rounds for
-every row: the machine may be noisy, and ratios between rows of the same
-rounds are what the report is about.  Each ingest and real-client row runs
-in a process of its own, so that its peak RSS (and page faults) are its own.
+Google Benchmark measures: every harness repeats each row (its repetitions,
+randomly interleaved within the process), reports their median, each row's
+work as a rate over CPU time (items_per_second; bytes_per_second for the
+ingest and client rows), its display name as the label, and its counters
+(faults per operation, peak RSS), in JSON.
 
-Prints the tables (machine at the top) and the targets of issue 4, and writes
-bench/results/latest.md and bench/results/speedups.svg (gnuplot).  --docs also
-writes docs/benchmarks.md and docs/benchmarks.svg.  Exits non-zero if a
-harness crashed or a row failed (a row that is "not installed" is not a
-failure).  BENCH_QUICK=1 is --quick: one short round, a small log file.
+This script does what one process cannot.  It runs every harness built in
+BUILD/bench (bench_arena, and bench_malloc_<x>, one process per malloc, so
+that no replacement malloc contaminates another row), ROUNDS times over,
+interleaved, and takes the median of the rounds for every row: the machine
+may be noisy, and ratios between rows of the same rounds are what the report
+is about.  Each ingest and real-client row runs in a process of its own, so
+that its peak RSS (and page faults) are its own.
+
+Prints the tables (machine at the top) and writes them to
+bench/results/latest.md, the rows' medians to bench/results/latest.json (what
+bench/targets.py checks) and the chart to bench/results/speedups.svg
+(gnuplot).  --docs also writes docs/benchmarks.md and its chart.  Exits
+non-zero if a harness crashed or a row failed (a row that is "not installed"
+is not a failure).  BENCH_QUICK=1 is --quick: one round, one repetition,
+short rows, a small log file.
 
 Python 3 standard library only.
 """
@@ -37,65 +47,14 @@ ROOT = os.path.dirname(HERE)
 BINARIES = ["bench_arena", "bench_malloc_glibc", "bench_malloc_jemalloc",
             "bench_malloc_mimalloc", "bench_malloc_tcmalloc"]
 NOT_INSTALLED = "not installed"
+# bench/targets.py writes its table after this line of latest.md and of
+# docs/benchmarks.md.
+TARGETS_MARKER = "<!-- targets: written by bench/targets.py -->"
+NOTES_MARKER = "<!-- notes: everything below is written by hand and kept by --docs -->"
 
-# ---- What the rows are called ----------------------------------------------------------
+# ---- What the rows are -------------------------------------------------------------------
 
-IMPL_NAMES = {
-    "proxy": "limit proxy",
-    "bump_in_memory": "(bump pointer kept in memory, not a peer)",
-    "arena": "libarena",
-    "arena_copy": "libarena arena_copy",
-    "arena_strndup": "libarena arena_strndup",
-    "arena_ref_copy": "libarena arena_ref_copy",
-    "arena_alloc": "libarena arena_alloc",
-    "arena_bytes": "libarena arena_alloc, bytes",
-    "arena_int64x32": "libarena ARENA_ALLOC_ARRAY int64_t[32]",
-    "arena_structx8": "libarena ARENA_ALLOC_ARRAY struct{ptr,..}[8]",
-    "arena_stack": "libarena, stack-buffer arena per scope",
-    "arena_heap": "libarena, heap arena reset per scope",
-    "arena_rewind": "libarena, heap arena save/rewind",
-    "arena_ref": "libarena arena_ref[]",
-    "arena_pool": "libarena arena_pool",
-    "obstack": "glibc obstack",
-    "talloc": "talloc",
-    "apr": "APR pool",
-    "gstringchunk": "GLib GStringChunk",
-    "pmr_monotonic": "std::pmr::monotonic_buffer_resource",
-    "pmr_pool": "std::pmr::unsynchronized_pool_resource",
-    "boost_pool": "Boost.Pool",
-    "mimalloc_heap": "mimalloc heap (mi_heap_destroy)",
-    "glibc_ptr_len_cap": "{ptr,len,cap}[], glibc malloc",
-    "arena_cache": "libarena arena_cache (acquire, recycle)",
-    "arena_walk": "libarena, the library's free walk, then arena_reset",
-    "arena_shared": "libarena arena_shared (one arena, all threads)",
-    "atomic_bump": "one shared atomic bump pointer (reference)",
-}
 MALLOCS = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
-SPECIAL = {
-    "proxy": {"refs": "plain pointer: char*[] + len[] into the arena",
-              "pool": "limit proxy (bare free list)",
-              "threads": "limit proxy (a bump pointer per thread, same batch end)",
-              "client": "limit proxy (bare bump, never frees)"},
-    "glibc": {"refs": "char*[] + len[], glibc malloc"},
-    "arena": {"client": "libarena, dropped by arena_reset"},
-    "talloc": {"client": "talloc, talloc_free_children"},
-    "apr": {"client": "APR pool, apr_pool_clear"},
-}
-
-
-def impl_name(workload, impl):
-    if impl in SPECIAL and workload in SPECIAL[impl]:
-        return SPECIAL[impl][workload]
-    if impl in IMPL_NAMES:
-        return IMPL_NAMES[impl]
-    for m in MALLOCS:
-        if impl == m:
-            return m + " malloc" if m == "glibc" else m
-        if impl == m + "_calloc":
-            return m + " calloc+free"
-        if impl == m + "_memset":
-            return m + " malloc+memset+free"
-    return impl
 
 
 def is_libarena(impl):
@@ -150,8 +109,6 @@ CLIENT_CASES = {
     "protobuf/batch": "protobuf-c, 2000 orders unpacked",
     "expat/catalog": "expat, 2 MiB XML catalog",
 }
-# The allocation-heavy cases, whose target is >= 1.15x over the best peer.
-CLIENT_HEAVY = ("cjson/", "lua/", "protobuf/")
 
 
 def section_of(name):
@@ -224,25 +181,37 @@ class Progress:
         sys.stderr.write("bench: %d runs in %d:%02d\n" % (self.done, el // 60, el % 60))
 
 
+# Google Benchmark appends how a row is timed to its name (the scaling rows
+# measure the CPU time of the whole process); the report names rows without it.
+TIMING_SUFFIX = re.compile(r"/(process_time|real_time|manual_time)$")
+
+
+def row_name(name):
+    return TIMING_SUFFIX.sub("", name)
+
+
 def list_tests(exe):
     out = subprocess.run([exe, "--benchmark_list_tests"], check=True, capture_output=True,
                          text=True).stdout
     return [l.strip() for l in out.splitlines() if l.strip()]
 
 
-def run_binary(exe, bfilter, args, progress, where, env):
-    """Runs one harness; returns (returncode, [benchmark json], stderr tail)."""
+def run_binary(exe, names, args, progress, where, env):
+    """Runs one harness on `names`; returns (returncode, [benchmark json], stderr tail)."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
         out = tmp.name
-    cmd = [exe, "--benchmark_filter=" + bfilter, "--benchmark_out=" + out,
-           "--benchmark_out_format=json", "--benchmark_color=false"] + args
+    cmd = [exe, "--benchmark_filter=^(" + "|".join(names) + ")$", "--benchmark_out=" + out,
+           "--benchmark_out_format=json", "--benchmark_color=false",
+           "--benchmark_display_aggregates_only=true"] + args
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
     for line in proc.stdout:
+        # One console line per row: its median, or its only run.
         tok = line.split(" ", 1)[0]
-        if "/" in tok:
+        if "/" in tok and not tok.endswith(("_mean", "_stddev", "_cv")):
             progress.done += 1
-            progress.show(where, tok)
+            progress.show(where, row_name(tok[:-len("_median")] if tok.endswith("_median")
+                                          else tok))
     err = proc.stderr.read()
     rc = proc.wait()
     rows = []
@@ -255,9 +224,59 @@ def run_binary(exe, bfilter, args, progress, where, env):
     return rc, rows, err[-2000:]
 
 
-def ns_per_iteration(b):
-    unit = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
-    return b["cpu_time"] * unit
+class Results:
+    """Every row's figures per round, and their medians over the rounds."""
+
+    # Google Benchmark's bookkeeping, not a figure of the row.
+    NOT_FIGURES = ("family_index", "per_family_instance_index", "repetitions",
+                   "repetition_index", "threads", "iterations")
+    TIME_UNIT = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+    def __init__(self):
+        self.samples = {}  # name -> {figure: [one value per round]}
+        self.labels = {}   # name -> display name
+        self.errors = {}   # name -> message
+        self.order = []
+
+    def declare(self, name):
+        """Rows keep the order of their registration, not of their (interleaved) runs."""
+        if name not in self.samples:
+            self.samples[name] = {}
+            self.order.append(name)
+
+    def add(self, b):
+        """Takes a row's median over its repetitions, or its only run."""
+        name = row_name(b.get("run_name", b["name"]))
+        self.declare(name)
+        self.labels[name] = b.get("label") or self.labels.get(name, name)
+        if b.get("error_occurred"):
+            self.errors[name] = b.get("error_message") or "error"
+            return
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            return
+        if b.get("run_type") == "iteration" and b.get("repetitions", 1) > 1:
+            return
+        unit = self.TIME_UNIT[b.get("time_unit", "ns")]
+        figures = {k: v for k, v in b.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)
+                   and k not in self.NOT_FIGURES}
+        figures["real_time"] = b["real_time"] * unit
+        figures["cpu_time"] = b["cpu_time"] * unit
+        if b.get("items_per_second"):
+            figures["ns"] = 1e9 / b["items_per_second"]
+        for k, v in figures.items():
+            self.samples[name].setdefault(k, []).append(v)
+
+    def value(self, name, k):
+        xs = self.samples.get(name, {}).get(k)
+        return statistics.median(xs) if xs else None
+
+    def ns(self, name):
+        """CPU time per unit of work (value, op, scope...), median of the rounds."""
+        return self.value(name, "ns")
+
+    def label(self, name):
+        return self.labels.get(name, name)
 
 
 # ---- The report -------------------------------------------------------------------------
@@ -294,42 +313,6 @@ def machine_info(build):
     return info
 
 
-def median(xs):
-    return statistics.median(xs) if xs else None
-
-
-class Results:
-    def __init__(self):
-        self.samples = {}   # name -> [ns per op]
-        self.counters = {}  # name -> {counter: [values]}
-        self.errors = {}    # name -> message
-        self.order = []
-
-    def add(self, b):
-        name = b.get("run_name", b["name"])
-        if name not in self.samples:
-            self.samples[name] = []
-            self.counters[name] = {}
-            self.order.append(name)
-        if b.get("error_occurred"):
-            self.errors[name] = b.get("error_message", "error")
-            return
-        ops = b.get("ops", 1.0) or 1.0
-        # Rows with worker threads of their own report the process's CPU time.
-        ns = b["cpu_ns"] if "cpu_ns" in b else ns_per_iteration(b)
-        self.samples[name].append(ns / ops)
-        for k in ("desc_B", "mem_B", "peak_rss_kib", "ops", "lines", "wall_ns", "threads",
-                  "minflt", "warmup", "input_B"):
-            if k in b:
-                self.counters[name].setdefault(k, []).append(b[k])
-
-    def ns(self, name):
-        return median(self.samples.get(name, []))
-
-    def counter(self, name, k):
-        return median(self.counters.get(name, {}).get(k, []))
-
-
 def groups(results):
     """{section index: {group: [(impl, name)]}} in registration order."""
     out = {}
@@ -355,13 +338,15 @@ def fmt_ns(x, unit):
         return "-"
     if unit in ("us/tree", "us/op"):
         x /= 1000.0
-    if unit == "MB/s":
-        return "%.0f" % (1000.0 / x)
     if x >= 100:
         return "%.0f" % x
     if x >= 10:
         return "%.1f" % x
     return "%.2f" % x
+
+
+def fmt_mib(b):
+    return "%.1f" % (b / 1048576.0) if b else "-"
 
 
 def md_table(header, rows):
@@ -376,21 +361,39 @@ def md_table(header, rows):
     return "\n".join([line(header), sep] + [line(r) for r in rows])
 
 
+def extra_columns(workload):
+    return {"refs": ["descriptor B", "bytes/value"], "ingest": ["peak RSS MiB"],
+            "threads": ["M values/s (CPU)", "M values/s (wall)"],
+            "client": ["peak RSS MiB", "minor faults/op"]}.get(workload, [])
+
+
+def extra_figures(results, workload, name, x):
+    v = lambda k: results.value(name, k)
+    if workload == "refs":
+        return ["%.0f" % (v("descriptor") or 0), "%.1f" % (v("bytes/value") or 0)]
+    if workload == "ingest":
+        return [fmt_mib(v("peak_RSS"))]
+    if workload == "client":
+        flt = v("faults/op")
+        return [fmt_mib(v("peak_RSS")),
+                "-" if flt is None else ("0" if flt == 0 else "%.2f" % flt)]
+    if workload == "threads":
+        # Values per second of CPU time of all the threads, and of wall time.
+        workers, ips = v("workers"), v("items_per_second")
+        wall = ips * v("cpu_time") / v("real_time") if ips and v("real_time") else None
+        return ["%.0f" % (workers * 1000.0 / x) if workers and x else "-",
+                "%.0f" % (wall / 1e6) if wall else "-"]
+    return []
+
+
 def section_tables(results):
     out = []
     for s, gs in sorted(groups(results).items()):
         _, title, unit = SECTIONS[s]
         workload = next(iter(gs)).split("/")[0]
-        extra = []
-        if workload == "refs":
-            extra = ["descriptor B", "bytes/value"]
-        if workload == "ingest":
-            extra = ["peak RSS MiB"]
-        if workload == "threads":
-            extra = ["M values/s (CPU)", "M values/s (wall)"]
+        extra = extra_columns(workload)
         if workload == "client":
-            extra = ["peak RSS MiB", "minor faults/op"]
-            warm = [results.counter(n, "warmup") for ms in gs.values() for _, n in ms]
+            warm = [results.value(n, "warmup") for ms in gs.values() for _, n in ms]
             warm = [w for w in warm if w]
             if warm:
                 title += " (%d untimed operations per process)" % max(warm)
@@ -401,11 +404,9 @@ def section_tables(results):
             proxy = next((results.ns(n) for i, n in members if i == "proxy"), None)
             ordered = sorted(members, key=lambda m: (m[1] in results.errors,
                                                      results.ns(m[1]) or float("inf")))
-            first = True
-            for impl, name in ordered:
-                label = case_label(g) if first else ""
-                first = False
-                disp = impl_name(workload, impl)
+            for k, (impl, name) in enumerate(ordered):
+                label = case_label(g) if k == 0 else ""
+                disp = results.label(name)
                 if is_libarena(impl):
                     disp = "**" + disp + "**"
                 if name in results.errors:
@@ -414,168 +415,13 @@ def section_tables(results):
                 x = results.ns(name)
                 sp = "%.2fx" % (base / x) if base and x else "-"
                 px = "%.2f" % (x / proxy) if proxy and x else "-"
+                fig = fmt_ns(x, unit)
                 if workload == "ingest":
-                    px = ""
-                ex = []
-                if workload == "refs":
-                    ex = ["%.0f" % (results.counter(name, "desc_B") or 0),
-                          "%.1f" % (results.counter(name, "mem_B") or 0)]
-                if workload == "ingest":
-                    rss = results.counter(name, "peak_rss_kib")
-                    ex = ["%.1f" % (rss / 1024.0) if rss else "-"]
-                if workload == "client":
-                    rss, flt = results.counter(name, "peak_rss_kib"), results.counter(name, "minflt")
-                    ex = ["%.1f" % (rss / 1024.0) if rss else "-",
-                          "-" if flt is None else ("0" if flt == 0 else "%.2f" % flt)]
-                if workload == "threads":
-                    th, wall = results.counter(name, "threads"), results.counter(name, "wall_ns")
-                    ops = results.counter(name, "ops")
-                    ex = ["%.0f" % (th * 1000.0 / x) if th else "-",
-                          "%.0f" % (ops * 1000.0 / wall) if wall and ops else "-"]
-                rows.append([label, disp, fmt_ns(x, unit), sp, px] + ex)
+                    bps = results.value(name, "bytes_per_second")
+                    fig, px = ("%.0f" % (bps / 1e6) if bps else "-"), ""
+                rows.append([label, disp, fig, sp, px] + extra_figures(results, workload, name, x))
         out.append("### %s\n\n%s\n" % (title, md_table(header, rows)))
     return out
-
-
-# ---- Targets ----------------------------------------------------------------------------
-
-def targets(results):
-    """[(target, case, row, figure, ok or None, note)]"""
-    t = []
-    ns = results.ns
-
-    def peers(group):
-        names = [n for n in results.order if n.rsplit("/", 1)[0] == group]
-        return [(n.rsplit("/", 1)[1], ns(n)) for n in names
-                if not is_libarena(n.rsplit("/", 1)[1]) and not is_reference(n.rsplit("/", 1)[1])
-                and n not in results.errors and ns(n)]
-
-    def check(target, group, impl, limit, need_peers=None, peer_filter=None, peer_slack=1.0):
-        name = group + "/" + impl
-        x, p = ns(name), ns(group + "/proxy")
-        if x is None or p is None:
-            t.append((target, group, impl, "no data", None, results.errors.get(name, "")))
-            return
-        ratio = x / p
-        ok = ratio <= limit
-        notes = ["%.2fx proxy (<= %.2f)" % (ratio, limit)]
-        if need_peers:
-            ps = [(i, v) for i, v in peers(group) if peer_filter is None or peer_filter(i)]
-            if ps:
-                best = min(ps, key=lambda iv: iv[1])
-                faster = x <= best[1] * peer_slack
-                ok = ok and faster
-                notes.append("best %s: %s %.2fx of ours" % (need_peers, impl_name(group.split("/")[0], best[0]), best[1] / x))
-        t.append((target, group, impl, "%.2f" % ratio, ok, "; ".join(notes)))
-
-    for size in (16, 256, 4096):
-        for impl in ("arena_copy", "arena_strndup", "arena_ref_copy"):
-            check("copy-in within 1.25x of proxy, faster than every peer",
-                  "copy/%d/warm" % size, impl, 1.25, need_peers="peer")
-    check("16 B alloc within 1.25x of proxy", "alloc/16", "arena_alloc", 1.25)
-    for name in results.order:
-        if name.startswith("pool/") and name.endswith("/arena_pool"):
-            g = name.rsplit("/", 1)[0]
-            check("pool within 1.3x of free list, at least 2x faster than mimalloc", g,
-                  "arena_pool", 1.3, need_peers="mimalloc", peer_filter=lambda i: i == "mimalloc",
-                  peer_slack=0.5)
-    for size in (512, 1024, 4096):
-        for impl in ("arena_stack", "arena_heap"):
-            check("scoped zeroed within 1.2x of proxy, faster than every calloc%s"
-                  % (" (not slower at 4 KiB)" if size == 4096 else ""),
-                  "scoped/%d/zeroed" % size, impl, 1.2, need_peers="calloc",
-                  peer_filter=lambda i: i.endswith("_calloc"))
-    g = "tree/depth13"
-    check("tree within 1.2x of proxy", g, "arena", 1.2)
-    a, m = ns(g + "/arena"), ns(g + "/glibc")
-    if a and m:
-        t.append(("tree >= 3x faster than malloc/free", g, "arena", "%.2f" % (m / a),
-                  m / a >= 3.0, "%.2fx faster than glibc malloc/free" % (m / a)))
-    for name in results.order:
-        if name.startswith("refs/") and name.endswith("/arena_ref"):
-            check("ref resolution within 2x of a plain pointer", name.rsplit("/", 1)[0],
-                  "arena_ref", 2.0)
-    threads_targets(results, t)
-    client_targets(results, t, peers)
-    return t
-
-
-def threads_targets(results, t):
-    """Issue 6: request-scoped memory and threads (no limit proxy: ratios to peers)."""
-    ns = results.ns
-
-    def versus(target, group, impl, peer, factor):
-        x, p = ns(group + "/" + impl), ns(group + "/" + peer)
-        if x is None or p is None:
-            t.append((target, group, impl, "no data", None, "%s or %s missing" % (impl, peer)))
-            return
-        t.append((target, group, impl, "%.2f" % (p / x), p / x >= factor,
-                  "%.2fx faster than %s (>= %.2f)" % (p / x, impl_name(group.split("/")[0], peer),
-                                                       factor)))
-
-    for m in ("glibc", "mimalloc"):
-        versus("request (512 B zeroed) below calloc+free", "request/512/zeroed",
-               "arena_cache", m + "_calloc", 1.0)
-    versus("request (100 small) >= 5x below malloc/free", "request/100/small", "arena_cache",
-           "glibc", 5.0)
-    for th in ("1", "2"):
-        for impl in ("arena_cache", "arena_shared"):
-            for m in ("glibc", "mimalloc", "jemalloc"):
-                versus("threads: faster than every malloc", "threads/" + th, impl, m, 1.0)
-    for impl in ("arena_cache", "arena_shared"):
-        one, two = ns("threads/1/" + impl), ns("threads/2/" + impl)
-        p1, p2 = ns("threads/1/proxy"), ns("threads/2/proxy")
-        if one and two:
-            t.append(("threads: scales (CPU per value at 2 threads <= 1.25x of 1)", "threads/2",
-                      impl, "%.2f" % (two / one), two / one <= 1.25,
-                      "%.2f ns/value at 1 thread, %.2f at 2" % (one, two) +
-                      ("; limit proxy %.2fx (ending the batches together)" % (p2 / p1)
-                       if p1 and p2 else "")))
-
-
-def client_targets(results, t, peers):
-    """The real clients, with default settings: never behind the best peer beyond 3%,
-    >= 1.15x faster than it where allocation is heavy, no page faults in steady state."""
-    ns = results.ns
-    groups_ = []
-    for name in results.order:
-        g = name.rsplit("/", 1)[0]
-        if name.startswith("client/") and g not in groups_:
-            groups_.append(g)
-    for g in groups_:
-        case = g.split("/", 1)[1]
-        ps = peers(g)
-        best = min(ps, key=lambda iv: iv[1]) if ps else None
-        for impl in ("arena", "arena_cache"):
-            x = ns(g + "/" + impl)
-            if x is None:
-                continue
-            if best is None:
-                t.append(("real client: not behind the best peer beyond 3%", g, impl, "no data",
-                          None, "no peer row"))
-                continue
-            r = best[1] / x
-            bname = impl_name("client", best[0])
-            t.append(("real client: not behind the best peer beyond 3%", g, impl, "%.2f" % r,
-                      r >= 1 / 1.03, "best peer %s: %.2fx of ours" % (bname, r)))
-            if case.startswith(CLIENT_HEAVY):
-                t.append(("real client, allocation-heavy: >= 1.15x faster than the best peer", g,
-                          impl, "%.2f" % r, r >= 1.15, "best peer %s: %.2fx of ours" % (bname, r)))
-        for impl in ("arena", "arena_walk", "arena_cache"):
-            f = results.counter(g + "/" + impl, "minflt")
-            if f is None:
-                continue
-            t.append(("real client: zero minor faults per operation in steady state", g, impl,
-                      "%.2f" % f, f == 0, "%.2f faults/op after %d warm-up operations" % (
-                          f, results.counter(g + "/" + impl, "warmup") or 0)))
-
-
-def targets_table(ts):
-    rows = []
-    for target, group, impl, fig, ok, note in ts:
-        verdict = "n/a" if ok is None else ("PASS" if ok else "MISS")
-        rows.append([target, group + " " + impl, verdict, note])
-    return md_table(["target", "row", "result", "figures"], rows)
 
 
 # ---- Chart ------------------------------------------------------------------------------
@@ -660,20 +506,35 @@ plot %s
 
 # ---- Main -------------------------------------------------------------------------------
 
+def plan_runs(exes, pat):
+    """[(exe, names)]: the ingest and real-client rows one per process, for their own
+    peak RSS (and the clients' page faults); the other rows of a harness together."""
+    plan, alone = [], ("ingest/", "client/")
+    for exe in exes:
+        names = [n for n in list_tests(exe) if not pat or pat.search(row_name(n))]
+        rest = [n for n in names if not n.startswith(alone)]
+        if rest:
+            plan.append((exe, rest))
+        plan += [(exe, [n]) for n in names if n.startswith(alone)]
+    return plan
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"))
     ap.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1")
-    ap.add_argument("--rounds", type=int)
-    ap.add_argument("--min-time", type=float)
+    ap.add_argument("--rounds", type=int, help="interleaved runs of every harness")
+    ap.add_argument("--repetitions", type=int, help="of every row, in each round")
+    ap.add_argument("--min-time", type=float, help="seconds per row per repetition")
     ap.add_argument("--filter", default="", help="regex: only rows whose name matches")
     ap.add_argument("--ingest-mib", type=int)
     ap.add_argument("--docs", action="store_true", help="also write docs/benchmarks.md")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     a = ap.parse_args()
 
-    rounds = a.rounds or (1 if a.quick else 5)
-    min_time = a.min_time or (0.01 if a.quick else 0.05)
+    rounds = a.rounds or (1 if a.quick else 3)
+    reps = a.repetitions or (1 if a.quick else 3)
+    min_time = a.min_time or (0.01 if a.quick else 0.03)
     mib = a.ingest_mib or (8 if a.quick else 256)
     bdir = os.path.join(a.build, "bench")
     exes = [os.path.join(bdir, b) for b in BINARIES]
@@ -692,26 +553,20 @@ def main():
         env.setdefault("BENCH_CLIENT_WARMUP", "3")
 
     pat = re.compile(a.filter) if a.filter else None
-    # (exe, names): the ingest and real-client rows run one per process, for their
-    # own peak RSS (and the clients' page faults).
-    plan = []
-    alone = ("ingest/", "client/")
-    for exe in exes:
-        names = [n for n in list_tests(exe) if not pat or pat.search(n)]
-        rest = [n for n in names if not n.startswith(alone)]
-        if rest:
-            plan.append((exe, rest))
-        plan += [(exe, [n]) for n in names if n.startswith(alone)]
-    total = sum(len(p[1]) for p in plan) * rounds
-    gb_args = ["--benchmark_min_time=%g" % min_time, "--benchmark_repetitions=1"]
+    plan = plan_runs(exes, pat)
+    gb_args = ["--benchmark_min_time=%g" % min_time, "--benchmark_repetitions=%d" % reps]
+    if reps > 1:
+        gb_args.append("--benchmark_enable_random_interleaving=true")
 
     results, failures = Results(), []
-    progress = Progress(total)
+    for _, names in plan:
+        for n in names:
+            results.declare(row_name(n))
+    progress = Progress(sum(len(p[1]) for p in plan) * rounds)
     for r in range(rounds):
         for exe, names in plan:
             where = "round %d/%d %s" % (r + 1, rounds, os.path.basename(exe))
-            filt = "^(" + "|".join(names) + ")$"
-            rc, rows, err = run_binary(exe, filt, gb_args, progress, where, env)
+            rc, rows, err = run_binary(exe, names, gb_args, progress, where, env)
             for b in rows:
                 results.add(b)
             if rc != 0:
@@ -734,49 +589,48 @@ def main():
             b.get("compiler", "?"), b.get("build_type", "?"), b.get("c_flags", "").strip(),
             b.get("cxx_flags", "").strip(), b.get("benchmark", "?")),
         "- peers: " + ", ".join("%s %s" % (k, v) for k, v in peers.items()),
-        "- run: %s; %s; %d round%s of every harness, median per row; CPU time; min time %gs "
-        "per row per round; ingest log %d MiB" % (
+        "- run: %s; %s; %d round%s of every harness, interleaved; %s; CPU time; min time "
+        "%gs per row per repetition; ingest log %d MiB" % (
             stamp, "QUICK mode" if a.quick else "full mode", rounds, "" if rounds == 1 else "s",
-            min_time, mib),
+            "%d repetitions of every row per round, randomly interleaved, median of the "
+            "repetitions, then of the rounds" % reps if reps > 1 else
+            "one repetition of every row per round, median of the rounds", min_time, mib),
         "- speedup vs glibc = glibc malloc's time / this row's (calloc for zeroed blocks); "
         "x limit proxy = this row's time / the proxy's (a bare bump pointer or free list "
         "doing the same copies: 1.00 is the floor)",
     ]
-    body = section_tables(results)
-    ts = targets(results)
-    if pat:
-        # Targets of rows the filter left out are not news.
-        ts = [x for x in ts if x[3] != "no data"]
-    text = "\n".join(head) + "\n\n" + "\n".join(body) + "\n### Targets (issue 4)\n\n" + \
-        targets_table(ts) + "\n"
+    text = "\n".join(head) + "\n\n" + "\n".join(section_tables(results))
     if failures:
         text += "\n### FAILURES\n\n" + "\n".join("- " + f for f in failures) + "\n"
     print(text)
 
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "latest.md"), "w") as f:
-        f.write(text)
     svg = os.path.join(a.out, "speedups.svg")
     have_chart = chart(results, svg)
     if have_chart:
         chart(results, os.path.join(a.out, "speedups.png"))
-    if have_chart:
-        with open(os.path.join(a.out, "latest.md"), "a") as f:
-            f.write("\n![speedups](speedups.svg)\n")
-    sys.stderr.write("bench: wrote %s%s\n" % (os.path.join(a.out, "latest.md"),
-                                              " and " + svg if have_chart else ""))
-    if a.docs:
-        write_docs(text, svg if have_chart else None, a)
+    latest = os.path.join(a.out, "latest.md")
+    with open(latest, "w") as f:
+        f.write(text + ("\n![speedups](speedups.svg)\n" if have_chart else "") +
+                "\n" + TARGETS_MARKER + "\n")
+    docs = write_docs(text, svg if have_chart else None, rounds, reps) if a.docs else None
+    with open(os.path.join(a.out, "latest.json"), "w") as f:
+        json.dump({"run": stamp, "quick": a.quick, "filter": a.filter, "rounds": rounds,
+                   "repetitions": reps, "markdown": [p for p in (latest, docs) if p],
+                   "failures": failures,
+                   "rows": [{"name": n, "label": results.label(n),
+                             "error": results.errors.get(n),
+                             "figures": {k: results.value(n, k) for k in results.samples[n]}}
+                            for n in results.order]}, f, indent=1)
+    sys.stderr.write("bench: wrote %s, latest.json%s\n" % (latest, " and " + svg if have_chart
+                                                           else ""))
     if failures:
         sys.stderr.write("bench: FAILED:\n  " + "\n  ".join(failures) + "\n")
         return 1
     return 0
 
 
-NOTES_MARKER = "<!-- notes: everything below is written by hand and kept by --docs -->"
-
-
-def write_docs(text, svg, a):
+def write_docs(text, svg, rounds, reps):
     docs = os.path.join(ROOT, "docs")
     intro = """# Benchmarks
 
@@ -789,15 +643,18 @@ make bench BENCH_ARGS=--docs      # runs bench/run.py --docs after the build
 The build machine is a small shared VM (2 vCPUs) on which other jobs compile
 and test while the suite runs: absolute times drift by tens of percent from
 run to run, so read the ratios, which compare rows of the same rounds (every
-harness runs five times over, interleaved, and each row is the median of its
-rounds, in CPU time). jemalloc, mimalloc and tcmalloc each run in a process
-of their own (`bench_malloc_<name>`), never linked beside glibc's malloc. The
-limit proxies (`bench/harness.h`, `bench/bench_arena.cc`) do the same copies
-with the least machinery: a bare bump pointer with one bounds check held in
-a register, and a bare intrusive LIFO free list. The workloads are described
-in `bench/workloads.h` and `bench/bench_arena.cc`.
+harness runs %d times over, interleaved; Google Benchmark repeats every row %d
+times per round, randomly interleaved, and reports the median; each row is
+the median of its rounds, in CPU time). jemalloc, mimalloc and tcmalloc each
+run in a process of their own (`bench_malloc_<name>`), never linked beside
+glibc's malloc. The limit proxies (`bench/harness.h`, `bench/bench_arena.cc`)
+do the same copies with the least machinery: a bare bump pointer with one
+bounds check held in a register, and a bare intrusive LIFO free list. The
+workloads are described in `bench/workloads.h` and `bench/bench_arena.cc`.
+The targets are checked by `bench/targets.py` (`make bench` runs it after
+the suite).
 
-"""
+""" % (rounds, reps)
     body = text.replace("# libarena benchmarks\n", "", 1)
     if svg:
         # The PNG is half the size of the SVG: that one goes in the docs.
@@ -815,8 +672,9 @@ in `bench/workloads.h` and `bench/bench_arena.cc`.
     except OSError:
         pass
     with open(path, "w") as f:
-        f.write(intro + body + "\n" + (notes or NOTES_MARKER + "\n"))
+        f.write(intro + body + "\n" + TARGETS_MARKER + "\n\n" + (notes or NOTES_MARKER + "\n"))
     sys.stderr.write("bench: wrote docs/benchmarks.md\n")
+    return path
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 /*
- * Request-scoped memory and threads (issue 6): the shapes of the request and
+ * Request-scoped memory and threads: the shapes of the request and
  * scaling workloads, shared by bench_arena.cc (libarena's cache and shared
  * arena) and malloc_family.cc (one binary per malloc).
  *
@@ -11,12 +11,13 @@
  *                        kBatch 32-byte copies, each batch dropped at once.
  *
  * The scaling rows run their own worker threads (Google Benchmark's
- * ->Threads() would rename the rows), and report the CPU time of the whole
- * process per value as the counter "cpu_ns" (what bench/run.py reads for
- * them), plus the wall time as "wall_ns": on a shared machine the wall time
- * counts what other processes take, CPU time does not, while contention
- * between the threads (lines moving between cores, a lock) still burns CPU.
- * Perfect scaling keeps cpu_ns flat from 1 to T threads.
+ * ->Threads() would rename the rows) and measure the CPU time of the whole
+ * process (MeasureProcessCPUTime), so that their rate of values is per
+ * second of CPU time of all the threads; the wall time stays in real_time.
+ * On a shared machine the wall time counts what other processes take, CPU
+ * time does not, while contention between the threads (lines moving between
+ * cores, a lock) still burns CPU.  Perfect scaling keeps the CPU time per
+ * value flat from 1 to T threads.
  */
 #ifndef BENCH_THREADS_H
 #define BENCH_THREADS_H
@@ -24,7 +25,6 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -76,13 +76,6 @@ template <class Alloc, class End> bool small_request(size_t base, Alloc alloc, E
     }
     end(v);
     return ok;
-}
-
-inline double clock_ns(clockid_t id)
-{
-    timespec ts;
-    clock_gettime(id, &ts);
-    return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
 }
 
 // Worker threads that run `work(thread index)` once per iteration of the
@@ -194,25 +187,22 @@ private:
 };
 
 // Registers a scaling row: `threads` workers each run `work(index)` (one
-// thread's kThreadBatches batches) per iteration; "ops" is every value stored
-// by all threads; "cpu_ns" and "wall_ns" are per iteration.
+// thread's kThreadBatches batches) per iteration; its items are every value
+// stored by all threads, "workers" is the thread count.
 template <class Add>
-void scaling_row(Add add_row, const std::string &name, int threads, Crew::Work work)
+void scaling_row(Add add_row, const std::string &name, const std::string &label, int threads,
+                 Crew::Work work)
 {
-    double ops = double(kThreadBatches * kBatch) * threads;
-    add_row(name, ops, [threads, work](benchmark::State &st) {
+    double values = double(kThreadBatches * kBatch) * threads;
+    add_row(name, label, values, [threads, work](benchmark::State &st) {
         Crew crew(threads, work);
         crew.round(); // warm: chunks, runs, the allocator's caches
-        double cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID), wall0 = clock_ns(CLOCK_MONOTONIC);
         for (auto _ : st)
             crew.round();
-        double it = double(st.iterations());
-        st.counters["cpu_ns"] = (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0) / it;
-        st.counters["wall_ns"] = (clock_ns(CLOCK_MONOTONIC) - wall0) / it;
-        st.counters["threads"] = threads;
+        st.counters["workers"] = threads;
         if (crew.failures())
             st.SkipWithError("allocation failed");
-    });
+    })->MeasureProcessCPUTime();
 }
 
 // The bytes every scaling row copies.
@@ -241,18 +231,21 @@ inline bool malloc_batches()
 }
 
 // The malloc rows, for one allocator (malloc_family.cc: `name` is
-// BENCH_MALLOC_NAME, `row` registers or reports "not installed").
-template <class Row> void register_threads_malloc(const std::string &name, Row row)
+// BENCH_MALLOC_NAME, `label` its display name, `row` registers or reports
+// "not installed").
+template <class AddRow>
+void register_threads_malloc(const std::string &name, const std::string &label, AddRow row)
 {
-    row("request/512/zeroed/" + name + "_calloc", kScopes, [](benchmark::State &st) {
-        size_t n = opaque(512);
-        scoped(st, n, [](size_t m) {
-            void *p = nullptr;
-            return zeroed_request(
-                m, [&](size_t k) { return p = std::calloc(1, k); }, [&] { std::free(p); });
+    row("request/512/zeroed/" + name + "_calloc", name + " calloc+free", kScopes,
+        [](benchmark::State &st) {
+            size_t n = opaque(512);
+            scoped(st, n, [](size_t m) {
+                void *p = nullptr;
+                return zeroed_request(
+                    m, [&](size_t k) { return p = std::calloc(1, k); }, [&] { std::free(p); });
+            });
         });
-    });
-    row("request/100/small/" + name, 1, [](benchmark::State &st) {
+    row("request/100/small/" + name, label, 1, [](benchmark::State &st) {
         size_t base = 0, fails = 0;
         for (auto _ : st)
             fails += !small_request(
@@ -265,7 +258,7 @@ template <class Row> void register_threads_malloc(const std::string &name, Row r
             st.SkipWithError("allocation failed");
     });
     for (int t : kThreadCounts)
-        scaling_row(row, "threads/" + std::to_string(t) + "/" + name, t,
+        scaling_row(row, "threads/" + std::to_string(t) + "/" + name, label, t,
                     [](int) { return malloc_batches(); });
 }
 

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Checks the suite's targets against the last run of bench/run.py.
+
+    bench/targets.py [--results bench/results/latest.json]
+
+Reads the rows' medians that bench/run.py wrote, prints one line per target
+and row (MET, MISSED, or n/a where a row has no figure), and writes the same
+table into the markdown reports of that run (bench/results/latest.md, and
+docs/benchmarks.md after --docs).  A missed target is news, not a failure:
+the exit status is 0 unless the results cannot be read.  A run filtered with
+--filter checks only the targets whose rows it ran.
+
+Python 3 standard library only.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from run import TARGETS_MARKER, is_libarena, is_reference, md_table  # noqa: E402
+
+# The real clients whose allocation is heavy enough to ask for a clear lead.
+CLIENT_HEAVY = ("cjson/", "lua/", "protobuf/")
+
+
+class Rows:
+    def __init__(self, doc):
+        self.order = [r["name"] for r in doc["rows"]]
+        self.by_name = {r["name"]: r for r in doc["rows"]}
+
+    def figure(self, name, k):
+        r = self.by_name.get(name)
+        return None if r is None or r["error"] else r["figures"].get(k)
+
+    def ns(self, name):
+        return self.figure(name, "ns")
+
+    def label(self, name):
+        r = self.by_name.get(name)
+        return r["label"] if r else name.rsplit("/", 1)[1]
+
+    def error(self, name):
+        r = self.by_name.get(name)
+        return (r and r["error"]) or ""
+
+    def group(self, g):
+        """[(impl, name)] of the rows of group g."""
+        return [(n.rsplit("/", 1)[1], n) for n in self.order if n.rsplit("/", 1)[0] == g]
+
+    def peers(self, g):
+        """[(impl, ns)] of the rows of g that are neither libarena nor a yardstick."""
+        return [(i, self.ns(n)) for i, n in self.group(g)
+                if not is_libarena(i) and not is_reference(i) and self.ns(n)]
+
+
+def targets(rows):
+    """[(target, group, impl, ok or None, figures)]"""
+    t = []
+    ns = rows.ns
+
+    def proxy(target, g, impl, limit, peer=None, peer_filter=None, peer_slack=1.0):
+        """Within `limit` x the limit proxy; with `peer`, also not slower than the best of
+        the peers that pass peer_filter (times peer_slack)."""
+        x, p = ns(g + "/" + impl), ns(g + "/proxy")
+        if x is None or p is None:
+            t.append((target, g, impl, None, rows.error(g + "/" + impl)))
+            return
+        ok, notes = x / p <= limit, ["%.2fx proxy (<= %.2f)" % (x / p, limit)]
+        ps = [iv for iv in rows.peers(g) if peer_filter is None or peer_filter(iv[0])]
+        if peer and ps:
+            best = min(ps, key=lambda iv: iv[1])
+            ok = ok and x <= best[1] * peer_slack
+            notes.append("best %s: %s %.2fx of ours" % (peer, rows.label(g + "/" + best[0]),
+                                                        best[1] / x))
+        t.append((target, g, impl, ok, "; ".join(notes)))
+
+    def faster(target, g, impl, peer, factor):
+        x, p = ns(g + "/" + impl), ns(g + "/" + peer)
+        if x is None or p is None:
+            t.append((target, g, impl, None, "%s or %s missing" % (impl, peer)))
+            return
+        t.append((target, g, impl, p / x >= factor, "%.2fx faster than %s (>= %.2f)" % (
+            p / x, rows.label(g + "/" + peer), factor)))
+
+    for size in (16, 256, 4096):
+        for impl in ("arena_copy", "arena_strndup", "arena_ref_copy"):
+            proxy("copy-in within 1.25x of proxy, faster than every peer",
+                  "copy/%d/warm" % size, impl, 1.25, peer="peer")
+    proxy("16 B alloc within 1.25x of proxy", "alloc/16", "arena_alloc", 1.25)
+    for name in rows.order:
+        if name.startswith("pool/") and name.endswith("/arena_pool"):
+            proxy("pool within 1.3x of free list, at least 2x faster than mimalloc",
+                  name.rsplit("/", 1)[0], "arena_pool", 1.3, peer="mimalloc",
+                  peer_filter=lambda i: i == "mimalloc", peer_slack=0.5)
+    for size in (512, 1024, 4096):
+        for impl in ("arena_stack", "arena_heap"):
+            proxy("scoped zeroed within 1.2x of proxy, faster than every calloc%s"
+                  % (" (not slower at 4 KiB)" if size == 4096 else ""),
+                  "scoped/%d/zeroed" % size, impl, 1.2, peer="calloc",
+                  peer_filter=lambda i: i.endswith("_calloc"))
+    proxy("tree within 1.2x of proxy", "tree/depth13", "arena", 1.2)
+    faster("tree >= 3x faster than malloc/free", "tree/depth13", "arena", "glibc", 3.0)
+    for name in rows.order:
+        if name.startswith("refs/") and name.endswith("/arena_ref"):
+            proxy("ref resolution within 2x of a plain pointer", name.rsplit("/", 1)[0],
+                  "arena_ref", 2.0)
+
+    for m in ("glibc", "mimalloc"):
+        faster("request (512 B zeroed) below calloc+free", "request/512/zeroed",
+               "arena_cache", m + "_calloc", 1.0)
+    faster("request (100 small) >= 5x below malloc/free", "request/100/small", "arena_cache",
+           "glibc", 5.0)
+    for th in ("1", "2"):
+        for impl in ("arena_cache", "arena_shared"):
+            for m in ("glibc", "mimalloc", "jemalloc"):
+                faster("threads: faster than every malloc", "threads/" + th, impl, m, 1.0)
+    for impl in ("arena_cache", "arena_shared"):
+        one, two = ns("threads/1/" + impl), ns("threads/2/" + impl)
+        p1, p2 = ns("threads/1/proxy"), ns("threads/2/proxy")
+        if one and two:
+            t.append(("threads: scales (CPU per value at 2 threads <= 1.25x of 1)", "threads/2",
+                      impl, two / one <= 1.25,
+                      "%.2fx: %.2f ns/value at 1 thread, %.2f at 2" % (two / one, one, two) +
+                      ("; limit proxy %.2fx (ending the batches together)" % (p2 / p1)
+                       if p1 and p2 else "")))
+        else:
+            t.append(("threads: scales (CPU per value at 2 threads <= 1.25x of 1)", "threads/2",
+                      impl, None, ""))
+    client_targets(rows, t)
+    return t
+
+
+def client_targets(rows, t):
+    """The real clients, with default settings: never behind the best peer beyond 3%,
+    >= 1.15x faster than it where allocation is heavy, no page faults in steady state."""
+    groups = []
+    for name in rows.order:
+        g = name.rsplit("/", 1)[0]
+        if name.startswith("client/") and g not in groups:
+            groups.append(g)
+    for g in groups:
+        ps = rows.peers(g)
+        best = min(ps, key=lambda iv: iv[1]) if ps else None
+        for impl in ("arena", "arena_cache"):
+            x = rows.ns(g + "/" + impl)
+            if x is None:
+                continue
+            if best is None:
+                t.append(("real client: not behind the best peer beyond 3%", g, impl, None,
+                          "no peer row"))
+                continue
+            r = best[1] / x
+            note = "best peer %s: %.2fx of ours" % (rows.label(g + "/" + best[0]), r)
+            t.append(("real client: not behind the best peer beyond 3%", g, impl,
+                      r >= 1 / 1.03, note))
+            if g.split("/", 1)[1].startswith(CLIENT_HEAVY):
+                t.append(("real client, allocation-heavy: >= 1.15x faster than the best peer",
+                          g, impl, r >= 1.15, note))
+        for impl in ("arena", "arena_walk", "arena_cache"):
+            f = rows.figure(g + "/" + impl, "faults/op")
+            if f is None:
+                continue
+            t.append(("real client: zero minor faults per operation in steady state", g, impl,
+                      f == 0, "%.2f faults/op after %d warm-up operations" % (
+                          f, rows.figure(g + "/" + impl, "warmup") or 0)))
+
+
+def verdict(ok):
+    return "n/a" if ok is None else ("MET" if ok else "MISSED")
+
+
+def write_section(path, section):
+    """Puts `section` after the targets marker of `path`, in place of what was there,
+    keeping the hand-written notes that may follow it."""
+    with open(path) as f:
+        text = f.read()
+    if TARGETS_MARKER not in text:
+        return False
+    head, tail = text.split(TARGETS_MARKER, 1)
+    notes = tail.find("<!-- notes:")
+    rest = tail[notes:] if notes >= 0 else ""
+    with open(path, "w") as f:
+        f.write(head + TARGETS_MARKER + "\n\n" + section + ("\n" + rest if rest else ""))
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", default=os.path.join(HERE, "results", "latest.json"))
+    a = ap.parse_args()
+    try:
+        with open(a.results) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.stderr.write("targets: cannot read %s: %s (run bench/run.py first)\n" % (a.results, e))
+        return 2
+    ts = targets(Rows(doc))
+    if doc.get("filter"):
+        # Targets of rows the filter left out are not news.
+        ts = [x for x in ts if x[3] is not None]
+    table = md_table(["target", "row", "result", "figures"],
+                     [[target, g + " " + impl, verdict(ok), note]
+                      for target, g, impl, ok, note in ts])
+    count = lambda v: sum(1 for x in ts if x[3] is v)
+    summary = "%d met, %d missed, %d without figures (%s run of %s)" % (
+        count(True), count(False), count(None), "quick" if doc.get("quick") else "full",
+        doc.get("run", "?"))
+    section = "### Targets\n\n%s\n\n%s\n" % (table, summary)
+    print(section)
+    for path in doc.get("markdown", []):
+        if os.path.exists(path) and write_section(path, section):
+            sys.stderr.write("targets: wrote the table into %s\n" % path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -188,6 +188,14 @@ target_mingw() {
     # is made once, here, rather than by the first tests that run at once.
     export WINEPREFIX=$out/wineprefix WINEDEBUG=-all WINEPATH="$b;$cmocka_prefix/bin"
     [ -d "$WINEPREFIX" ] || /usr/lib/wine/wine64 wineboot --init >/dev/null 2>&1
+    # One wineserver for the whole suite: started on demand, it exits a few
+    # seconds after its last client, and a test that starts in that instant
+    # cannot connect ("recvmsg: Connection reset by peer").  Wine's services
+    # start now, away from CTest's output pipes (the first test would start
+    # them, and CTest would wait for them to close its pipe).  Stopped on exit.
+    /usr/lib/wine/wineserver -p
+    trap '/usr/lib/wine/wineserver -k 2>/dev/null || true' EXIT
+    /usr/lib/wine/wine64 wineboot >/dev/null 2>&1 </dev/null
     PKG_CONFIG_LIBDIR=$cmocka_prefix/lib/pkgconfig configure_build_test "$b" -DCMAKE_TOOLCHAIN_FILE="$tc" \
         -DCMAKE_FIND_ROOT_PATH="$cmocka_prefix"
     step "mingw-w64: the DLL exports exactly the ARENA_API functions"

@@ -1,7 +1,8 @@
 /*
  * libarena's rows of the request and scaling workloads (threads.h): the arena
  * cache (one arena per request), the shared arena (all threads storing into
- * one arena), and, for reference, the limit proxy (a bump pointer per thread,
+ * one arena), and, for reference, the same shared arena code with one arena
+ * per thread (nothing shared), the limit proxy (a bump pointer per thread,
  * batches ended together as the shared arena's are) and one shared atomic
  * bump pointer (what the shared arena does not do).  Part of bench_arena.
  */
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "threads.h"
 
@@ -82,19 +84,57 @@ struct SharedBatches {
     }
 };
 
-bool shared_batches(SharedBatches &sh)
+// One thread's batches into `s`, each ended by `end_batch()`.
+template <class EndBatch> bool shared_arena_batches(arena_shared *s, EndBatch end_batch)
 {
-    bool ok = sh.s != nullptr;
+    bool ok = s != nullptr;
     for (size_t b = 0; b < kThreadBatches; b++) {
         for (size_t i = 0; ok && i < kBatch; i++) {
-            void *p = arena_shared_alloc(sh.s, kThreadValue);
+            void *p = arena_shared_alloc(s, kThreadValue);
             ok = p != nullptr;
             if (p)
                 touch(std::memcpy(p, thread_source(), kThreadValue));
         }
-        sh.end_batch();
+        end_batch();
     }
     return ok;
+}
+
+bool shared_batches(SharedBatches &sh)
+{
+    return shared_arena_batches(sh.s, [&sh] { sh.end_batch(); });
+}
+
+// The reference for what sharing costs: the same code and the same batch end,
+// but each thread stores into a shared arena of its own, so that nothing is
+// shared.  What this row gains from 1 to 2 threads is what running two
+// threads and ending their batches together costs on the machine; what the
+// shared arena gains beyond it is the cost of sharing one arena.
+struct OwnShared {
+    std::vector<arena_shared *> s;
+    BatchEnd batch_end;
+    explicit OwnShared(int threads) : s(size_t(threads)), batch_end(threads)
+    {
+        for (auto &one : s)
+            one = arena_shared_create(0, 0, nullptr);
+    }
+    ~OwnShared()
+    {
+        for (auto *one : s)
+            arena_shared_destroy(one);
+    }
+    OwnShared(const OwnShared &) = delete;
+    OwnShared &operator=(const OwnShared &) = delete;
+};
+
+bool own_shared_batches(OwnShared &own, int index)
+{
+    return shared_arena_batches(own.s[size_t(index)], [&own] {
+        own.batch_end.wait([&own] {
+            for (auto *one : own.s)
+                arena_shared_reset(one, SIZE_MAX);
+        });
+    });
 }
 
 // The reference: every value takes one atomic add on a pointer all threads
@@ -158,6 +198,10 @@ void register_scaling()
         auto shared = std::make_shared<SharedBatches>(t);
         scaling_row(add, g + "arena_shared", "libarena arena_shared (one arena, all threads)", t,
                     [shared](int) { return shared_batches(*shared); });
+        auto own = std::make_shared<OwnShared>(t);
+        scaling_row(add, g + "arena_shared_own",
+                    "libarena arena_shared, one per thread (reference: nothing shared)", t,
+                    [own](int i) { return own_shared_batches(*own, i); });
         auto proxy = std::make_shared<ProxyThreads>(t);
         scaling_row(add, g + "proxy", "limit proxy (a bump pointer per thread, same batch end)",
                     t, [proxy](int i) { return proxy_batches(*proxy, i); });

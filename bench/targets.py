@@ -118,15 +118,19 @@ def targets(rows):
         for impl in ("arena_cache", "arena_shared"):
             for m in ("glibc", "mimalloc", "jemalloc"):
                 faster("threads: faster than every malloc", "threads/" + th, impl, m, 1.0)
+    def growth(impl, what):
+        one, two = ns("threads/1/" + impl), ns("threads/2/" + impl)
+        return "; %s %.2fx" % (what, two / one) if one and two else ""
+
     for impl in ("arena_cache", "arena_shared"):
         one, two = ns("threads/1/" + impl), ns("threads/2/" + impl)
-        p1, p2 = ns("threads/1/proxy"), ns("threads/2/proxy")
         if one and two:
             t.append(("threads: scales (CPU per value at 2 threads <= 1.25x of 1)", "threads/2",
                       impl, two / one <= 1.25,
                       "%.2fx: %.2f ns/value at 1 thread, %.2f at 2" % (two / one, one, two) +
-                      ("; limit proxy %.2fx (ending the batches together)" % (p2 / p1)
-                       if p1 and p2 else "")))
+                      growth("proxy", "limit proxy (ending the batches together)") +
+                      (growth("arena_shared_own", "one shared arena per thread")
+                       if impl == "arena_shared" else "")))
         else:
             t.append(("threads: scales (CPU per value at 2 threads <= 1.25x of 1)", "threads/2",
                       impl, None, ""))

@@ -111,6 +111,105 @@ static void test_out_of_memory(void **state)
     assert_int_equal(tb.live, 0);
 }
 
+/* The size of the run the thread claimed at `run` (its first value), read
+ * from where an over-aligned value lands: such a value goes to the inner
+ * arena directly, after the last run claimed (after alignment padding, and a
+ * guard where values are guarded). */
+static void assert_run(arena_shared *s, const char *run, size_t bytes)
+{
+    const char *next = (const char *)arena_shared_alloc_aligned(s, 16, 64);
+    assert_non_null(next);
+    assert_in_range((size_t)(next - run), bytes, bytes + (test_packed() ? 63 : 320));
+}
+
+/* Stores `bytes` in 32-byte values (the first in the thread's current run);
+ * returns the last. */
+static const char *store(arena_shared *s, size_t bytes)
+{
+    const char *p = NULL;
+    for (size_t i = 0; i < bytes / 32; i++) {
+        p = (const char *)arena_shared_alloc(s, 32);
+        assert_non_null(p);
+    }
+    return p;
+}
+
+static void test_runs_follow_what_a_thread_stores(void **state)
+{
+    const size_t k = 1024;
+    arena_shared *s = arena_shared_create(0, 0, NULL); /* 1 MiB chunks, 16 KiB runs */
+    (void)state;
+    assert_non_null(s);
+    /* The first run is the smallest; each claim then doubles what the thread
+     * has claimed in the batch. */
+    size_t sizes[] = {16 * k, 16 * k, 32 * k, 64 * k};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        const char *run = (const char *)arena_shared_alloc(s, 32);
+        assert_non_null(run);
+        assert_run(s, run, sizes[i]);
+        store(s, sizes[i] - 32); /* fills the run */
+    }
+    arena_shared_reset(s, SIZE_MAX);
+    /* The first run of a batch covers what the thread stored in the last one
+     * (128 KiB): a thread that stores as much in each batch claims once. */
+    const char *run = (const char *)arena_shared_alloc(s, 32);
+    assert_run(s, run, 128 * k);
+    assert_ptr_equal(store(s, 128 * k - 32), run + 128 * k - 32); /* all in that run */
+    arena_shared_reset(s, SIZE_MAX);
+    /* What it stored shrinks (3 KiB + 32 bytes)... */
+    run = (const char *)arena_shared_alloc(s, 32);
+    store(s, 3 * k);
+    arena_shared_reset(s, SIZE_MAX);
+    /* ...and so does its next run, to the smallest. */
+    run = (const char *)arena_shared_alloc(s, 32);
+    assert_run(s, run, 16 * k);
+    /* A run is never larger than a quarter of a chunk. */
+    store(s, 2048 * k);
+    arena_shared_reset(s, SIZE_MAX);
+    run = (const char *)arena_shared_alloc(s, 32);
+    assert_run(s, run, 256 * k);
+    arena_shared_destroy(s);
+
+    /* With runs of a quarter chunk already, they do not grow. */
+    s = arena_shared_create(64 * k, 16 * k, NULL);
+    assert_non_null(s);
+    for (int i = 0; i < 3; i++) {
+        run = (const char *)arena_shared_alloc(s, 32);
+        assert_non_null(run);
+        assert_run(s, run, 16 * k);
+        store(s, 16 * k - 32);
+    }
+    arena_shared_destroy(s);
+}
+
+/* A grown run that does not fit what is left of the chunk, with no memory
+ * for another, falls back to the smallest run, which does. */
+static void test_a_grown_run_falls_back_to_the_smallest(void **state)
+{
+    const size_t k = 1024;
+    test_backing tb;
+    arena_allocator al = tb_allocator(&tb);
+    (void)state;
+    arena_shared *s = arena_shared_create(64 * k, 4 * k, &al); /* runs of 4 to 16 KiB */
+    assert_non_null(s);
+    store(s, 32 * k); /* runs of 4, 4, 8 and 16 KiB, filled */
+    store(s, 16 * k); /* a run of 16 KiB (at most a quarter chunk), filled */
+    assert_non_null(arena_shared_alloc(s, 6 * k)); /* placed in the chunk directly */
+    /* 10 KiB left in the chunk (less the guards where values are guarded):
+     * room for two runs of 4 KiB, not one of 16. */
+    tb.fail_from = tb.calls + 1;
+    size_t got = 0;
+    while (arena_shared_alloc(s, 32))
+        got += 32;
+    if (test_packed())
+        assert_int_equal(got, 8 * k);
+    else
+        assert_in_range(got, 4 * k, 8 * k);
+    tb.fail_from = 0;
+    arena_shared_destroy(s);
+    assert_int_equal(tb.live, 0);
+}
+
 /* ---- Threads ------------------------------------------------------------------ */
 
 #define THREADS 4
@@ -209,6 +308,8 @@ int main(void)
         cmocka_unit_test(test_values_are_aligned_and_distinct),
         cmocka_unit_test(test_reset_reuses_chunks_and_honours_the_limit),
         cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_runs_follow_what_a_thread_stores),
+        cmocka_unit_test(test_a_grown_run_falls_back_to_the_smallest),
         cmocka_unit_test(test_many_threads_never_overlap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

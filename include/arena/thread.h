@@ -167,10 +167,15 @@ typedef struct arena_shared arena_shared;
 /**
  * Creates a shared arena whose chunks hold `chunk_bytes` each (0: 1 MiB;
  * clamped to ARENA_REF_MAX), from `backing` (NULL: malloc).  Each allocating
- * thread claims a private run of `run_bytes` (0: 16 KiB; at most chunk_bytes,
- * at least 1 KiB) from the current chunk under a short lock, then bumps
- * through it with no atomic operation.  A run's tail that does not fit the
- * next value is left unused.  A thread keeps its runs in a table of four
+ * thread claims a private run from the current chunk under a short lock,
+ * then bumps through it with no atomic operation.  Runs are sized to what the
+ * thread stores: the first is `run_bytes` (0: 16 KiB; at most chunk_bytes, at
+ * least 1 KiB), each further claim in a batch doubles what the thread has
+ * claimed in it, and the first claim of a batch covers what the thread stored
+ * in its previous batch; no run exceeds a quarter of a chunk (or run_bytes,
+ * if larger).  A thread that stores about as much in every batch so takes
+ * the lock about once a batch.  A run's tail that does not fit the next value
+ * is left unused, as is the rest of the last run of a batch.  A thread keeps its runs in a table of four
  * entries, one per shared arena by creation order modulo four: a thread that
  * alternates between two shared arenas created four apart gives up a run tail
  * at each switch (correct, but wasteful).  The caller owns it until
@@ -187,8 +192,9 @@ ARENA_API void arena_shared_destroy(arena_shared *s);
 /**
  * `size` uninitialised bytes, ARENA_ALIGN-aligned, valid until the next
  * arena_shared_reset() or arena_shared_destroy().  Thread-safe: any number of
- * threads at once.  Values larger than a quarter of a run are placed under
- * the lock.  Size 0 returns a non-NULL pointer not to be dereferenced.  NULL on
+ * threads at once.  A value that does not fit the thread's run and is larger
+ * than a quarter of `run_bytes` is placed under the lock, not in a new run.
+ * Size 0 returns a non-NULL pointer not to be dereferenced.  NULL on
  * out-of-memory or overflow, with the arena as it was (the thread's run too).
  * The values of one run are packed without guards between them; under
  * AddressSanitizer the rest of the run stays poisoned, and values placed

@@ -58,7 +58,7 @@ bool cache_batches(arena_cache *c)
         arena *a = arena_cache_acquire(c);
         if (!a)
             return false;
-        for (size_t i = 0; i < kBatch; i++) {
+        for (size_t i = 0; i < kThreadBatch; i++) {
             void *p = arena_copy(a, thread_source(), kThreadValue, 0);
             ok = ok && p;
             touch(p);
@@ -89,7 +89,7 @@ template <class EndBatch> bool shared_arena_batches(arena_shared *s, EndBatch en
 {
     bool ok = s != nullptr;
     for (size_t b = 0; b < kThreadBatches; b++) {
-        for (size_t i = 0; ok && i < kBatch; i++) {
+        for (size_t i = 0; ok && i < kThreadBatch; i++) {
             void *p = arena_shared_alloc(s, kThreadValue);
             ok = p != nullptr;
             if (p)
@@ -145,7 +145,7 @@ struct AtomicBump {
     std::atomic<size_t> top{0};
     BatchEnd batch_end;
     explicit AtomicBump(int threads)
-        : buf(new char[size_t(threads) * kBatch * kThreadValue]), batch_end(threads)
+        : buf(new char[size_t(threads) * kThreadBatch * kThreadValue]), batch_end(threads)
     {
     }
 };
@@ -153,7 +153,7 @@ struct AtomicBump {
 bool atomic_batches(AtomicBump &ab)
 {
     for (size_t b = 0; b < kThreadBatches; b++) {
-        for (size_t i = 0; i < kBatch; i++) {
+        for (size_t i = 0; i < kThreadBatch; i++) {
             size_t at = ab.top.fetch_add(kThreadValue, std::memory_order_relaxed);
             touch(std::memcpy(ab.buf.get() + at, thread_source(), kThreadValue));
         }
@@ -170,17 +170,17 @@ struct ProxyThreads {
     std::unique_ptr<char[]> buf;
     BatchEnd batch_end;
     explicit ProxyThreads(int threads)
-        : buf(new char[size_t(threads) * kBatch * kThreadValue]), batch_end(threads)
+        : buf(new char[size_t(threads) * kThreadBatch * kThreadValue]), batch_end(threads)
     {
     }
 };
 
 bool proxy_batches(ProxyThreads &pt, int index)
 {
-    char *mine = pt.buf.get() + size_t(index) * kBatch * kThreadValue;
+    char *mine = pt.buf.get() + size_t(index) * kThreadBatch * kThreadValue;
     for (size_t b = 0; b < kThreadBatches; b++) {
-        Bump bump{mine, mine + kBatch * kThreadValue};
-        for (size_t i = 0; i < kBatch; i++)
+        Bump bump{mine, mine + kThreadBatch * kThreadValue};
+        for (size_t i = 0; i < kThreadBatch; i++)
             touch(std::memcpy(bump.take(kThreadValue), thread_source(), kThreadValue));
         pt.batch_end.wait([] {});
     }

@@ -92,7 +92,7 @@ SECTIONS = [
                     "end the request", "ns/request"),
     ("request/100", "8. Request-scoped: 100 values of 16..128 B, each written, then the "
                     "request ends", "ns/request"),
-    ("threads", "9. Threads: each thread stores 16 batches of 4096 32-byte copies, each "
+    ("threads", "9. Threads: each thread stores 16 batches of 32768 32-byte copies, each "
                 "batch dropped at once; CPU time of the whole process per value (the same "
                 "figure at 2 threads as at 1 is perfect scaling)", "ns/value"),
     ("client", "10. Real clients: third-party C libraries through their allocator hooks, "

@@ -8,7 +8,8 @@
  *   request/100/small    a request stores 100 values of 16..128 B, writes
  *                        each, and ends (all freed);
  *   threads/<T>          T threads each store kThreadBatches batches of
- *                        kBatch 32-byte copies, each batch dropped at once.
+ *                        kThreadBatch 32-byte copies, each batch dropped at
+ *                        once.
  *
  * The scaling rows run their own worker threads (Google Benchmark's
  * ->Threads() would rename the rows) and measure the CPU time of the whole
@@ -40,8 +41,14 @@ namespace bench {
 
 // Values per request of request/100/small.
 constexpr size_t kSmallValues = 100;
-// Batches per thread per iteration of the scaling rows, and the value size.
+// Batches per thread per iteration of the scaling rows, values per batch,
+// and the value size.  A batch is 1 MiB a thread, so that ending it together
+// (a futex sleep and wake on this project's VM: 10-25 us) is not most of what
+// the rows measure: with batches of 4096 values (7 us of work for a bump
+// pointer) even the limit proxy, a bump pointer per thread, took 2.2-3.1x the
+// CPU per value at 2 threads that it takes at 1.
 constexpr size_t kThreadBatches = 16;
+constexpr size_t kThreadBatch = 32768;
 constexpr size_t kThreadValue = 32;
 // Thread counts of the scaling rows (a 2-core machine: 1 and 2).
 constexpr int kThreadCounts[] = {1, 2};
@@ -193,7 +200,7 @@ template <class Add>
 void scaling_row(Add add_row, const std::string &name, const std::string &label, int threads,
                  Crew::Work work)
 {
-    double values = double(kThreadBatches * kBatch) * threads;
+    double values = double(kThreadBatches * kThreadBatch) * threads;
     add_row(name, label, values, [threads, work](benchmark::State &st) {
         Crew crew(threads, work);
         crew.round(); // warm: chunks, runs, the allocator's caches
@@ -212,19 +219,19 @@ inline const char *thread_source()
     return src;
 }
 
-// One thread's batches through malloc: kBatch copies, then all freed.
+// One thread's batches through malloc: kThreadBatch copies, then all freed.
 inline bool malloc_batches()
 {
-    std::vector<void *> live(kBatch);
+    std::vector<void *> live(kThreadBatch);
     bool ok = true;
     for (size_t b = 0; b < kThreadBatches; b++) {
-        for (size_t i = 0; i < kBatch; i++) {
+        for (size_t i = 0; i < kThreadBatch; i++) {
             void *p = std::malloc(kThreadValue);
             ok = ok && p;
             live[i] = p ? std::memcpy(p, thread_source(), kThreadValue) : p;
         }
         touch(live.data());
-        for (size_t i = 0; i < kBatch; i++)
+        for (size_t i = 0; i < kThreadBatch; i++)
             std::free(live[i]);
     }
     return ok;

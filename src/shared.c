@@ -15,8 +15,9 @@
  * that claimed last.  With fixed 16 KiB runs, two threads storing 128 KiB a
  * batch each took 1.4x the CPU per value of one.)
  * Runs are carved out of the chunks of an ordinary arena (`inner`), which the
- * lock protects; values larger than a quarter of a run go to `inner`
- * directly, under the lock, so that a big value does not waste a run.
+ * lock protects; a value that misses the thread's run and is larger than a
+ * quarter of the smallest run goes to `inner` directly, under the lock, so
+ * that a big value does not waste a run.
  *
  * A thread finds its run for an arena in a small direct-mapped table in
  * thread-local storage, tagged with the arena's generation: a number from a

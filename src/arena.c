@@ -111,6 +111,15 @@ static void set_cursor(arena *a, char *pos)
     }
 }
 
+/* The bookkeeping of an arena whose one chunk, in use, is the caller's
+ * buffer of capacity `cap`: attach_buffer() and write_cold() share it. */
+static void buffer_cold(arena *a, size_t cap)
+{
+    a->cold.ncap = 1;
+    a->cold.retained = cap;
+    a->cold.ntouched = a->cold.nrun = a->cold.nwin = 1;
+}
+
 /* Writes the bookkeeping of an arena the inline arena_init_buffer() set up
  * (`lazy`): a fixed-size arena whose one chunk, in use, is the caller's
  * buffer, as arena__init_buffer_slow() leaves it; the inline paths may have
@@ -120,11 +129,9 @@ static ARENA__NOINLINE void write_cold(arena *a)
 {
     a->lazy = 0;
     a->cold = empty_arena.cold;
+    buffer_cold(a, a->first.cap);
     a->cold.lim = a->buf + a->first.cap;
-    a->cold.ncap = 1;
-    a->cold.ntouched = a->cold.nrun = a->cold.nwin = 1;
     a->cold.flags = ARENA__FIXED;
-    a->cold.retained = a->first.cap;
     a->cold.budget = ARENA_DEFAULT_CHUNK;
 }
 
@@ -703,12 +710,10 @@ void arena_init(arena *a, size_t chunk_bytes) { arena_init_with(a, chunk_bytes, 
 static void attach_buffer(arena *a, size_t cap)
 {
     a->chunks = &a->first;
-    a->cold.ncap = 1;
     a->first.base = a->buf;
     a->first.cap = cap;
     a->nchunks = a->nused = 1;
-    a->cold.retained = cap;
-    a->cold.ntouched = a->cold.nrun = a->cold.nwin = 1;
+    buffer_cold(a, cap);
     enter_chunk(a, 0, a->buf);
 }
 

@@ -329,17 +329,22 @@ static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, si
  * start.  There is nothing for the retention policy to give back.  False
  * when the arena is in any other state (spares included), which the slow
  * path handles. */
-static inline bool arena__reset_first(arena *a)
+/* Empties an arena whose one chunk, in use, starts at `base`, with the
+ * inline window open on it: size 0, marks expired, the position at `base`. */
+static inline void arena__empty_first(arena *a, char *base)
 {
-    char *base;
-    if (!a->ptr || a->nchunks != 1)
-        return false;
-    base = a->chunks[0].base;
     a->size = 0;
     a->expired = a->saves;
     a->pos = base;
     a->ptr = base;
     a->run = base;
+}
+
+static inline bool arena__reset_first(arena *a)
+{
+    if (!a->ptr || a->nchunks != 1)
+        return false;
+    arena__empty_first(a, a->chunks[0].base);
     return true;
 }
 
@@ -354,12 +359,7 @@ static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
         /* Untouched by the library since the inline arena_init_buffer(): one
          * chunk, the buffer, in use; the window is open on it.  One load,
          * and stores that a compiler drops when the arena's life ends here. */
-        char *base = a->first.base;
-        a->size = 0;
-        a->expired = a->saves;
-        a->pos = base;
-        a->ptr = base;
-        a->run = base;
+        arena__empty_first(a, a->first.base);
         return;
     }
     if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first &&

@@ -1045,10 +1045,13 @@ bool arena__rewind(arena *a, arena_mark m)
     a->size = m.size;
     if (m.pos) {
         /* Chunks between m.cur and m.nused hold only oversized values stored
-         * before the mark, so the mark's chunk tail is all that expires here. */
+         * before the mark, so the mark's chunk is all that expires here: its
+         * tail, and below the mark what was stored after a value before it
+         * was freed or shrunk below it (the position then goes back up to the
+         * mark's: arena_size() and the next address are the mark's). */
+        char *from = arena__cut(a, m.cur, m.pos, m.serial);
         enter_chunk(a, m.cur, m.pos);
-        arena__cut(a, m.cur, m.pos);
-        arena__expired(a, m.cur, m.pos);
+        arena__expired(a, m.cur, from);
     } else {
         leave_chunks(a);
     }

@@ -42,6 +42,8 @@ struct header {
     uint32_t word;  /* HDR_MAGIC | tag */
     uint32_t check; /* ~word ^ folded size */
     uint64_t size;
+    uint64_t saves; /* the arena's count of marks taken when the value was placed */
+    uint64_t seal;  /* ~saves: the bytes just before the value are checked too */
 };
 
 #if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
@@ -79,7 +81,7 @@ static uint32_t header_check(uint32_t word, uint64_t size)
     return ~word ^ (uint32_t)size ^ (uint32_t)(size >> 32);
 }
 
-ARENA__NO_ASAN static void header_store(char *p, uint32_t tag, size_t size)
+ARENA__NO_ASAN static void header_store(char *p, uint32_t tag, size_t size, uint64_t saves)
 {
     struct header *h = (struct header *)(void *)(p - HDR);
     if (ARENA__VALGRIND)
@@ -87,6 +89,8 @@ ARENA__NO_ASAN static void header_store(char *p, uint32_t tag, size_t size)
     h->word = HDR_MAGIC | tag;
     h->size = size;
     h->check = header_check(h->word, h->size);
+    h->saves = saves;
+    h->seal = ~saves;
 }
 
 /* True when `h` is a header (of any tag); stores its tag and size. */
@@ -95,11 +99,19 @@ ARENA__NO_ASAN static bool header_load(const char *h, uint32_t *tag, uint64_t *s
     const struct header *hd = (const struct header *)(const void *)h;
     uint32_t word = hd->word;
     uint64_t n = hd->size;
-    if ((word & ~((1u << TAG_BITS) - 1)) != HDR_MAGIC || hd->check != header_check(word, n))
+    if ((word & ~((1u << TAG_BITS) - 1)) != HDR_MAGIC || hd->check != header_check(word, n) ||
+        hd->seal != ~hd->saves)
         return false;
     *tag = word & ((1u << TAG_BITS) - 1);
     *size = n;
     return true;
+}
+
+/* The count of marks taken when the value of header `h` (loaded) was placed:
+ * a mark whose serial is at most that was taken before it. */
+ARENA__NO_ASAN static uint64_t header_saves(const char *h)
+{
+    return ((const struct header *)(const void *)h)->saves;
 }
 
 ARENA__NO_ASAN static bool all_clobbered(const char *p, size_t n)
@@ -188,12 +200,17 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
     return true;
 }
 
-/* A rewind may cut through a value stored before the mark
- * that grew in place after it (its bytes past the mark are forgotten).  Its
- * guard is verified, then its header is cut to end one granule before `pos`
- * and the rest of it clobbered, so that the walks still find a header, a
- * value and a guard, then clobbered bytes. */
-ARENA__NO_ASAN void arena__instr_cut(arena *a, uint32_t i, const char *pos)
+/* A rewind to the mark of serial `serial` at `pos` in chunk `i`: returns
+ * where the values stored after the mark begin, which is `pos` unless a value
+ * stored before the mark was freed or shrunk below pos after it (it was the
+ * most recent value then): those stored since lie below pos, from the first
+ * header that counts `serial` marks or more on (values lie in the order they
+ * were placed).  Outside Valgrind (whose pools the expiry trims), it also
+ * cuts a value stored before the mark that grew in place across pos (its
+ * bytes past the mark are forgotten): its guard is verified, then its header
+ * is cut to end one granule before pos and the rest of it clobbered, so that
+ * the walks still find a header, a value and a guard, then clobbered bytes. */
+ARENA__NO_ASAN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t serial)
 {
     char *q = a->chunks[i].base;
     const char *end = q + a->chunks[i].cap;
@@ -209,17 +226,23 @@ ARENA__NO_ASAN void arena__instr_cut(arena *a, uint32_t i, const char *pos)
         /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
         if ((size_t)(end - q) < HDR || !header_load(q, &tag, &n) ||
             n > (size_t)(end - q) - HDR)
-            return; /* corrupt: the walk at the rewind reports it */
+            return pos; /* corrupt: the walk at the rewind reports it */
+        if (header_saves(q) >= serial)
+            return q;
         if (q + HDR >= pos) { /* stored after the mark: the whole value goes */
             reach = HDR + arena__guarded_len(q + HDR, (size_t)n, end);
-            arena__open(q, reach);
-            memset(q, ARENA__CLOBBER, reach);
-            arena__close(q, reach);
-            return;
+            if (!ARENA__VALGRIND) {
+                arena__open(q, reach);
+                memset(q, ARENA__CLOBBER, reach);
+                arena__close(q, reach);
+            }
+            return pos;
         }
         q += HDR;
         reach = arena__guarded_len(q, (size_t)n, end);
         if (q + reach > pos) {
+            if (ARENA__VALGRIND)
+                return pos;
             if (!all_clobbered(q + n, reach - (size_t)n))
                 arena__report(ARENA_ERR_CORRUPT,
                               "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote past "
@@ -227,14 +250,15 @@ ARENA__NO_ASAN void arena__instr_cut(arena *a, uint32_t i, const char *pos)
                               (const void *)a, (unsigned long long)n, (const void *)q,
                               (unsigned)i);
             n = (size_t)(pos - q) - GRANULE; /* both on granules, a value's end before */
-            header_store(q, tag, (size_t)n);
+            header_store(q, tag, (size_t)n, header_saves(q - HDR));
             arena__open(q + n, reach - (size_t)n);
             memset(q + n, ARENA__CLOBBER, reach - (size_t)n);
             arena__close(q + n, reach - (size_t)n);
-            return;
+            return pos;
         }
         q += reach;
     }
+    return pos;
 }
 
 void arena__instr_chunk_made(char *base, size_t cap)
@@ -328,7 +352,7 @@ size_t arena__instr_placing(arena *a, size_t align)
 void arena__instr_placed(arena *a, const struct arena__chunk *c, char *p, size_t size)
 {
     if (ARENA_CHECKED) {
-        header_store(p, next_tag(a), size);
+        header_store(p, next_tag(a), size, a->saves);
         write_guard(p, size, p + arena__guarded_len(p, size, c->base + c->cap));
     }
     if (ARENA__VALGRIND)
@@ -344,9 +368,10 @@ void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size
 
     if (ARENA_CHECKED) {
         uint32_t tag = 0;
-        uint64_t n;
-        header_load(p - HDR, &tag, &n);
-        header_store(p, tag, new_size);
+        uint64_t n, saves = 0;
+        if (header_load(p - HDR, &tag, &n))
+            saves = header_saves(p - HDR);
+        header_store(p, tag, new_size, saves);
         write_guard(p, new_size, p + arena__guarded_len(p, new_size, lim));
         if (new_size < old_size) {
             arena__open(p + new_size, (size_t)(old_end - p) - new_size);

@@ -134,7 +134,7 @@ enum {
 /* Bytes of header before each value (checked build); a multiple of ARENA_ALIGN. */
 static inline size_t arena__hdr(void)
 {
-    return ARENA_CHECKED ? (ARENA_ALIGN > 16 ? ARENA_ALIGN : 16) : 0;
+    return ARENA_CHECKED ? (ARENA_ALIGN > 32 ? ARENA_ALIGN : 32) : 0;
 }
 
 /* How far the value of `n` bytes at `p` reaches with its guard, in a chunk
@@ -185,7 +185,7 @@ ARENA__HIDDEN void arena__instr_placed(arena *a, const struct arena__chunk *c, c
 ARENA__HIDDEN void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size,
                                         size_t new_size);
 ARENA__HIDDEN void arena__instr_expired(arena *a, uint32_t i, char *from);
-ARENA__HIDDEN void arena__instr_cut(arena *a, uint32_t i, const char *pos);
+ARENA__HIDDEN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t serial);
 ARENA__HIDDEN void arena__instr_buffer_released(arena *a, size_t cap);
 ARENA__HIDDEN bool arena__instr_verify(const arena *a, uint32_t i, const char *from,
                                        const char *to);
@@ -244,13 +244,15 @@ static inline void arena__expired(arena *a, uint32_t i, char *from)
         arena__instr_expired(a, i, from);
 }
 
-/* A rewind cuts chunk i at `pos`, before arena__expired(): a value stored
- * before the mark and grown past it is cut to end before pos (checked build,
- * outside Valgrind, whose pools the expiry trims). */
-static inline void arena__cut(arena *a, uint32_t i, const char *pos)
+/* A rewind to the mark of serial `serial` at `pos` in chunk i, before
+ * arena__expired(): where the values stored after the mark begin (pos, or in
+ * the checked build below it, after a value before the mark was freed or
+ * shrunk below it), having cut a value stored before the mark and grown past
+ * pos to end before it (checked build, outside Valgrind, whose pools the
+ * expiry trims): see arena__instr_cut(). */
+static inline char *arena__cut(arena *a, uint32_t i, char *pos, uint64_t serial)
 {
-    if (ARENA_CHECKED && !ARENA__VALGRIND)
-        arena__instr_cut(a, i, pos);
+    return ARENA_CHECKED ? arena__instr_cut(a, i, pos, serial) : pos;
 }
 
 /* A release hands the caller's buffer (of `cap` bytes) back open: the caller

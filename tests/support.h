@@ -247,7 +247,7 @@ const char *__asan_default_options(void) { return TEST_ASAN_OPTIONS; }
 
 /* Bytes the checked build keeps before each value (its header): the first
  * value of a chunk starts that far from the chunk's start. */
-#define TEST_LEAD ((size_t)(ARENA_CHECKED ? (ARENA_ALIGN > 16 ? ARENA_ALIGN : 16) : 0))
+#define TEST_LEAD ((size_t)(ARENA_CHECKED ? (ARENA_ALIGN > 32 ? ARENA_ALIGN : 32) : 0))
 
 /* Whether a chunk of ARENA_REF_MAX bytes plus the checked build's header and
  * guard stays within PTRDIFF_MAX, the most one object may span.  Not on a

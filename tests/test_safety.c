@@ -137,6 +137,91 @@ static void test_rewind_cuts_value_grown_across_mark(void **state)
     free(neighbour);
 }
 
+/* The value before a mark is the most recent one once everything after the
+ * mark is gone, so it can be freed or shrunk below the mark's position.  A
+ * rewind to the mark then restores the arena as it was at the mark (its size,
+ * and the address the next value gets), and forgets what was stored after
+ * the mark, below its position too: in the checked build their refs are
+ * stale and their bytes clobbered.  Two nested marks, each given back below,
+ * are rewound in turn. */
+static void test_rewind_after_give_back_below_mark(void **state)
+{
+    arena a;
+    arena_mark outer, inner, at_outer;
+    arena_ref w1, w2;
+    char *first, *p1, *p2, *after, *again, *w1_at, *w2_at;
+    size_t i, outer_size;
+    (void)state;
+    record_errors();
+    arena_init(&a, 4096);
+    first = (char *)arena_alloc(&a, 100);
+    memset(first, 1, 100);
+    p1 = (char *)arena_alloc(&a, 200);
+    memset(p1, 2, 200);
+    outer = arena_save(&a);
+    outer_size = arena_size(&a);
+    /* where the next value goes at the outer mark (a save of its own) */
+    at_outer = arena_save(&a);
+    after = (char *)arena_alloc(&a, 16);
+    arena_rewind(&a, at_outer);
+
+    arena_free(&a, p1, 200); /* the most recent value: given back, below `outer` */
+    assert_int_equal(arena_size(&a), 100);
+    w1 = arena_ref_copy(&a, "stored after outer", 18, 0);
+    assert_false(arena_ref_empty(w1));
+    w1_at = (char *)arena_ref_ptr(&a, w1);
+    assert_true(w1_at > first && w1_at < after); /* below the mark */
+    p2 = (char *)arena_alloc(&a, 300);
+    memset(p2, 3, 300);
+    inner = arena_save(&a);
+    arena_free(&a, p2, 300); /* below `inner` */
+    w2 = arena_ref_copy(&a, "stored after inner", 18, 0);
+    w2_at = (char *)arena_ref_ptr(&a, w2);
+    assert_true(w2_at >= p2 && w2_at < p2 + 300);
+
+    arena_rewind(&a, inner);
+    assert_int_equal(recorded_errors.count, 0);
+    assert_int_equal(arena_size(&a), 100 + 18 + 300);
+    assert_memory_equal(arena_ref_ptr(&a, w1), "stored after outer", 18);
+    assert_true(arena_check(&a));
+#if ARENA_CHECKED
+    assert_null(arena_ref_ptr(&a, w2));
+    assert_int_equal(recorded_errors.count, 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_STALE_REF);
+#  if TEST_ASAN
+    assert_true(__asan_address_is_poisoned(w2_at));
+#  else
+    for (i = 0; i < 18; i++)
+        assert_int_equal((unsigned char)w2_at[i], 0xDD); /* library-test peek */
+#  endif
+#endif
+
+    arena_rewind(&a, outer);
+    assert_int_equal(arena_size(&a), outer_size);
+    for (i = 0; i < 100; i++)
+        assert_int_equal(first[i], 1);
+    assert_true(arena_check(&a));
+#if ARENA_CHECKED
+    assert_null(arena_ref_ptr(&a, w1));
+    assert_int_equal(recorded_errors.count, 2);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_STALE_REF);
+#  if TEST_ASAN
+    assert_true(__asan_address_is_poisoned(w1_at));
+#  else
+    for (i = 0; i < 18; i++)
+        assert_int_equal((unsigned char)w1_at[i], 0xDD);
+#  endif
+#else
+    assert_int_equal(recorded_errors.count, 0);
+#endif
+    again = (char *)arena_alloc(&a, 16);
+    assert_ptr_equal(again, after);
+    memset(again, 4, 16);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    arena_set_error_handler(NULL, NULL);
+}
+
 /* After a release the caller's buffer is the caller's again: writable,
  * even while the arena keeps it attached. */
 static void test_buffer_open_after_release(void **state)
@@ -422,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_grow_in_place),
         cmocka_unit_test(test_rewind_same_address),
         cmocka_unit_test(test_rewind_cuts_value_grown_across_mark),
+        cmocka_unit_test(test_rewind_after_give_back_below_mark),
         cmocka_unit_test(test_buffer_open_after_release),
         cmocka_unit_test(test_failure_unchanged),
         cmocka_unit_test(test_check_reports_corruption),

@@ -52,6 +52,11 @@
  * each event, and sizes values and chunks with its layout helpers, which are
  * identities in a plain build.
  */
+/* This file holds the exported copies of arena_rewind() and
+ * arena_scope_end(), which the headers make inline. */
+#define ARENA__OUT_OF_LINE
+#define ARENA__DEFINE_OUT_OF_LINE
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -992,6 +997,10 @@ static void expire_marks_after(arena *a, uint64_t s)
     a->cold.dead[n].from = s;
     a->cold.dead[n].to = a->saves;
     a->cold.ndead = n + 1;
+    /* A serial no mark carries: `saves` is then no expired mark's serial,
+     * which lets the inline rewind (arena__rewind_window) know the latest
+     * mark valid from `saves` and `expired` alone. */
+    a->saves++;
 }
 
 /* The invariant of the spans: at most ARENA__DEAD_SPANS, each non-empty,
@@ -1029,6 +1038,8 @@ static bool mark_valid(const arena *a, arena_mark m)
 
 bool arena__rewind(arena *a, arena_mark m)
 {
+    uint32_t in_use;
+
     wake(a);
     /* Reported before sync(): the arena's bytes stay as they were. */
     if (!mark_valid(a, m)) {
@@ -1041,6 +1052,7 @@ bool arena__rewind(arena *a, arena_mark m)
     }
     sync(a);
     arena__buffer_reused(a);
+    in_use = a->nused;
     drop_chunks_from(a, m.nused);
     a->size = m.size;
     if (m.pos) {
@@ -1052,6 +1064,15 @@ bool arena__rewind(arena *a, arena_mark m)
         char *from = arena__cut(a, m.cur, m.pos, m.serial);
         enter_chunk(a, m.cur, m.pos);
         arena__expired(a, m.cur, from);
+    } else if (m.nused < in_use && usable(a, &a->chunks[m.nused]) <= regular_max(a)) {
+        /* No chunk was current at the mark (a scope begun on an empty
+         * arena, as a scratch arena is between scopes): the first regular
+         * chunk taken since stays current, empty, as a reset leaves one.
+         * The next such scope then stores into it through the inline window
+         * and ends with the inline rewind, instead of taking it back from
+         * the spares at its first value and giving it back at its end. */
+        take_spare(a, m.nused);
+        enter_chunk(a, m.nused, a->chunks[m.nused].base);
     } else {
         leave_chunks(a);
     }
@@ -1061,7 +1082,7 @@ bool arena__rewind(arena *a, arena_mark m)
     return true;
 }
 
-void arena_rewind(arena *a, arena_mark m) { (void)arena__rewind(a, m); }
+void arena__rewind_slow(arena *a, arena_mark m) { (void)arena__rewind(a, m); }
 
 size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : a->cold.retained; }
 

@@ -123,7 +123,7 @@ static bool is_scratch(const arena *a)
     return false;
 }
 
-void arena_scope_end(arena_scope *s)
+void arena__scope_end_slow(arena_scope *s)
 {
     /* A scope ended out of order is reported by the rewind; then nothing
      * happens at all (no trim either). */

@@ -4,6 +4,10 @@
  * nothing allocated or freed when nothing should be. */
 #include "support.h"
 
+#include <stdalign.h>
+
+#include "exported_calls.h"
+
 static void test_reset_one_chunk(void **state)
 {
     test_backing tb;
@@ -315,6 +319,183 @@ static void test_default_chunks_line_aligned(void **state)
     arena_release(&a);
 }
 
+/* ---- The inline rewind ------------------------------------------------------------- */
+
+/* Rewinds `a` to `m` as arena_rewind() does, and checks the result against
+ * the library's rewind of the same state, byte for byte: the inline path is
+ * taken exactly when `expect` says (where the window is open), and leaves
+ * what the library would; where it is not taken it changes nothing. */
+static void rewind_both_ways(arena *a, arena_mark m, bool expect)
+{
+    arena before, fast;
+    bool open = a->ptr != NULL, took;
+
+    memcpy(&before, a, sizeof before);
+    took = arena__rewind_window(a, m);
+    assert_int_equal(took, expect && open);
+    memcpy(&fast, a, sizeof fast);
+    if (!took)
+        assert_memory_equal(&fast, &before, sizeof fast);
+    memcpy(a, &before, sizeof before);
+    arena__rewind_slow(a, m);
+    if (took)
+        assert_memory_equal(&fast, a, sizeof fast);
+}
+
+static void test_rewind_inline_as_the_library(void **state)
+{
+    test_backing tb;
+    arena_allocator al = tb_allocator(&tb);
+    arena a, before;
+    arena_mark m, m2;
+    char *p, *q;
+    (void)state;
+
+    record_errors();
+    arena_init_with(&a, 4096, &al);
+    p = arena_alloc(&a, 100);
+    assert_non_null(p);
+
+    /* The latest mark, in the window's chunk: inline, and again. */
+    m = arena_save(&a);
+    q = arena_alloc(&a, 50);
+    assert_non_null(arena_strndup(&a, "label", 5));
+    rewind_both_ways(&a, m, true);
+    assert_int_equal(arena_size(&a), 100);
+    assert_ptr_equal(arena_alloc(&a, 50), q);
+    rewind_both_ways(&a, m, true);
+    assert_ptr_equal(arena_alloc(&a, 50), q);
+    rewind_both_ways(&a, m, true);
+
+    /* The value before the mark given back below it: the library moves the
+     * position back up to the mark's. */
+    arena_free(&a, p, 100);
+    rewind_both_ways(&a, m, false);
+    assert_int_equal(arena_size(&a), 100);
+    assert_ptr_equal(arena_alloc(&a, 50), q);
+
+    /* A mark taken after it: not the latest.  That rewind expires m2. */
+    m2 = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 10));
+    rewind_both_ways(&a, m, false);
+    assert_int_equal(recorded_errors.count, 0);
+    memcpy(&before, &a, sizeof before);
+    arena_rewind(&a, m2);
+    assert_int_equal(recorded_errors.count, 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_BAD_MARK);
+    assert_memory_equal(&a, &before, sizeof before);
+    rewind_both_ways(&a, m, false); /* m's serial is no longer the arena's latest */
+
+    /* A value that takes a chunk of its own: the library drops it. */
+    m = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 5000));
+    rewind_both_ways(&a, m, false);
+    assert_int_equal(arena_size(&a), 100);
+
+    /* A library call in the same chunk (an alignment above ARENA_ALIGN)
+     * folds the window's run past the mark. */
+    m = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 16));
+    assert_non_null(arena_alloc_aligned(&a, 8, 2 * ARENA_ALIGN));
+    rewind_both_ways(&a, m, false);
+    assert_int_equal(arena_size(&a), 100);
+
+    /* A mark a reset expired: reported, the arena unchanged. */
+    m = arena_save(&a);
+    arena_reset(&a);
+    memcpy(&before, &a, sizeof before);
+    arena_rewind(&a, m);
+    assert_int_equal(recorded_errors.count, 2);
+    assert_memory_equal(&a, &before, sizeof before);
+    rewind_both_ways(&a, m, false); /* the library's reports it again */
+    assert_int_equal(recorded_errors.count, 3);
+
+    /* The library's exported copies (for programs built against a header
+     * where these were calls) do the same. */
+    m = arena_save(&a);
+    q = arena_alloc(&a, 40);
+    exported_rewind(&a, m);
+    assert_int_equal(arena_size(&a), 0);
+    assert_ptr_equal(arena_alloc(&a, 40), q);
+    {
+        arena_scope s = arena_scope_begin(&a);
+        assert_non_null(arena_alloc(&a, 40));
+        exported_scope_end(&s);
+        assert_int_equal(arena_size(&a), 40);
+    }
+    exported_rewind(&a, m2); /* expired long ago */
+    assert_int_equal(recorded_errors.count, 4);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+    arena_set_error_handler(NULL, NULL);
+}
+
+/* A scope on a stack buffer: the rewind is inline, so the library's
+ * bookkeeping stays unwritten (`lazy`) where the inline init left it so. */
+static void test_rewind_inline_on_a_stack_buffer(void **state)
+{
+    alignas(64) char buf[1024];
+    arena a;
+    arena_mark m;
+    char *q;
+    bool lazy;
+    (void)state;
+
+    arena_init_buffer(&a, buf, sizeof buf, NULL);
+    lazy = a.lazy != 0;
+    assert_non_null(arena_alloc(&a, 10));
+    m = arena_save(&a);
+    q = arena_alloc(&a, 100);
+    assert_non_null(q);
+    arena_rewind(&a, m);
+    assert_int_equal(arena_size(&a), 10);
+    assert_ptr_equal(arena_alloc(&a, 100), q);
+    {
+        arena_scope s = arena_scope_begin(&a);
+        assert_non_null(arena_alloc(&a, 500));
+        arena_scope_end(&s);
+    }
+    assert_int_equal(arena_size(&a), 110);
+    assert_int_equal(a.lazy != 0, lazy);
+    arena_release(&a);
+}
+
+/* A scope begun on an empty arena: its rewind leaves the first chunk current
+ * and empty, so the next such scope stores into it again, with no backing
+ * call, and ends inline. */
+static void test_scope_on_an_empty_arena_keeps_its_chunk(void **state)
+{
+    test_backing tb;
+    arena_allocator al = tb_allocator(&tb);
+    arena a;
+    char *p;
+    size_t calls;
+    (void)state;
+
+    arena_init_with(&a, 4096, &al);
+    {
+        arena_scope s = arena_scope_begin(&a);
+        p = arena_alloc(&a, 64);
+        assert_non_null(p);
+        arena_scope_end(&s);
+    }
+    assert_int_equal(arena_size(&a), 0);
+    assert_int_equal(arena_retained(&a), 4096);
+    calls = tb.calls;
+    for (int i = 0; i < 3; i++) {
+        arena_scope s = arena_scope_begin(&a);
+        assert_ptr_equal(arena_alloc(&a, 64), p);
+        assert_int_equal(arena__rewind_window(&a, s.mark), a.ptr != NULL);
+        arena_scope_end(&s);
+        assert_int_equal(arena_size(&a), 0);
+    }
+    assert_int_equal(tb.calls, calls);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +508,9 @@ int main(void)
         cmocka_unit_test(test_refs_inline),
         cmocka_unit_test(test_small_copies),
         cmocka_unit_test(test_padding_constant_sizes),
+        cmocka_unit_test(test_rewind_inline_as_the_library),
+        cmocka_unit_test(test_rewind_inline_on_a_stack_buffer),
+        cmocka_unit_test(test_scope_on_an_empty_arena_keeps_its_chunk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

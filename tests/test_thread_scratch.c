@@ -318,6 +318,32 @@ static void test_every_scope_of_a_scratch_arena_trims(void **state)
     arena_scratch_release_thread();
 }
 
+/* A scope that stays within its chunk ends inline; when the scratch arena
+ * holds spare chunks beyond what it keeps (here left by a plain rewind), the
+ * end still trims them. */
+static void test_scratch_scope_in_its_chunk_still_trims(void **state)
+{
+    (void)state;
+    arena_scope s = arena_scratch_begin(NULL, 0);
+    arena *sa = s.arena;
+    assert_non_null(sa);
+    assert_non_null(arena_alloc(sa, 100));
+    arena_mark m = arena_save(sa);
+    for (int i = 0; i < 40; i++)
+        assert_non_null(arena_alloc(sa, ARENA_DEFAULT_CHUNK));
+    arena_rewind(sa, m);
+    assert_true(arena_retained(sa) > ((size_t)1 << 20));
+
+    arena_scope inner = arena_scope_begin(sa);
+    assert_non_null(arena_alloc(sa, 10));
+    assert_int_equal(arena__rewind_window(sa, inner.mark), sa->ptr != NULL);
+    arena_scope_end(&inner);
+    assert_int_equal(arena_size(sa), 100);
+    assert_true(arena_retained(sa) <= ((size_t)1 << 20));
+    arena_scope_end(&s);
+    arena_scratch_release_thread();
+}
+
 /* A scratch arena is recognised as the calling thread's: another thread's
  * ordinary arena at the end of a scope is not trimmed, even while that
  * thread holds scratch arenas of its own. */
@@ -363,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_scratch_scope),
         cmocka_unit_test(test_scope_of_plain_arena_keeps_spares),
         cmocka_unit_test(test_every_scope_of_a_scratch_arena_trims),
+        cmocka_unit_test(test_scratch_scope_in_its_chunk_still_trims),
         cmocka_unit_test(test_plain_scope_in_a_scratch_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -449,9 +449,16 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * expired (in a fixed 64 bytes; a rewind to an earlier mark merges what it
  * covers): a mark expired by an older rewind than those four goes
  * unreported.  The check costs a few comparisons.  Checked build: also
- * verifies the guards and headers of the values it forgets.
+ * verifies the guards and headers of the values it forgets.  Inline, with no
+ * call, for a rewind to the latest mark in the chunk the arena is storing
+ * into, with no chunk filled since the mark (a scope that stayed within its
+ * chunk), where nothing is instrumented; a call in every other case.
  */
+#ifndef ARENA__OUT_OF_LINE
+static inline void arena_rewind(arena *a, arena_mark m);
+#else
 ARENA_API void arena_rewind(arena *a, arena_mark m);
+#endif
 
 /** Bytes stored since the last reset or release (string NULs included;
  *  alignment padding and chunk tails excluded).  O(1), inline. */
@@ -488,9 +495,14 @@ static inline arena_scope arena_scope_begin(arena *a);
  * in reverse order of their start: one ended after an enclosing one is
  * reported (ARENA_ERR_BAD_MARK, in every build: see arena_rewind()), and then
  * nothing happens (no rewind, no trim).  Ending a scope again is fine.  The
- * thread that uses the arena ends its scopes.
+ * thread that uses the arena ends its scopes.  Inline where arena_rewind()
+ * is, and then a call only to trim spare chunks.
  */
+#ifndef ARENA__OUT_OF_LINE
+static inline void arena_scope_end(arena_scope *s);
+#else
 ARENA_API void arena_scope_end(arena_scope *s);
+#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 /** 1 where ARENA_SCOPE and ARENA_SCRATCH_SCOPE exist (gcc, clang), else 0. */

@@ -60,6 +60,59 @@ static inline arena_scope arena_scope_begin(arena *a)
     return s;
 }
 
+ARENA_API void arena__rewind_slow(arena *a, arena_mark m);
+ARENA_API void arena__scope_end_slow(arena_scope *s);
+
+/* A rewind to the arena's latest mark (the innermost scope), taken in the
+ * chunk the inline window is open on, with no chunk taken into use since and
+ * the position still at or past the mark's in the window's run: moves the
+ * window back to the mark, leaving the fields as the library's rewind would.
+ * Its checks have nothing to find there: the serial is the latest and not
+ * expired (a rewind that expires marks moves `saves` past every serial it
+ * expires, so an expired mark never matches it), no mark is taken after it,
+ * no chunk is dropped, and the window is open only where nothing is
+ * instrumented, so nothing is poisoned.  False, with nothing changed, in
+ * every other case: the library's rewind handles it, and reports misuse. */
+static inline bool arena__rewind_window(arena *a, arena_mark m)
+{
+    uintptr_t p = (uintptr_t)m.pos;
+    if (ARENA__INLINE_WINDOW && m.serial == a->saves && m.serial > a->expired &&
+        m.cur == a->cur && m.nused == a->nused && p != 0 && p >= (uintptr_t)a->run &&
+        p <= (uintptr_t)a->ptr) {
+        a->size = m.size;
+        a->pos = a->ptr = a->run = m.pos;
+        return true;
+    }
+    return false;
+}
+
+/* Inline; or, where ARENA__OUT_OF_LINE is set, declared only (compiler.h),
+ * and defined by the one library source that also sets
+ * ARENA__DEFINE_OUT_OF_LINE: the exported copies. */
+#if !defined(ARENA__OUT_OF_LINE)
+#  define ARENA__INLINE_OR_EXPORTED static inline
+#elif defined(ARENA__DEFINE_OUT_OF_LINE)
+#  define ARENA__INLINE_OR_EXPORTED
+#endif
+
+#ifdef ARENA__INLINE_OR_EXPORTED
+
+ARENA__INLINE_OR_EXPORTED void arena_rewind(arena *a, arena_mark m)
+{
+    if (!arena__rewind_window(a, m))
+        arena__rewind_slow(a, m);
+}
+
+/* A call only where the window rewind does not apply, or the arena holds
+ * spare chunks (a scratch arena's scope trims them: the library tells). */
+ARENA__INLINE_OR_EXPORTED void arena_scope_end(arena_scope *s)
+{
+    arena *a = s->arena;
+    if (a && !(arena__rewind_window(a, s->mark) && a->nchunks == a->nused))
+        arena__scope_end_slow(s);
+}
+#endif
+
 /* The room in the inline window after a value of alignment `align` (a power
  * of two <= ARENA_ALIGN) placed at the first suitable address, which goes to
  * *at.  0 when the window is closed.  The invariant of the window (ptr

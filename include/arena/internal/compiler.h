@@ -25,6 +25,12 @@
 #  define ARENA_API
 #endif
 
+/* Some API functions are inline in the headers but also exported, so that
+ * programs built against a header where they were plain calls still link
+ * (arena_rewind(), arena_scope_end()).  Where ARENA__OUT_OF_LINE is set the
+ * headers declare them instead, as calls; the library source that defines
+ * the exported copies also sets ARENA__DEFINE_OUT_OF_LINE. */
+
 #if defined(__GNUC__) || defined(__clang__)
 #  define ARENA__LIKELY(x)     __builtin_expect(!!(x), 1)
 #  define ARENA__UNLIKELY(x)   __builtin_expect(!!(x), 0)

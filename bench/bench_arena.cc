@@ -5,6 +5,7 @@
  * rows themselves come from malloc_family.cc, one process per allocator.
  */
 #include <arena/arena.h>
+#include <arena/thread.h>
 #include <malloc.h>
 
 #include <cstdio>
@@ -438,6 +439,7 @@ void register_scoped()
     const char *const kStackLabel = "libarena, stack-buffer arena per scope";
     const char *const kHeapLabel = "libarena, heap arena reset per scope";
     const char *const kRewindLabel = "libarena, heap arena save/rewind";
+    const char *const kScratchLabel = "libarena, scratch scope (arena_scratch_begin)";
     for (size_t size : kScopedSizes) {
         std::string z = "scoped/" + sz(size) + "/zeroed/", u = "scoped/" + sz(size) + "/uninit/";
         scoped_row(z + "proxy", "limit proxy", size, [](size_t n) {
@@ -462,6 +464,12 @@ void register_scoped()
             arena_mark m = arena_save(a);
             bool ok = use_zeroed(arena_calloc(a, 1, n), n);
             arena_rewind(a, m);
+            return ok;
+        });
+        scoped_row(z + "arena_scratch", kScratchLabel, size, [](size_t n) {
+            arena_scope s = arena_scratch_begin(nullptr, 0);
+            bool ok = s.arena && use_zeroed(arena_calloc(s.arena, 1, n), n);
+            arena_scope_end(&s);
             return ok;
         });
         scoped_row(u + "proxy", "limit proxy", size, [](size_t n) {

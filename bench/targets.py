@@ -97,7 +97,7 @@ def targets(rows):
                   name.rsplit("/", 1)[0], "arena_pool", 1.3, peer="mimalloc",
                   peer_filter=lambda i: i == "mimalloc", peer_slack=0.5)
     for size in (512, 1024, 4096):
-        for impl in ("arena_stack", "arena_heap"):
+        for impl in ("arena_stack", "arena_heap", "arena_rewind"):
             proxy("scoped zeroed within 1.2x of proxy, faster than every calloc%s"
                   % (" (not slower at 4 KiB)" if size == 4096 else ""),
                   "scoped/%d/zeroed" % size, impl, 1.2, peer="calloc",

@@ -220,7 +220,8 @@ typedef struct arena_mark {
     size_t size;     /**< arena_size() at the save */
     uint32_t cur;    /**< current chunk */
     uint32_t nused;  /**< chunks in use */
-    uint64_t serial; /**< which of the arena's saves this is (1, 2, ...) */
+    uint64_t serial; /**< which of the arena's saves this is (increasing from 1;
+                          a rewind that expires marks skips one) */
 } arena_mark;
 
 /** A 12-byte, pointer-free descriptor of a stored value: a plain value that
@@ -426,7 +427,10 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * Forgets everything stored after `m` was taken: arena_size() is what it was
  * then, every chunk is kept (those of oversized values too, as spares for the
  * next value of their size), and the next allocation of the same shape
- * returns the same address as it would have then.  Chunks are given back by a
+ * returns the same address as it would have then.  A mark taken when no chunk
+ * was current (on an empty arena) leaves the first regular chunk stored into
+ * since current and empty, as a reset does, the others spare: the next scope
+ * stores into it again.  Chunks are given back by a
  * reset, arena_trim() or a release, and by a store that needs a new chunk for
  * an oversized value: it frees the largest spare a rewind of this batch left
  * that is too small for it (so that scopes of a growing value leave one chunk,
@@ -449,10 +453,12 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * expired (in a fixed 64 bytes; a rewind to an earlier mark merges what it
  * covers): a mark expired by an older rewind than those four goes
  * unreported.  The check costs a few comparisons.  Checked build: also
- * verifies the guards and headers of the values it forgets.  Inline, with no
- * call, for a rewind to the latest mark in the chunk the arena is storing
- * into, with no chunk filled since the mark (a scope that stayed within its
- * chunk), where nothing is instrumented; a call in every other case.
+ * verifies the guards and headers of the values it forgets.
+ *
+ * Cost: inline, six comparisons and four fields stored, for a rewind to the
+ * latest mark in the chunk the arena is storing into, with no chunk taken
+ * since the mark (the innermost scope, which stayed within its chunk), where
+ * nothing is instrumented; a call in every other case.
  */
 #ifndef ARENA__OUT_OF_LINE
 static inline void arena_rewind(arena *a, arena_mark m);

@@ -75,11 +75,11 @@ ARENA_API void arena__scope_end_slow(arena_scope *s);
  * every other case: the library's rewind handles it, and reports misuse. */
 static inline bool arena__rewind_window(arena *a, arena_mark m)
 {
-    uintptr_t p = (uintptr_t)m.pos;
     if (ARENA__INLINE_WINDOW &&
         ARENA__LIKELY(m.serial == a->saves && m.serial > a->expired && m.cur == a->cur &&
-                      m.nused == a->nused && p != 0 && p >= (uintptr_t)a->run &&
-                      p <= (uintptr_t)a->ptr)) {
+                      m.nused == a->nused && m.pos != NULL &&
+                      (uintptr_t)m.pos >= (uintptr_t)a->run &&
+                      (uintptr_t)m.pos <= (uintptr_t)a->ptr)) {
         a->size = m.size;
         a->pos = a->ptr = a->run = m.pos;
         return true;

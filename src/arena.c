@@ -71,13 +71,13 @@ static const arena empty_arena;
 
 /* ---- Backing allocator --------------------------------------------------------- */
 
-static void *back_alloc(arena *a, size_t n) { return arena__back_alloc(&a->cold.backing, n); }
+static void *back_alloc(arena *a, size_t n) { return arena__back_alloc(&arena__cold(a)->backing, n); }
 
-static void back_free(arena *a, void *p, size_t n) { arena__back_free(&a->cold.backing, p, n); }
+static void back_free(arena *a, void *p, size_t n) { arena__back_free(&arena__cold(a)->backing, p, n); }
 
 static size_t budget(const arena *a)
 {
-    return a->cold.budget ? a->cold.budget : ARENA_DEFAULT_CHUNK;
+    return arena__cold(a)->budget ? arena__cold(a)->budget : ARENA_DEFAULT_CHUNK;
 }
 
 /* A chunk's capacity as arena_retained() counts it: without the overhead
@@ -108,7 +108,7 @@ static void set_cursor(arena *a, char *pos)
     a->pos = pos;
     a->ptr = a->end = a->run = NULL;
     if (pos && !arena__instrumented()) {
-        uintptr_t end = arena__align_down((uintptr_t)a->cold.lim, ARENA_ALIGN);
+        uintptr_t end = arena__align_down((uintptr_t)arena__cold(a)->lim, ARENA_ALIGN);
         if (arena__align_up((uintptr_t)pos, ARENA_ALIGN) <= end) {
             a->ptr = a->run = pos;
             a->end = pos + (end - (uintptr_t)pos);
@@ -120,9 +120,9 @@ static void set_cursor(arena *a, char *pos)
  * buffer of capacity `cap`: attach_buffer() and write_cold() share it. */
 static void buffer_cold(arena *a, size_t cap)
 {
-    a->cold.ncap = 1;
-    a->cold.retained = cap;
-    a->cold.ntouched = a->cold.nrun = a->cold.nwin = 1;
+    arena__cold(a)->ncap = 1;
+    arena__cold(a)->retained = cap;
+    arena__cold(a)->ntouched = arena__cold(a)->nrun = arena__cold(a)->nwin = 1;
 }
 
 /* Writes the bookkeeping of an arena the inline arena_init_buffer() set up
@@ -135,9 +135,9 @@ static ARENA__NOINLINE void write_cold(arena *a)
     a->lazy = 0;
     a->cold = empty_arena.cold;
     buffer_cold(a, a->first.cap);
-    a->cold.lim = a->buf + a->first.cap;
-    a->cold.flags = ARENA__FIXED;
-    a->cold.budget = ARENA_DEFAULT_CHUNK;
+    arena__cold(a)->lim = a->buf + a->first.cap;
+    arena__cold(a)->flags = ARENA__FIXED;
+    arena__cold(a)->budget = ARENA_DEFAULT_CHUNK;
 }
 
 /* Every entry point that reads `cold` calls it first (most through sync()). */
@@ -167,14 +167,14 @@ static void sync(arena *a)
 static void enter_chunk(arena *a, uint32_t i, char *pos)
 {
     a->cur = i;
-    a->cold.lim = a->chunks[i].base + a->chunks[i].cap;
+    arena__cold(a)->lim = a->chunks[i].base + a->chunks[i].cap;
     set_cursor(a, pos);
 }
 
 static void leave_chunks(arena *a)
 {
     a->cur = 0;
-    a->cold.lim = NULL;
+    arena__cold(a)->lim = NULL;
     set_cursor(a, NULL);
 }
 
@@ -187,16 +187,16 @@ static bool index_reserve(arena *a)
     uint32_t ncap;
     size_t bytes;
 
-    if (a->nchunks < a->cold.ncap)
+    if (a->nchunks < arena__cold(a)->ncap)
         return true;
-    if (a->cold.ncap == 0) {
+    if (arena__cold(a)->ncap == 0) {
         a->chunks = &a->first;
-        a->cold.ncap = 1;
+        arena__cold(a)->ncap = 1;
         return true;
     }
-    if (a->cold.ncap > UINT32_MAX / 2)
+    if (arena__cold(a)->ncap > UINT32_MAX / 2)
         return false;
-    ncap = a->cold.ncap < 8 ? 8 : a->cold.ncap * 2;
+    ncap = arena__cold(a)->ncap < 8 ? 8 : arena__cold(a)->ncap * 2;
     if (ARENA__MUL_OVERFLOWS((size_t)ncap, sizeof *grown, &bytes))
         return false;
     grown = (struct arena__chunk *)back_alloc(a, bytes);
@@ -204,9 +204,9 @@ static bool index_reserve(arena *a)
         return false;
     memcpy(grown, a->chunks, a->nchunks * sizeof *grown);
     if (a->chunks != &a->first)
-        back_free(a, a->chunks, a->cold.ncap * sizeof *grown);
+        back_free(a, a->chunks, arena__cold(a)->ncap * sizeof *grown);
     a->chunks = grown;
-    a->cold.ncap = ncap;
+    arena__cold(a)->ncap = ncap;
     return true;
 }
 
@@ -223,7 +223,7 @@ static uint32_t add_chunk(arena *a, size_t cap)
     size_t extra = arena__chunk_extra(cap, budget(a));
     char *base;
 
-    if ((a->cold.flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra || !index_reserve(a))
+    if ((arena__cold(a)->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra || !index_reserve(a))
         return UINT32_MAX;
     base = (char *)back_alloc(a, cap + extra);
     if (!base)
@@ -232,7 +232,7 @@ static uint32_t add_chunk(arena *a, size_t cap)
     a->chunks[a->nchunks].base = base;
     a->chunks[a->nchunks].cap = cap + extra;
     a->nchunks++;
-    a->cold.retained += cap;
+    arena__cold(a)->retained += cap;
     return take_spare(a, a->nchunks - 1);
 }
 
@@ -292,26 +292,26 @@ static void swap_chunks(arena *a, uint32_t i, uint32_t j)
  * last one. */
 static void touch(arena *a, uint32_t i)
 {
-    if (i != a->cold.ntouched) {
+    if (i != arena__cold(a)->ntouched) {
         struct arena__chunk c = a->chunks[i];
-        memmove(&a->chunks[a->cold.ntouched + 1], &a->chunks[a->cold.ntouched],
-                (i - a->cold.ntouched) * sizeof c);
-        a->chunks[a->cold.ntouched] = c;
+        memmove(&a->chunks[arena__cold(a)->ntouched + 1], &a->chunks[arena__cold(a)->ntouched],
+                (i - arena__cold(a)->ntouched) * sizeof c);
+        a->chunks[arena__cold(a)->ntouched] = c;
     }
-    a->cold.ntouched++;
-    if (i >= a->cold.nrun)
-        a->cold.nrun++;
-    if (i >= a->cold.nwin)
-        a->cold.nwin++;
+    arena__cold(a)->ntouched++;
+    if (i >= arena__cold(a)->nrun)
+        arena__cold(a)->nrun++;
+    if (i >= arena__cold(a)->nwin)
+        arena__cold(a)->nwin++;
 }
 
 /* Takes spare `i` into use at index nused (the spare there moves to where
  * it was), and returns that index. */
 static uint32_t take_spare(arena *a, uint32_t i)
 {
-    if (i >= a->cold.ntouched) {
+    if (i >= arena__cold(a)->ntouched) {
         touch(a, i);
-        i = a->cold.ntouched - 1;
+        i = arena__cold(a)->ntouched - 1;
     }
     if (i != a->nused)
         swap_chunks(a, i, a->nused);
@@ -344,9 +344,9 @@ static void forget_spare(arena *a, uint32_t i)
 {
     memmove(&a->chunks[i], &a->chunks[i + 1], (a->nchunks - i - 1) * sizeof *a->chunks);
     a->nchunks--;
-    a->cold.ntouched -= i < a->cold.ntouched;
-    a->cold.nrun -= i < a->cold.nrun;
-    a->cold.nwin -= i < a->cold.nwin;
+    arena__cold(a)->ntouched -= i < arena__cold(a)->ntouched;
+    arena__cold(a)->nrun -= i < arena__cold(a)->nrun;
+    arena__cold(a)->nwin -= i < arena__cold(a)->nwin;
 }
 
 /* After a new chunk of `cap` bytes for an oversized value: the largest spare
@@ -362,7 +362,7 @@ static void free_outgrown(arena *a, size_t cap)
     uint32_t i, worst = UINT32_MAX;
     struct arena__chunk c;
 
-    for (i = a->nused; i < a->cold.ntouched; i++) {
+    for (i = a->nused; i < arena__cold(a)->ntouched; i++) {
         size_t u = usable(a, &a->chunks[i]);
         if (u < cap && u > regular_max(a) && u > most) {
             most = u;
@@ -373,7 +373,7 @@ static void free_outgrown(arena *a, size_t cap)
         return;
     c = a->chunks[worst];
     forget_spare(a, worst);
-    a->cold.retained -= most;
+    arena__cold(a)->retained -= most;
     free_chunk(a, c);
 }
 
@@ -399,13 +399,13 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
         return NULL;
     align = arena__placing(a, align);
     pos = cursor(a);
-    if (a->cold.lim) {
+    if (arena__cold(a)->lim) {
         size_t pad = (size_t)(-((uintptr_t)pos + arena__hdr()) & (uintptr_t)(align - 1)) +
                      arena__hdr();
-        size_t room = (size_t)(a->cold.lim - pos);
+        size_t room = (size_t)(arena__cold(a)->lim - pos);
         if (pad <= room && size <= room - pad) {
             p = pos + pad;
-            set_cursor(a, p + arena__guarded_len(p, size, a->cold.lim));
+            set_cursor(a, p + arena__guarded_len(p, size, arena__cold(a)->lim));
             *chunk = a->cur;
             goto placed;
         }
@@ -437,7 +437,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
     }
     p = align_ptr(a->chunks[i].base + arena__hdr(), align);
     enter_chunk(a, i, p);
-    set_cursor(a, p + arena__guarded_len(p, size, a->cold.lim));
+    set_cursor(a, p + arena__guarded_len(p, size, arena__cold(a)->lim));
     *chunk = i;
 
 placed:
@@ -493,7 +493,7 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
 /* Resizes the most recent value `p` of the current chunk in place. */
 static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
 {
-    set_cursor(a, p + arena__guarded_len(p, new_size, a->cold.lim));
+    set_cursor(a, p + arena__guarded_len(p, new_size, arena__cold(a)->lim));
     a->size = a->size - old_size + new_size;
     arena__value_resized(&a->chunks[a->cur], p, old_size, new_size);
 }
@@ -510,8 +510,8 @@ static bool live_value_size(const arena *a, const char *p, uint64_t *size)
     uint32_t i;
 
     /* (Compared as integers: p may point anywhere.) */
-    if (a->cold.lim && (uintptr_t)p - (uintptr_t)a->chunks[a->cur].base <
-                      (uintptr_t)a->cold.lim - (uintptr_t)a->chunks[a->cur].base) {
+    if (arena__cold(a)->lim && (uintptr_t)p - (uintptr_t)a->chunks[a->cur].base <
+                      (uintptr_t)arena__cold(a)->lim - (uintptr_t)a->chunks[a->cur].base) {
         c = &a->chunks[a->cur];
         end = cursor(a);
     }
@@ -552,7 +552,7 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
         return false;
     }
     pos = cursor(a);
-    if (a->cold.lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
+    if (arena__cold(a)->lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
         return arena__report(ARENA_ERR_BAD_SIZE,
                              "arena_realloc: old size %zu of the value at %p reaches past the end "
                              "of what arena %p holds (%zu bytes from it)",
@@ -578,15 +578,15 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
     /* The most recent value ends (with its guard) at the position of the
      * current chunk. */
-    last = a->cold.lim && p >= a->chunks[a->cur].base && p <= pos &&
-           old_size <= (size_t)(a->cold.lim - p) &&
-           pos == p + arena__guarded_len(p, old_size, a->cold.lim);
+    last = arena__cold(a)->lim && p >= a->chunks[a->cur].base && p <= pos &&
+           old_size <= (size_t)(arena__cold(a)->lim - p) &&
+           pos == p + arena__guarded_len(p, old_size, arena__cold(a)->lim);
     if (new_size <= old_size) {
         if (last)
             resize_last(a, p, old_size, new_size);
         return p;
     }
-    if (last && new_size <= (size_t)(a->cold.lim - p)) {
+    if (last && new_size <= (size_t)(arena__cold(a)->lim - p)) {
         resize_last(a, p, old_size, new_size);
         return p;
     }
@@ -673,7 +673,7 @@ static bool ref_live(const arena *a, uint32_t chunk, uint32_t off, uint32_t len,
     c = &a->chunks[chunk];
     if (off > c->cap || len > c->cap - off)
         return false;
-    if (a->cold.lim && chunk == a->cur && off + (size_t)len > (size_t)(cursor(a) - c->base))
+    if (arena__cold(a)->lim && chunk == a->cur && off + (size_t)len > (size_t)(cursor(a) - c->base))
         return false;
     return arena__header_matches(c->base, off, len, tag, mask);
 }
@@ -704,9 +704,9 @@ void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocator *backin
     *a = empty_arena;
     if (chunk_bytes > ARENA_REF_MAX)
         chunk_bytes = ARENA_REF_MAX;
-    a->cold.budget = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
+    arena__cold(a)->budget = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
     if (backing && backing->alloc)
-        a->cold.backing = *backing;
+        arena__cold(a)->backing = *backing;
 }
 
 void arena_init(arena *a, size_t chunk_bytes) { arena_init_with(a, chunk_bytes, NULL); }
@@ -730,7 +730,7 @@ void arena__init_buffer_slow(arena *a, void *buf, size_t len, const arena_alloca
 
     arena_init_with(a, ARENA_DEFAULT_CHUNK, backing);
     if (!backing || !backing->alloc)
-        a->cold.flags |= ARENA__FIXED;
+        arena__cold(a)->flags |= ARENA__FIXED;
     if (cap > ARENA_REF_MAX)
         cap = ARENA_REF_MAX;
     if (cap) {
@@ -755,12 +755,12 @@ void arena__release_slow(arena *a)
             free_chunk(a, a->chunks[i]);
     }
     if (a->chunks && a->chunks != &a->first)
-        back_free(a, a->chunks, a->cold.ncap * sizeof *a->chunks);
+        back_free(a, a->chunks, arena__cold(a)->ncap * sizeof *a->chunks);
     a->chunks = NULL;
-    a->cold.ncap = a->nchunks = a->nused = 0;
-    a->cold.retained = 0;
-    a->cold.peak = a->cold.runner = 0;
-    a->cold.ntouched = a->cold.nrun = a->cold.nwin = a->cold.age = 0;
+    arena__cold(a)->ncap = a->nchunks = a->nused = 0;
+    arena__cold(a)->retained = 0;
+    arena__cold(a)->peak = arena__cold(a)->runner = 0;
+    arena__cold(a)->ntouched = arena__cold(a)->nrun = arena__cold(a)->nwin = arena__cold(a)->age = 0;
     a->size = 0;
     a->expired = a->saves;
     leave_chunks(a);
@@ -775,10 +775,10 @@ void arena__release_slow(arena *a)
  * index.  O(spares). */
 static void keep_within(arena *a, size_t limit)
 {
-    size_t kept = a->cold.retained;
+    size_t kept = arena__cold(a)->retained;
     uint32_t i, j = a->nused;
-    uint32_t t = a->cold.ntouched < j ? a->cold.ntouched : j;
-    uint32_t r = a->cold.nrun < j ? a->cold.nrun : j, w = a->cold.nwin < j ? a->cold.nwin : j;
+    uint32_t t = arena__cold(a)->ntouched < j ? arena__cold(a)->ntouched : j;
+    uint32_t r = arena__cold(a)->nrun < j ? arena__cold(a)->nrun : j, w = arena__cold(a)->nwin < j ? arena__cold(a)->nwin : j;
 
     for (i = a->nused; i < a->nchunks; i++)
         if (a->chunks[i].base != a->buf)
@@ -788,21 +788,21 @@ static void keep_within(arena *a, size_t limit)
         size_t cap = usable(a, &c);
         if (c.base != a->buf) {
             if (kept > limit || cap > limit - kept) {
-                a->cold.retained -= cap;
+                arena__cold(a)->retained -= cap;
                 free_chunk(a, c);
                 continue;
             }
             kept += cap;
         }
-        t += i < a->cold.ntouched;
-        r += i < a->cold.nrun;
-        w += i < a->cold.nwin;
+        t += i < arena__cold(a)->ntouched;
+        r += i < arena__cold(a)->nrun;
+        w += i < arena__cold(a)->nwin;
         a->chunks[j++] = c;
     }
     a->nchunks = j;
-    a->cold.ntouched = t;
-    a->cold.nrun = r;
-    a->cold.nwin = w;
+    arena__cold(a)->ntouched = t;
+    arena__cold(a)->nrun = r;
+    arena__cold(a)->nwin = w;
 }
 
 /* Frees the spare chunks (at [nused, nchunks)) at index `keep` or beyond
@@ -817,22 +817,22 @@ static void free_spares(arena *a, size_t limit, uint32_t keep)
         struct arena__chunk c = a->chunks[a->nchunks - 1];
         if (c.base == a->buf)
             break;
-        a->cold.retained -= usable(a, &c);
+        arena__cold(a)->retained -= usable(a, &c);
         forget_spare(a, a->nchunks - 1);
         free_chunk(a, c);
     }
-    if (a->cold.retained > limit && a->nchunks > a->nused)
+    if (arena__cold(a)->retained > limit && a->nchunks > a->nused)
         keep_within(a, limit);
     if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
         if (a->nchunks)
             a->first = a->chunks[0];
-        back_free(a, a->chunks, a->cold.ncap * sizeof *a->chunks);
+        back_free(a, a->chunks, arena__cold(a)->ncap * sizeof *a->chunks);
         a->chunks = &a->first;
-        a->cold.ncap = 1;
+        arena__cold(a)->ncap = 1;
     }
     if (a->nchunks == 0) {
         a->chunks = NULL;
-        a->cold.ncap = 0;
+        arena__cold(a)->ncap = 0;
     }
 }
 
@@ -846,7 +846,7 @@ static void reopen(arena *a)
 
     a->size = 0;
     a->expired = a->saves;
-    a->cold.ntouched = 0;
+    arena__cold(a)->ntouched = 0;
     /* chunks is never NULL while nchunks > 0; testing both keeps gcc's
      * -fanalyzer, which loses that link across free_spares(), convinced. */
     for (i = 0; !a->buf && a->chunks && i < a->nchunks; i++) {
@@ -887,25 +887,25 @@ static size_t retention_target(arena *a)
     size_t demand = 0;
     uint32_t i;
 
-    for (i = 0; i < a->cold.ntouched; i++)
+    for (i = 0; i < arena__cold(a)->ntouched; i++)
         demand += usable(a, &a->chunks[i]);
-    if (demand >= a->cold.peak) {
-        a->cold.peak = demand;
-        a->cold.runner = 0;
-        a->cold.age = 0;
-        a->cold.nrun = 0;
+    if (demand >= arena__cold(a)->peak) {
+        arena__cold(a)->peak = demand;
+        arena__cold(a)->runner = 0;
+        arena__cold(a)->age = 0;
+        arena__cold(a)->nrun = 0;
     } else {
-        if (demand > a->cold.runner)
-            a->cold.runner = demand;
-        if (++a->cold.age >= ARENA_RETAIN_BATCHES) {
-            a->cold.peak = a->cold.runner;
-            a->cold.runner = 0;
-            a->cold.age = 0;
-            a->cold.nwin = a->cold.nrun;
-            a->cold.nrun = 0;
+        if (demand > arena__cold(a)->runner)
+            arena__cold(a)->runner = demand;
+        if (++arena__cold(a)->age >= ARENA_RETAIN_BATCHES) {
+            arena__cold(a)->peak = arena__cold(a)->runner;
+            arena__cold(a)->runner = 0;
+            arena__cold(a)->age = 0;
+            arena__cold(a)->nwin = arena__cold(a)->nrun;
+            arena__cold(a)->nrun = 0;
         }
     }
-    return a->cold.peak > SIZE_MAX / 2 ? SIZE_MAX : 2 * a->cold.peak;
+    return arena__cold(a)->peak > SIZE_MAX / 2 ? SIZE_MAX : 2 * arena__cold(a)->peak;
 }
 
 /* A reset that keeps what the policy keeps, and at most `retain_limit`. */
@@ -917,7 +917,7 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     arena__buffer_reused(a);
     drop_chunks_from(a, 0);
     most = retention_target(a);
-    free_spares(a, most < retain_limit ? most : retain_limit, a->cold.nwin);
+    free_spares(a, most < retain_limit ? most : retain_limit, arena__cold(a)->nwin);
     reopen(a);
 }
 
@@ -928,7 +928,7 @@ void arena_reset_to(arena *a, size_t retain_limit)
     wake(a);
     /* The common case of a request-sized batch (the arena cache recycles one
      * per request): one chunk, kept, the inline window open on it. */
-    if (ARENA__INLINE_WINDOW && a->nchunks == 1 && a->cold.retained <= retain_limit &&
+    if (ARENA__INLINE_WINDOW && a->nchunks == 1 && arena__cold(a)->retained <= retain_limit &&
         arena__reset_first(a))
         return;
     reset_to_slow(a, retain_limit);
@@ -967,10 +967,10 @@ static bool serial_live(const arena *a, uint64_t s)
     uint32_t i;
     if (s <= a->expired || s > a->saves)
         return false;
-    for (i = a->cold.ndead; i-- > 0;) {
-        if (s > a->cold.dead[i].to)
+    for (i = arena__cold(a)->ndead; i-- > 0;) {
+        if (s > arena__cold(a)->dead[i].to)
             return true;
-        if (s > a->cold.dead[i].from)
+        if (s > arena__cold(a)->dead[i].from)
             return false;
     }
     return true;
@@ -983,20 +983,20 @@ static bool serial_live(const arena *a, uint64_t s)
  * (below `expired`) are the oldest, so they go first. */
 static void expire_marks_after(arena *a, uint64_t s)
 {
-    uint32_t n = a->cold.ndead;
+    uint32_t n = arena__cold(a)->ndead;
     if (s == a->saves)
         return;
-    while (n > 0 && a->cold.dead[n - 1].from >= s)
+    while (n > 0 && arena__cold(a)->dead[n - 1].from >= s)
         n--;
     if (n == ARENA__DEAD_SPANS) {
         uint32_t i;
         for (i = 1; i < n; i++)
-            a->cold.dead[i - 1] = a->cold.dead[i];
+            arena__cold(a)->dead[i - 1] = arena__cold(a)->dead[i];
         n--;
     }
-    a->cold.dead[n].from = s;
-    a->cold.dead[n].to = a->saves;
-    a->cold.ndead = n + 1;
+    arena__cold(a)->dead[n].from = s;
+    arena__cold(a)->dead[n].to = a->saves;
+    arena__cold(a)->ndead = n + 1;
     /* A serial no mark carries: `saves` is then no expired mark's serial,
      * which lets the inline rewind (arena__rewind_window) know the latest
      * mark valid from `saves` and `expired` alone. */
@@ -1009,13 +1009,13 @@ static bool spans_ordered(const arena *a)
 {
     uint64_t low = 0;
     uint32_t i;
-    if (a->cold.ndead > ARENA__DEAD_SPANS || a->expired > a->saves)
+    if (arena__cold(a)->ndead > ARENA__DEAD_SPANS || a->expired > a->saves)
         return false;
-    for (i = 0; i < a->cold.ndead; i++) {
-        if (a->cold.dead[i].from < low || a->cold.dead[i].from >= a->cold.dead[i].to ||
-            a->cold.dead[i].to > a->saves)
+    for (i = 0; i < arena__cold(a)->ndead; i++) {
+        if (arena__cold(a)->dead[i].from < low || arena__cold(a)->dead[i].from >= arena__cold(a)->dead[i].to ||
+            arena__cold(a)->dead[i].to > a->saves)
             return false;
-        low = a->cold.dead[i].to + 1;
+        low = arena__cold(a)->dead[i].to + 1;
     }
     return true;
 }
@@ -1084,7 +1084,7 @@ bool arena__rewind(arena *a, arena_mark m)
 
 void arena__rewind_slow(arena *a, arena_mark m) { (void)arena__rewind(a, m); }
 
-size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : a->cold.retained; }
+size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : arena__cold(a)->retained; }
 
 /* ---- Consistency ------------------------------------------------------------------------------ */
 
@@ -1098,11 +1098,11 @@ bool arena_check(const arena *a)
 
     wake_const(a);
 
-    if (a->nused > a->nchunks || a->nchunks > a->cold.ncap)
+    if (a->nused > a->nchunks || a->nchunks > arena__cold(a)->ncap)
         return CORRUPT("arena_check: arena %p: counts out of order (used %u, held %u, slots %u)",
                        (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks,
-                       (unsigned)a->cold.ncap);
-    if (a->cold.ncap && !a->chunks)
+                       (unsigned)arena__cold(a)->ncap);
+    if (arena__cold(a)->ncap && !a->chunks)
         return CORRUPT("arena_check: arena %p: index missing", (const void *)a);
     for (i = 0; i < a->nchunks; i++) {
         const struct arena__chunk *c = &a->chunks[i];
@@ -1118,33 +1118,33 @@ bool arena_check(const arena *a)
         held += usable(a, c);
         if (i < a->nused)
             used += usable(a, c);
-        if (!(c->base == a->buf && (a->cold.flags & ARENA__BUF_OPEN)) &&
+        if (!(c->base == a->buf && (arena__cold(a)->flags & ARENA__BUF_OPEN)) &&
             !arena__verify(a, i, c->base, c->base + c->cap))
             return false;
     }
     if (!spans_ordered(a))
         return CORRUPT("arena_check: arena %p: the record of expired marks is malformed",
                        (const void *)a);
-    if (held != a->cold.retained)
+    if (held != arena__cold(a)->retained)
         return CORRUPT("arena_check: arena %p: retained %zu but chunks hold %zu",
-                       (const void *)a, a->cold.retained, held);
-    if (a->cold.ntouched < a->nused || a->cold.nrun < a->cold.ntouched ||
-        a->cold.nwin < a->cold.nrun || a->cold.nwin > a->nchunks)
+                       (const void *)a, arena__cold(a)->retained, held);
+    if (arena__cold(a)->ntouched < a->nused || arena__cold(a)->nrun < arena__cold(a)->ntouched ||
+        arena__cold(a)->nwin < arena__cold(a)->nrun || arena__cold(a)->nwin > a->nchunks)
         return CORRUPT("arena_check: arena %p: recency counts out of order (in use %u, used "
                        "this batch %u, since the target %u, in its window %u, held %u)",
-                       (const void *)a, (unsigned)a->nused, (unsigned)a->cold.ntouched,
-                       (unsigned)a->cold.nrun, (unsigned)a->cold.nwin, (unsigned)a->nchunks);
+                       (const void *)a, (unsigned)a->nused, (unsigned)arena__cold(a)->ntouched,
+                       (unsigned)arena__cold(a)->nrun, (unsigned)arena__cold(a)->nwin, (unsigned)a->nchunks);
     /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
     if (!arena__instrumented() && arena_size(a) > used)
         return CORRUPT("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
                        (const void *)a, arena_size(a), used);
-    if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) && pos != a->cold.lim)
+    if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) && pos != arena__cold(a)->lim)
         return CORRUPT("arena_check: arena %p: position %p is not on a granule",
                        (const void *)a, (void *)pos);
-    if (a->cold.lim) {
+    if (arena__cold(a)->lim) {
         const struct arena__chunk *c = &a->chunks[a->cur];
-        if (a->cur >= a->nused || a->cold.lim != c->base + c->cap || pos < c->base ||
-            pos > a->cold.lim)
+        if (a->cur >= a->nused || arena__cold(a)->lim != c->base + c->cap || pos < c->base ||
+            pos > arena__cold(a)->lim)
             return CORRUPT("arena_check: arena %p: position %p outside current chunk %u",
                            (const void *)a, (void *)pos, (unsigned)a->cur);
     } else if (pos || a->ptr || a->end) {
@@ -1153,7 +1153,7 @@ bool arena_check(const arena *a)
     }
     if (a->ptr && (a->ptr > a->end || ((uintptr_t)a->end & (ARENA_ALIGN - 1)) ||
                    arena__align_up((uintptr_t)a->ptr, ARENA_ALIGN) > (uintptr_t)a->end ||
-                   a->end > a->cold.lim))
+                   a->end > arena__cold(a)->lim))
         return CORRUPT("arena_check: arena %p: inline window [%p, %p) is malformed",
                        (const void *)a, (void *)a->ptr, (void *)a->end);
     if (a->ptr ? (a->run < a->chunks[a->cur].base || a->run > a->ptr) : a->run != NULL)

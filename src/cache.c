@@ -198,7 +198,7 @@ static struct slot *start_slot(void)
 
 arena_cache *arena_cache_create(const arena_cache_config *config)
 {
-    arena_cache_config cfg = {0, 0, 0, NULL};
+    arena_cache_config cfg = {0};
     arena_allocator backing = {NULL, NULL, NULL};
     arena_cache *c;
 

@@ -68,11 +68,11 @@ int arena__inline_ok = !(ARENA__ASAN || ARENA_CHECKED);
  * caught when the two arenas' histories differ at that place. */
 static uint32_t next_tag(arena *a)
 {
-    uint32_t serial = a->cold.flags >> 8;
+    uint32_t serial = arena__cold(a)->flags >> 8;
     serial = (serial + 1) & 0xFFFFFFu;
     if (serial == 0)
         serial = 1;
-    a->cold.flags = (a->cold.flags & 0xFFu) | (serial << 8);
+    arena__cold(a)->flags = (arena__cold(a)->flags & 0xFFu) | (serial << 8);
     return serial & ((1u << TAG_BITS) - 1);
 }
 
@@ -340,7 +340,7 @@ void arena__instr_buffer_released(arena *a, size_t cap)
     if (ARENA__VALGRIND)
         VALGRIND_DESTROY_MEMPOOL(a->buf);
     arena__open(a->buf, cap);
-    a->cold.flags |= ARENA__BUF_OPEN;
+    arena__cold(a)->flags |= ARENA__BUF_OPEN;
 }
 
 size_t arena__instr_placing(arena *a, size_t align)
@@ -410,7 +410,7 @@ void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size
 
 arena_ref arena__instr_tag_ref(const arena *a, arena_ref r)
 {
-    uint32_t tag = (a->cold.flags >> 8) & ((1u << TAG_BITS) - 1);
+    uint32_t tag = (arena__cold(a)->flags >> 8) & ((1u << TAG_BITS) - 1);
     r.len |= (tag & 1u) << 31;
     if (r.chunk < SHORT_INDEX)
         r.chunk = SHORT_FORM | (tag >> 1) << 20 | r.chunk;

@@ -32,6 +32,8 @@
 #  define ARENA__TLS _Thread_local
 #endif
 
+#include "cold.h"
+
 /* ---- Sanitizer and Valgrind annotations ----------------------------------------- */
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -266,8 +268,8 @@ static inline void arena__buffer_released(arena *a, size_t cap)
 /* Before the arena next uses its caller's buffer after a release. */
 static inline void arena__buffer_reused(arena *a)
 {
-    if (arena__instrumented() && (a->cold.flags & ARENA__BUF_OPEN)) {
-        a->cold.flags &= ~(uint32_t)ARENA__BUF_OPEN;
+    if (arena__instrumented() && (arena__cold(a)->flags & ARENA__BUF_OPEN)) {
+        arena__cold(a)->flags &= ~(uint32_t)ARENA__BUF_OPEN;
         arena__instr_chunk_made(a->buf, a->chunks[0].cap);
     }
 }

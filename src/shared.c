@@ -95,12 +95,12 @@ arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
     /* The struct itself comes from the backing allocator, as the arena's
      * bookkeeping does: through a throw-away arena's view of it. */
     arena_init_with(&tmp, chunk_bytes, backing);
-    s = (arena_shared *)arena__back_alloc(&tmp.cold.backing, sizeof *s);
+    s = (arena_shared *)arena__back_alloc(&arena__cold(&tmp)->backing, sizeof *s);
     if (!s)
         return NULL;
     memset(s, 0, sizeof *s);
     if (pthread_mutex_init(&s->lock, NULL) != 0) {
-        arena__back_free(&tmp.cold.backing, s, sizeof *s);
+        arena__back_free(&arena__cold(&tmp)->backing, s, sizeof *s);
         return NULL;
     }
     s->inner = tmp;
@@ -119,7 +119,7 @@ void arena_shared_destroy(arena_shared *s)
     arena_allocator b;
     if (!s)
         return;
-    b = s->inner.cold.backing;
+    b = arena__cold(&s->inner)->backing;
     arena_release(&s->inner);
     pthread_mutex_destroy(&s->lock);
     arena__back_free(&b, s, sizeof *s);

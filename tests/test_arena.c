@@ -10,6 +10,8 @@
  * without guard bytes (TEST_PACKED).
  */
 #include "support.h"
+/* White-box: the corruption tests write the private bookkeeping. */
+#include "cold.h"
 
 #include <stdalign.h>
 #include <stdio.h>
@@ -1547,11 +1549,11 @@ static void test_check_reports_corruption(void **state)
     assert_non_null(arena_alloc(&a, 10));
     assert_true(arena_check(&a));
     assert_int_equal(recorded_errors.count, 0);
-    a.cold.retained += 1; /* a deliberate inconsistency */
+    arena__cold(&a)->retained += 1; /* a deliberate inconsistency */
     assert_false(arena_check(&a));
     assert_int_equal(recorded_errors.count, 1);
     assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
-    a.cold.retained -= 1;
+    arena__cold(&a)->retained -= 1;
     assert_true(arena_check(&a));
 
     /* The record of expired marks: a span past the serials handed out. */
@@ -1559,13 +1561,13 @@ static void test_check_reports_corruption(void **state)
         arena_mark m = arena_save(&a);
         (void)arena_save(&a);
         arena_rewind(&a, m);
-        assert_int_equal(a.cold.ndead, 1);
+        assert_int_equal(arena__cold(&a)->ndead, 1);
         assert_true(arena_check(&a));
-        a.cold.dead[0].to += 5;
+        arena__cold(&a)->dead[0].to += 5;
         assert_false(arena_check(&a));
         assert_int_equal(recorded_errors.count, 2);
         assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
-        a.cold.dead[0].to -= 5;
+        arena__cold(&a)->dead[0].to -= 5;
         assert_true(arena_check(&a));
     }
     release_tb(&a);

@@ -146,34 +146,20 @@ struct arena__chunk {
     size_t cap; /* capacity in bytes */
 };
 
-/* Serials (from, to] of marks that a rewind expired.  Internal. */
-struct arena__span {
-    uint64_t from, to;
-};
+/* Bytes of an arena's private bookkeeping, `cold`: its layout is the
+ * library's own (src/internal.h) and may change in any 2.x release; only its
+ * size and alignment are ABI, and they leave room for what later releases
+ * add.  Internal. */
+#define ARENA__COLD_BYTES 384
 
-/* Spans an arena remembers (see arena_rewind()). */
-#define ARENA__DEAD_SPANS 4
-
-/* The part of an arena that only the library reads (its layout may change
- * in any release without breaking the ABI of the inline functions, which
- * never touch it).  Internal. */
-struct arena__cold {
-    char *lim;                    /* end of the current chunk; NULL: none */
-    uint32_t ncap;                /* slots in the index */
-    uint32_t ntouched;            /* [0, ntouched): chunks used this batch */
-    uint32_t nrun;                /* [0, nrun): used since the retention target was set */
-    uint32_t nwin;                /* [0, nwin): used since it last came down */
-    uint32_t age;                 /* resets since the target was set */
-    uint32_t flags;               /* internal */
-    size_t retained;              /* arena_retained() */
-    size_t budget;                /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
-    arena_allocator backing;      /* alloc == NULL: malloc */
-    size_t peak;                  /* the retention target: see arena_reset() */
-    size_t runner;                /* the largest demand of the batches since */
-    uint32_t ndead;               /* spans in `dead` */
-    struct arena__span dead[ARENA__DEAD_SPANS]; /* marks expired by rewinds, by serial:
-                                                   the latest spans, oldest first */
-};
+/* The storage of `cold`: bytes, aligned for anything the library keeps
+ * there.  Internal. */
+typedef union arena__cold_space {
+    unsigned char bytes[ARENA__COLD_BYTES];
+    uint64_t align_u64;
+    void *align_ptr;
+    size_t align_size;
+} arena__cold_space;
 
 /**
  * The arena.  A program reads none of its fields (arena_size(),
@@ -206,11 +192,15 @@ typedef struct arena {
     uint32_t nchunks;             /* chunks held (in use + spare) */
     uint32_t lazy;                /* nonzero: `cold` is not written yet (the inline
                                      arena_init_buffer() leaves it to the library) */
+    uint32_t pending;             /* nonzero: the library holds state that a reset or
+                                     rewind must see (blocks given back for reuse), so
+                                     the inline reset and rewind call it */
+    uint32_t spare;               /* reserved: zero */
     char *buf;                    /* the caller's first chunk, or NULL */
     struct arena__chunk first;    /* the index while it has one slot */
     uint64_t saves;               /* marks taken: the serial of the latest */
     uint64_t expired;             /* marks up to this serial expired (reset, release) */
-    struct arena__cold cold;      /* the library's */
+    arena__cold_space cold;       /* the library's: private */
 } arena;
 
 /** A saved position: a plain value, owned by the caller, that may be copied
@@ -313,6 +303,7 @@ static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, si
             a->nused = 1;
             a->nchunks = 1;
             a->lazy = 1;
+            a->pending = 0;
             a->buf = base;
             a->first.base = base;
             a->first.cap = cap;

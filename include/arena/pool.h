@@ -70,6 +70,13 @@ typedef struct arena_pool {
     void *block;             /**< the region as the backing allocator gave it; NULL: the caller's */
     size_t block_size;       /**< its size, as asked of the backing allocator */
     arena_allocator backing; /**< alloc == NULL: malloc */
+    /** Reserved for the library (later 2.x releases keep more state here);
+     *  its contents are private. */
+    union {
+        unsigned char bytes[64];
+        uint64_t align_u64;
+        void *align_ptr;
+    } reserved;
 } arena_pool;
 
 /* ---- Lifetime ------------------------------------------------------------------ */

@@ -1,0 +1,59 @@
+/*
+ * The arena's private bookkeeping: the layout of the `cold` bytes of the
+ * public struct.  Never installed; the white-box tests include it.
+ */
+#ifndef ARENA_COLD_H
+#define ARENA_COLD_H
+
+#include <stdint.h>
+
+#include "arena/arena.h"
+
+/* Serials (from, to] of marks that a rewind expired. */
+struct arena__span {
+    uint64_t from, to;
+};
+
+/* Spans an arena remembers (see arena_rewind()). */
+#define ARENA__DEAD_SPANS 4
+
+struct arena__reuse;
+
+/* What only the library reads, in the public struct's `cold` bytes (the
+ * inline functions never touch it, so its layout may change in any 2.x
+ * release as long as it fits). */
+struct arena__cold {
+    char *lim;                    /* end of the current chunk; NULL: none */
+    uint32_t ncap;                /* slots in the index */
+    uint32_t ntouched;            /* [0, ntouched): chunks used this batch */
+    uint32_t nrun;                /* [0, nrun): used since the retention target was set */
+    uint32_t nwin;                /* [0, nwin): used since it last came down */
+    uint32_t age;                 /* resets since the target was set */
+    uint32_t flags;               /* ARENA__FIXED, ARENA__BUF_OPEN; the checked build's
+                                     tag serial in bits 8-31 */
+    size_t retained;              /* arena_retained() */
+    size_t budget;                /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
+    arena_allocator backing;      /* alloc == NULL: malloc */
+    size_t peak;                  /* the retention target: see arena_reset() */
+    size_t runner;                /* the largest demand of the batches since */
+    struct arena__reuse *reuse;   /* blocks given back for reuse (src/reuse.c); NULL: none yet */
+    uint32_t ndead;               /* spans in `dead` */
+    struct arena__span dead[ARENA__DEAD_SPANS]; /* marks expired by rewinds, by serial:
+                                                   the latest spans, oldest first */
+};
+
+/* The arena's bookkeeping.  Access is through this one accessor, which
+ * views the public struct's bytes as the library's struct. */
+static inline struct arena__cold *arena__cold(const arena *a)
+{
+    return (struct arena__cold *)(void *)(uintptr_t)a->cold.bytes;
+}
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(struct arena__cold) <= ARENA__COLD_BYTES,
+               "struct arena__cold outgrew the room arena.h reserves for it");
+_Static_assert(_Alignof(struct arena__cold) <= _Alignof(arena__cold_space),
+               "struct arena__cold needs more alignment than arena.h gives it");
+#endif
+
+#endif /* ARENA_COLD_H */

@@ -561,10 +561,173 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
     return false;
 }
 
+/* Whether `p`, of `n` bytes, is the most recent value of the current chunk:
+ * it ends (with its guard) at the position. */
+static bool is_last(const arena *a, const char *p, size_t n)
+{
+    const char *pos = cursor(a), *lim = arena__cold(a)->lim;
+    return lim && p >= a->chunks[a->cur].base && p <= pos && n <= (size_t)(lim - p) &&
+           pos == p + arena__guarded_len(p, n, lim);
+}
+
+/* ---- Reuse within a batch (the lists: src/reuse.c) ---------------------------------------- */
+
+/* The chunk in use that holds `p`, NULL if none.  Only instrumented builds
+ * ask (for the tools and the checks): O(chunks in use). */
+static const struct arena__chunk *chunk_of(const arena *a, const char *p)
+{
+    uint32_t i;
+    for (i = a->nused; i-- > 0;)
+        if ((uintptr_t)p - (uintptr_t)a->chunks[i].base < a->chunks[i].cap)
+            return &a->chunks[i];
+    return NULL;
+}
+
+/* The bytes of a free block that a value of `n` bytes takes from its start:
+ * the value, and when instrumented its header and guard. */
+static size_t block_need(size_t n)
+{
+    if (!arena__instrumented())
+        return n;
+    return arena__hdr() + ((n + ARENA__GRANULE - 1) & ~(ARENA__GRANULE - 1)) + ARENA__GRANULE;
+}
+
+/* A value of `n` (> 0) bytes in a free block of this batch, ARENA_ALIGN-
+ * aligned; NULL when no block holds it.  The part of the block past the
+ * value (rounded up to ARENA_ALIGN) is filed again when it can be a block. */
+static void *take_block(arena *a, size_t n)
+{
+    const struct arena__chunk *c = NULL;
+    size_t need, len;
+    char *s, *p, *to, *end;
+    bool logged;
+
+    if (!(a->pending & ARENA__PENDING_REUSE) || n > SIZE_MAX / 4)
+        return NULL;
+    /* A rewind to a mark taken before this placement must find it. */
+    logged = arena__instrumented() && a->saves > a->expired;
+    if (logged && !arena__reuse_log_room(a))
+        return NULL;
+    need = block_need(n);
+    s = arena__reuse_take(a, need, &len);
+    if (!s)
+        return NULL;
+    sync(a);
+    end = s + len;
+    p = s + arena__hdr();
+    to = (char *)arena__align_up((uintptr_t)s + need, ARENA_ALIGN);
+    if (to >= end || (size_t)(end - to) < arena__reuse_min())
+        to = end;
+    if (arena__instrumented()) {
+        c = chunk_of(a, p);
+        if (!c) {
+            arena__report(ARENA_ERR_CORRUPT,
+                          "arena: arena %p: a free block at %p lies in no chunk of it (its "
+                          "list was overwritten)",
+                          (void *)a, (void *)s);
+            return NULL;
+        }
+        arena__instr_reused(a, c, s, p, n, to, len);
+        if (logged)
+            arena__reuse_log(a, c->base, s, to, p);
+    }
+    if (to < end)
+        (void)arena__reuse_file(a, to, (size_t)(end - to));
+    a->size += n;
+    return p;
+}
+
+/* Reports a value that arena_free() or an adapter may not give back, in an
+ * instrumented build (where the chunks, and in the checked build the
+ * headers, tell); true when reported.  `*n` becomes the value's size as
+ * recorded (the checked build's header). */
+static bool free_misused(const arena *a, const char *p, size_t *n,
+                         const struct arena__chunk **chunk)
+{
+    uint64_t size = *n;
+    int state = 2;
+
+    *chunk = chunk_of(a, p);
+    if (*chunk)
+        state = arena__instr_free_state(a, *chunk, p, *n, &size);
+    if (state == 1)
+        return arena__report(ARENA_ERR_DOUBLE_FREE,
+                             "arena_free: the value at %p of arena %p was freed already",
+                             (const void *)p, (const void *)a),
+               true;
+    if (state == 2)
+        return arena__report(ARENA_ERR_FOREIGN_POINTER,
+                             "arena_free: %p is not the start of a live value of arena %p",
+                             (const void *)p, (const void *)a),
+               true;
+    if (*n > size)
+        return arena__report(ARENA_ERR_BAD_SIZE,
+                             "arena_free: size %zu exceeds the %llu-byte value at %p (arena %p)",
+                             *n, (unsigned long long)size, (const void *)p, (const void *)a),
+               true;
+    *n = (size_t)size;
+    return false;
+}
+
+void arena_free(arena *a, void *ptr, size_t size)
+{
+    const struct arena__chunk *c = NULL;
+    char *p = (char *)ptr, *from = p, *to, *s;
+
+    if (!p || size == 0)
+        return;
+    wake(a);
+    /* Reported before sync(): the arena's bytes stay as they were. */
+    if (arena__instrumented() && free_misused(a, p, &size, &c))
+        return;
+    sync(a);
+    if (is_last(a, p, size)) {
+        resize_last(a, p, size, 0);
+        return;
+    }
+    to = p + size;
+    if (c) {
+        from = p - arena__hdr();
+        to = p + arena__guarded_len(p, size, c->base + c->cap);
+        (void)arena__instr_freed(a, c, from, p, size, to);
+    }
+    a->size -= size;
+    s = (char *)arena__align_up((uintptr_t)from, ARENA_ALIGN);
+    if (s < to && (size_t)(to - s) >= arena__reuse_min())
+        (void)arena__reuse_file(a, s, (size_t)(to - s));
+}
+
+/* The value `p`, not the most recent, shrinks in place from `old_size` to
+ * `new_size` bytes: the bytes past it (with its guard) go back as a free
+ * block. */
+static void shrink_block(arena *a, char *p, size_t old_size, size_t new_size)
+{
+    char *from = p + new_size, *to = p + old_size, *s;
+    if (arena__instrumented()) {
+        const struct arena__chunk *c = chunk_of(a, p);
+        uint64_t size;
+        if (!c || arena__instr_free_state(a, c, p, old_size, &size) != 0)
+            return;
+        old_size = (size_t)size;
+        from = p + arena__guarded_len(p, new_size, c->base + c->cap);
+        to = p + arena__guarded_len(p, old_size, c->base + c->cap);
+        arena__value_resized(c, p, old_size, new_size);
+    }
+    a->size -= old_size - new_size;
+    s = (char *)arena__align_up((uintptr_t)from, ARENA_ALIGN);
+    if (s < to && (size_t)(to - s) >= arena__reuse_min())
+        (void)arena__reuse_file(a, s, (size_t)(to - s));
+}
+
+void *arena_alloc_reuse(arena *a, size_t size)
+{
+    void *p = size ? take_block(a, size) : NULL;
+    return p ? p : arena_alloc(a, size);
+}
+
 void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
 {
     char *p = (char *)ptr;
-    char *pos = cursor(a);
     uint32_t chunk;
     char *q;
     bool last;
@@ -576,23 +739,25 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
     sync(a);
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
-    /* The most recent value ends (with its guard) at the position of the
-     * current chunk. */
-    last = arena__cold(a)->lim && p >= a->chunks[a->cur].base && p <= pos &&
-           old_size <= (size_t)(arena__cold(a)->lim - p) &&
-           pos == p + arena__guarded_len(p, old_size, arena__cold(a)->lim);
+    last = is_last(a, p, old_size);
     if (new_size <= old_size) {
         if (last)
             resize_last(a, p, old_size, new_size);
+        else if (new_size < old_size)
+            shrink_block(a, p, old_size, new_size);
         return p;
     }
     if (last && new_size <= (size_t)(arena__cold(a)->lim - p)) {
         resize_last(a, p, old_size, new_size);
         return p;
     }
-    q = place(a, new_size, ARENA_ALIGN, &chunk);
-    if (q)
+    q = (char *)take_block(a, new_size);
+    if (!q)
+        q = place(a, new_size, ARENA_ALIGN, &chunk);
+    if (q) {
         memcpy(q, p, old_size);
+        arena_free(a, p, old_size);
+    }
     return q;
 }
 
@@ -745,6 +910,7 @@ void arena__release_slow(arena *a)
     size_t bufcap = a->buf ? a->chunks[0].cap : 0;
     uint32_t i;
     sync(a);
+    arena__reuse_release(a);
 
     if (a->buf)
         arena__buffer_reused(a);
@@ -914,6 +1080,10 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     size_t most;
 
     sync(a);
+    if (retain_limit == 0)
+        arena__reuse_release(a);
+    else
+        arena__reuse_forget(a, 0);
     arena__buffer_reused(a);
     drop_chunks_from(a, 0);
     most = retention_target(a);
@@ -1051,6 +1221,7 @@ bool arena__rewind(arena *a, arena_mark m)
         return false;
     }
     sync(a);
+    arena__reuse_forget(a, m.serial);
     arena__buffer_reused(a);
     in_use = a->nused;
     drop_chunks_from(a, m.nused);

@@ -1,11 +1,20 @@
 /*
- * Adapters: an arena behind other libraries' allocator hooks (arena/hooks.h),
- * and free-last (arena_free).
+ * Adapters: an arena behind other libraries' allocator hooks (arena/hooks.h).
  *
- * The hooks with a context are one call into the arena's inline paths.  The
- * global family (arena_cur_*) serves libraries whose hooks have neither a
- * context nor the old size: the arena comes from a thread-local pointer, and
- * each block carries a header,
+ * The hooks with a context are one call into the arena.  Where a hook
+ * frees with the size (Lua's, a realloc that moves, the arena_cur_* family,
+ * arena_allocator_of()'s free), the block goes back through arena_free()
+ * and the allocations take free blocks first (arena_alloc_reuse()), so a
+ * client that frees inside a batch holds about what it uses.  In a plain
+ * build the adapters ask for and give back sizes rounded up to ARENA_ALIGN
+ * (hook_size()): a block given back is then exactly the block handed out,
+ * and a free block fits a later value of the same rounded size, so that
+ * churn of varied sizes loses no bytes.  Instrumented builds keep the exact
+ * sizes, so that a guard follows each block's last byte.
+ *
+ * The global family (arena_cur_*) serves libraries whose hooks have neither
+ * a context nor the old size: the arena comes from a thread-local pointer,
+ * and each block carries a header,
  *
  *     [size][key][check: checked build][pad to ARENA_ALIGN][block ...]
  *
@@ -16,14 +25,15 @@
  * pointer is aligned, so a key that decodes to an unaligned owner is not a
  * header (a foreign pointer, or an overwritten header): one AND catches most
  * such misuse in every build; the checked build adds a check word that catches
- * all but a forged header.  Under ASan the header is poisoned while the block
- * is live, so a write before the block is reported, and a block given up to
- * its batch (freed but not the most recent, or moved by realloc) is poisoned
- * whole.
+ * all but a forged header.  A freed block's header decodes to
+ * ARENA__FREED_OWNER, whether written so by the free or overwritten by the
+ * free block's node (internal.h), so a second free is told apart.  Under
+ * ASan the header is poisoned while the block is live, so a write before
+ * the block is reported, and a freed block is poisoned whole.
  *
- * Costs: the context hooks are arena_alloc() plus a call; arena_cur_malloc is
- * a thread-local load, arena_alloc() and two stores; free is a header check
- * and, for the most recent block only, a call to arena_realloc().
+ * Costs: arena_cur_malloc is a thread-local load, a test of the arena's
+ * free blocks, arena_alloc() and two stores; free is a header check and
+ * arena_free().
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,25 +41,21 @@
 #include "arena/hooks.h"
 #include "internal.h"
 
-/* ---- Free-last -------------------------------------------------------------------- */
-
-void arena_free(arena *a, void *ptr, size_t size)
-{
-    void *kept;
-    /* While the inline window is open its position is where the most recent
-     * value ends, so a value that ends anywhere else is not the most recent:
-     * the common case of a library freeing an old block costs no call. */
-    if (!ptr || (a->ptr && (uintptr_t)ptr + size != (uintptr_t)a->ptr))
-        return;
-    kept = arena_realloc(a, ptr, size, 0);
-    (void)kept;
-}
-
 /* ---- Hooks with a context ------------------------------------------------------------ */
+
+/* The size an adapter that also frees asks for and gives back (see the top
+ * of this file); SIZE_MAX, which no allocation gets, when it cannot be
+ * rounded. */
+static size_t hook_size(size_t n)
+{
+    if (arena__instrumented())
+        return n;
+    return n > SIZE_MAX - (ARENA_ALIGN - 1) ? SIZE_MAX : (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+}
 
 void *arena_hook_alloc(void *arena_ctx, size_t size)
 {
-    return arena_alloc((arena *)arena_ctx, size);
+    return arena_alloc_reuse((arena *)arena_ctx, size);
 }
 
 void arena_hook_free(void *arena_ctx, void *ptr)
@@ -64,27 +70,58 @@ void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size)
     /* A 32-bit size_t cannot hold every product of two unsigned. */
     if (ARENA__MUL_OVERFLOWS((size_t)items, (size_t)size, &n))
         return NULL;
-    return arena_alloc((arena *)arena_ctx, n);
+    return arena_alloc_reuse((arena *)arena_ctx, n);
+}
+
+/* The adapters' blocks through arena_alloc_reuse(), arena_free() and
+ * arena_realloc() at their hook_size(); arena_size() still counts the sizes
+ * asked (the counter's arithmetic is modular, so the correction may come
+ * before or after the bytes it corrects). */
+static void *hook_alloc(arena *a, size_t n)
+{
+    size_t r = hook_size(n);
+    void *p = arena_alloc_reuse(a, r);
+    if (p)
+        a->size -= r - n;
+    return p;
+}
+
+static void hook_free(arena *a, void *p, size_t n)
+{
+    size_t r = hook_size(n);
+    if (!p || n == 0)
+        return;
+    arena_free(a, p, r);
+    a->size += r - n;
+}
+
+static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
+{
+    size_t r = hook_size(old_size), s = hook_size(new_size);
+    void *q = arena_realloc(a, p, r, s);
+    if (q)
+        a->size += (r - old_size) - (s - new_size);
+    return q;
 }
 
 void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
 {
     arena *a = (arena *)arena_ctx;
     if (new_size == 0) {
-        arena_free(a, ptr, old_size);
+        hook_free(a, ptr, old_size);
         return NULL;
     }
     if (!ptr)
-        return arena_alloc(a, new_size);
-    return arena_realloc(a, ptr, old_size, new_size);
+        return hook_alloc(a, new_size);
+    return hook_resize(a, ptr, old_size, new_size);
 }
 
 void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
 {
     arena *a = (arena *)arena_ctx;
     if (!ptr)
-        return arena_alloc(a, new_size);
-    return arena_realloc(a, ptr, old_size, new_size);
+        return hook_alloc(a, new_size);
+    return hook_resize(a, ptr, old_size, new_size);
 }
 
 /* The backing blocks of arena_allocator_of() start ARENA_ALIGN bytes into a
@@ -96,13 +133,13 @@ static void *backing_alloc(void *arena_ctx, size_t size)
     char *p;
     if (size > SIZE_MAX - ARENA_ALIGN)
         return NULL;
-    p = (char *)arena_alloc((arena *)arena_ctx, size + ARENA_ALIGN);
+    p = (char *)hook_alloc((arena *)arena_ctx, size + ARENA_ALIGN);
     return p ? p + ARENA_ALIGN : NULL;
 }
 
 static void backing_free(void *arena_ctx, void *ptr, size_t size)
 {
-    arena_free((arena *)arena_ctx, (char *)ptr - ARENA_ALIGN, size + ARENA_ALIGN);
+    hook_free((arena *)arena_ctx, (char *)ptr - ARENA_ALIGN, size + ARENA_ALIGN);
 }
 
 arena_allocator arena_allocator_of(arena *a)
@@ -142,7 +179,7 @@ struct header {
 
 /* Odd in the low bits, so that a zeroed or copied-over header fails the
  * alignment test; the rest is arbitrary. */
-#define KEY_MIX ((uintptr_t)UINT64_C(0x9E3779B97F4A7C15))
+#define KEY_MIX ARENA__KEY_MIX
 #define CHECK_MIX ((uintptr_t)UINT64_C(0xC2B2AE3D27D4EB4F))
 
 /* Low bits every arena pointer has clear. */
@@ -153,6 +190,7 @@ struct header {
 
 enum origin {
     FOREIGN, /* not a header of this family */
+    FREED,   /* a block of this family freed already */
     HEAP,    /* the C heap */
     MINE,    /* the current arena */
     OTHER    /* an arena that is not current */
@@ -177,11 +215,17 @@ ARENA__NO_ASAN static enum origin inspect(const char *h, size_t *size)
 {
     const struct header *hd = (const struct header *)(const void *)h;
     uintptr_t owner = hd->key ^ hd->size ^ KEY_MIX;
+    const uintptr_t clobbered = (uintptr_t)UINT64_C(0x0101010101010101) * ARENA__CLOBBER;
 
+    /* The checked build clobbers a freed block whole, header included. */
+    if (ARENA_CHECKED && hd->key == clobbered && hd->size == (size_t)clobbered)
+        return FREED;
 #if ARENA_CHECKED
     if (hd->check != (hd->key ^ CHECK_MIX))
         return FOREIGN;
 #endif
+    if ((owner & OWNER_MASK) == ARENA__FREED_OWNER)
+        return FREED;
     if ((owner & OWNER_MASK) != 0 || hd->size > BLOCK_MAX)
         return FOREIGN;
     *size = hd->size;
@@ -190,14 +234,17 @@ ARENA__NO_ASAN static enum origin inspect(const char *h, size_t *size)
     return owner == (uintptr_t)current ? MINE : OTHER;
 }
 
-static void foreign(const char *fn, const void *ptr)
+/* Reports a pointer a call of this family cannot take. */
+static void misused(const char *fn, const void *ptr, enum origin o)
 {
-    arena__report(ARENA_ERR_FOREIGN_POINTER,
-                  "%s: %p was not allocated by arena_cur_malloc/calloc/realloc, or the header "
-                  "before it was overwritten",
-                  fn, ptr);
+    if (o == FREED)
+        arena__report(ARENA_ERR_DOUBLE_FREE, "%s: the block at %p was freed already", fn, ptr);
+    else
+        arena__report(ARENA_ERR_FOREIGN_POINTER,
+                      "%s: %p was not allocated by arena_cur_malloc/calloc/realloc, or the "
+                      "header before it was overwritten",
+                      fn, ptr);
 }
-
 
 /* ---- The global family ------------------------------------------------------------------- */
 
@@ -207,7 +254,7 @@ void *arena_cur_malloc(size_t size)
     char *h;
     if (size > BLOCK_MAX)
         return NULL;
-    h = a ? (char *)arena_alloc(a, HDR + size) : (char *)malloc(HDR + size);
+    h = a ? (char *)hook_alloc(a, HDR + size) : (char *)malloc(HDR + size);
     return h ? stamp(h, size, a) : NULL;
 }
 
@@ -228,28 +275,37 @@ char *arena_cur_strdup(const char *s)
     return p ? (char *)memcpy(p, s, n + 1) : NULL;
 }
 
-/* A block the program gave up that stays in its arena until the batch ends:
- * closed whole, so that a use after free or after realloc is reported. */
-static void give_up(const char *h, size_t size) { arena__poison(h, HDR + size); }
+/* A block the program gave up that stays in its arena (one that is not
+ * current) until the batch ends: marked freed and closed whole, so that a
+ * use after free or after realloc is reported. */
+static void give_up(char *h, size_t size)
+{
+    stamp(h, size, (const arena *)ARENA__FREED_OWNER);
+    arena__poison(h, HDR + size);
+}
 
 void arena_cur_free(void *ptr)
 {
     size_t size = 0;
     char *h;
+    enum origin o;
     if (!ptr)
         return;
     h = (char *)ptr - HDR;
-    switch (inspect(h, &size)) {
+    switch (o = inspect(h, &size)) {
     case FOREIGN:
-        foreign("arena_cur_free", ptr);
+    case FREED:
+        misused("arena_cur_free", ptr, o);
         return;
     case HEAP:
         arena__unpoison(h, HDR);
         free(h);
         return;
     case MINE:
-        give_up(h, size);
-        arena_free(current, h, HDR + size);
+        /* Marked freed for the builds whose node does not overwrite it. */
+        stamp(h, size, (const arena *)ARENA__FREED_OWNER);
+        arena__unpoison(h, HDR);
+        hook_free(current, h, HDR + size);
         return;
     case OTHER:
         give_up(h, size);
@@ -257,21 +313,17 @@ void arena_cur_free(void *ptr)
     }
 }
 
-/* realloc of a block of the current arena. */
+/* realloc of a block of the current arena: arena_realloc() moves the header
+ * with the bytes, and gives the old block back when it moves it. */
 static void *resize_mine(char *h, size_t old_size, size_t size)
 {
     char *q;
-    /* arena_realloc copies the header with the bytes when it moves the block. */
     arena__unpoison(h, HDR);
-    q = (char *)arena_realloc(current, h, HDR + old_size, HDR + size);
+    q = (char *)hook_resize(current, h, HDR + old_size, HDR + size);
     if (!q) {
         arena__poison(h, HDR);
         return NULL;
     }
-    if (q != h)
-        give_up(h, old_size);
-    else if (size < old_size) /* kept where it was: the tail is gone */
-        arena__poison(h + HDR + size, old_size - size);
     return stamp(q, size, current);
 }
 
@@ -290,12 +342,14 @@ void *arena_cur_realloc(void *ptr, size_t size)
 {
     size_t old_size = 0;
     char *h, *q;
+    enum origin o;
     if (!ptr)
         return arena_cur_malloc(size);
     h = (char *)ptr - HDR;
-    switch (inspect(h, &old_size)) {
+    switch (o = inspect(h, &old_size)) {
     case FOREIGN:
-        foreign("arena_cur_realloc", ptr);
+    case FREED:
+        misused("arena_cur_realloc", ptr, o);
         return NULL;
     case HEAP:
         if (size > BLOCK_MAX)
@@ -320,8 +374,9 @@ size_t arena_cur_size(const void *ptr)
     size_t size = 0;
     if (!ptr)
         return 0;
-    if (inspect((const char *)ptr - HDR, &size) == FOREIGN) {
-        foreign("arena_cur_size", ptr);
+    enum origin o = inspect((const char *)ptr - HDR, &size);
+    if (o == FOREIGN || o == FREED) {
+        misused("arena_cur_size", ptr, o);
         return 0;
     }
     return size;

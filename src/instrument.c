@@ -36,6 +36,7 @@
 #define GRANULE ARENA__GRANULE
 #define HDR arena__hdr()
 #define HDR_MAGIC 0x5A6C0000u /* top bits of a header's first word */
+#define FREE_MAGIC 0x5A6DF000u /* the first word of a free block's node */
 #define TAG_BITS 12u          /* of a value's tag, in its header (see arena__instr_tag_ref()) */
 
 struct header {
@@ -114,6 +115,42 @@ ARENA__NO_ASAN static uint64_t header_saves(const char *h)
     return ((const struct header *)(const void *)h)->saves;
 }
 
+/* ---- Free blocks (checked build) -----------------------------------------------------
+ *
+ * A free block (reuse.c) starts with a node shaped like a header: FREE_MAGIC,
+ * the block's length as its size, the encoded link in `saves` (sealed like
+ * a header's), and nothing but clobbered bytes after it.  The walks step
+ * over it and verify those bytes, so a write after free is reported at the
+ * next reset, rewind or arena_check(), and when the block is taken again. */
+
+ARENA__NO_ASAN void arena__instr_node_store(char *s, size_t len, uintptr_t link)
+{
+    struct header *h = (struct header *)(void *)s;
+    h->word = FREE_MAGIC;
+    h->size = len;
+    h->check = header_check(h->word, h->size);
+    h->saves = link;
+    h->seal = ~(uint64_t)link;
+}
+
+ARENA__NO_ASAN bool arena__instr_node_load(const char *s, size_t *len, uintptr_t *link)
+{
+    const struct header *h = (const struct header *)(const void *)s;
+    if (h->word != FREE_MAGIC || h->check != header_check(h->word, h->size) ||
+        h->seal != ~h->saves)
+        return false;
+    *len = (size_t)h->size;
+    *link = (uintptr_t)h->saves;
+    return true;
+}
+
+/* True when a free block's node starts at `q`, with its length in *len. */
+static bool free_node_at(const char *q, size_t *len)
+{
+    uintptr_t link;
+    return arena__instr_node_load(q, len, &link);
+}
+
 ARENA__NO_ASAN static bool all_clobbered(const char *p, size_t n)
 {
     const uint64_t word = (uint64_t)0x0101010101010101u * ARENA__CLOBBER;
@@ -178,6 +215,16 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
             continue;
         }
         /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
+        if (left >= HDR && free_node_at(q, &run) && run >= HDR && run <= left) {
+            if (!all_clobbered(q + HDR, run - HDR))
+                return arena__report(ARENA_ERR_CORRUPT,
+                                     "arena: arena %p: the free block at %p (chunk %u) was "
+                                     "written after it was freed",
+                                     (const void *)a, (const void *)q, (unsigned)i),
+                       false;
+            q += run;
+            continue;
+        }
         if (left < HDR || !header_load(q, &tag, &n) || n > left - HDR)
             break;
         q += HDR;
@@ -221,6 +268,15 @@ ARENA__NO_ASAN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t 
     while (q < pos) {
         if (all_clobbered(q, GRANULE)) {
             q += GRANULE;
+            continue;
+        }
+        /* A free block: stepped over, unless it reaches past pos (it then
+         * goes whole: nothing live lies in it). */
+        if ((size_t)(end - q) >= HDR && free_node_at(q, &reach) && reach >= HDR &&
+            reach <= (size_t)(end - q)) {
+            if (q + reach > pos)
+                return q;
+            q += reach;
             continue;
         }
         /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
@@ -387,6 +443,94 @@ void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size
         if (ARENA__VALGRIND)
             VALGRIND_MAKE_MEM_UNDEFINED(p + old_size, new_size - old_size);
     }
+}
+
+/* ---- Reuse ----------------------------------------------------------------------------- */
+
+/* Whether the value `p` of `n` bytes in chunk `c` may be freed: 0 when it is
+ * live (its size, the header's in the checked build, in *size), 1 when it
+ * was freed already, 2 when it is not a value (checked build; elsewhere a
+ * pointer into the chunk is taken for one). */
+int arena__instr_free_state(const arena *a, const struct arena__chunk *c, const char *p,
+                            size_t n, uint64_t *size)
+{
+    const char *end = c->base + c->cap;
+    size_t len;
+    (void)a;
+    *size = n;
+    if (ARENA_CHECKED) {
+        const char *node = (const char *)arena__align_up((uintptr_t)(p - HDR), ARENA_ALIGN);
+        if (arena__instr_value_size(c, end, p, size))
+            return 0;
+        return (size_t)(p - c->base) >= HDR && node + HDR <= end && free_node_at(node, &len)
+                   ? 1
+                   : 2;
+    }
+    if (ARENA__VALGRIND)
+        return n && !vg_addressable(p) ? 1 : 0;
+#if ARENA__ASAN
+    if (n && __asan_address_is_poisoned(p))
+        return 1;
+#endif
+    return 0;
+}
+
+/* The value `p` of `n` bytes, whose header and guard span [from, to) in
+ * chunk `c`, is freed: its guard verified (checked build, outside Valgrind),
+ * the span clobbered and closed, and Valgrind told. */
+bool arena__instr_freed(const arena *a, const struct arena__chunk *c, char *from, char *p,
+                        size_t n, char *to)
+{
+    bool intact = true;
+    if (ARENA_CHECKED && !ARENA__VALGRIND && !all_clobbered(p + n, (size_t)(to - p) - n)) {
+        arena__report(ARENA_ERR_CORRUPT,
+                      "arena: arena %p: the %zu-byte value at %p wrote past its end (seen as it "
+                      "was freed)",
+                      (const void *)a, n, (const void *)p);
+        intact = false;
+    }
+    if (ARENA__VALGRIND)
+        VALGRIND_MEMPOOL_FREE(c->base, p);
+    if (ARENA_CHECKED) {
+        arena__open(from, (size_t)(to - from));
+        memset(from, ARENA__CLOBBER, (size_t)(to - from));
+    }
+    arena__close(from, (size_t)(to - from));
+    return intact;
+}
+
+/* The free block [from, from + len) of chunk `c` is taken for the value `p`
+ * of `n` bytes, which with its header and guard spans [from, to): checked
+ * that nothing wrote into the block since it was freed (checked build,
+ * outside Valgrind), then placed as arena__instr_placed() places a value. */
+void arena__instr_reused(arena *a, const struct arena__chunk *c, char *from, char *p, size_t n,
+                         char *to, size_t len)
+{
+    if (ARENA_CHECKED && !ARENA__VALGRIND && !all_clobbered(from + HDR, len - HDR))
+        arena__report(ARENA_ERR_CORRUPT,
+                      "arena: arena %p: the free block at %p was written after it was freed "
+                      "(seen as it was reused)",
+                      (const void *)a, (const void *)from);
+    if (ARENA_CHECKED) {
+        header_store(p, next_tag(a), n, a->saves);
+        write_guard(p, n, to);
+    }
+    if (ARENA__VALGRIND)
+        VALGRIND_MEMPOOL_ALLOC(c->base, p, n);
+    arena__unpoison(p, n);
+}
+
+/* A rewind expires the value `p` placed in [from, to) of the chunk at `base`
+ * through reuse after its mark (or the block, if the value was freed since). */
+void arena__instr_unreused(char *base, char *from, char *to, char *p)
+{
+    if (ARENA__VALGRIND && vg_addressable(p))
+        VALGRIND_MEMPOOL_FREE(base, p);
+    if (ARENA_CHECKED) {
+        arena__open(from, (size_t)(to - from));
+        memset(from, ARENA__CLOBBER, (size_t)(to - from));
+    }
+    arena__close(from, (size_t)(to - from));
 }
 
 /* ---- Tagged refs --------------------------------------------------------------------

@@ -315,6 +315,54 @@ static inline bool arena__value_size(const struct arena__chunk *c, const char *e
     return ARENA_CHECKED && arena__instr_value_size(c, end, p, size);
 }
 
+/* ---- Reuse (src/reuse.c) ------------------------------------------------------------ */
+
+/* The bit of `pending` that says the arena's lists of free blocks are valid. */
+#define ARENA__PENDING_REUSE 1u
+
+/* Mixed into a free block's link (reuse.c) and into a block header's key
+ * (hooks.c).  They differ by ARENA__FREED_OWNER, so that the header of a
+ * block of the arena_cur_* family that a node overwrote decodes to that
+ * owner, which no arena has (its low bits are set): a free of it again is
+ * told from a foreign pointer. */
+#define ARENA__KEY_MIX ((uintptr_t)UINT64_C(0x9E3779B97F4A7C15))
+#define ARENA__FREED_OWNER ((uintptr_t)2)
+#define ARENA__LINK_MIX (ARENA__KEY_MIX ^ ARENA__FREED_OWNER)
+
+/* The smallest free block the lists keep: a node, and room for a value
+ * with its header and guard when instrumented. */
+static inline size_t arena__reuse_min(void) { return arena__hdr() + 16; }
+
+/* Files the block [s, s + len) (s ARENA_ALIGN-aligned, len >=
+ * arena__reuse_min()); false when the arena keeps no lists (a fixed-size
+ * arena, or its backing failed): the block then stays unused until the
+ * batch ends. */
+ARENA__HIDDEN bool arena__reuse_file(arena *a, char *s, size_t len);
+/* A filed block of at least `need` bytes, unlinked (its length in *len), or
+ * NULL. */
+ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, size_t *len);
+/* Instrumented builds: room to log one more placement; then the placement
+ * of the value `p` in the block [from, to) of the chunk at `base`, which a
+ * rewind to a mark taken before it expires. */
+ARENA__HIDDEN bool arena__reuse_log_room(arena *a);
+ARENA__HIDDEN void arena__reuse_log(arena *a, char *base, char *from, char *to, char *p);
+/* Forgets every filed block (a reset: serial 0), or, for a rewind to the
+ * mark of `serial`, also expires the placements logged since it. */
+ARENA__HIDDEN void arena__reuse_forget(arena *a, uint64_t serial);
+/* Frees the lists' table (a release). */
+ARENA__HIDDEN void arena__reuse_release(arena *a);
+
+/* Tool hooks of free blocks (instrument.c). */
+ARENA__HIDDEN void arena__instr_node_store(char *s, size_t len, uintptr_t link);
+ARENA__HIDDEN bool arena__instr_node_load(const char *s, size_t *len, uintptr_t *link);
+ARENA__HIDDEN bool arena__instr_freed(const arena *a, const struct arena__chunk *c, char *from,
+                                      char *p, size_t n, char *to);
+ARENA__HIDDEN void arena__instr_reused(arena *a, const struct arena__chunk *c, char *from, char *p,
+                                       size_t n, char *to, size_t len);
+ARENA__HIDDEN void arena__instr_unreused(char *base, char *from, char *to, char *p);
+ARENA__HIDDEN int arena__instr_free_state(const arena *a, const struct arena__chunk *c,
+                                          const char *p, size_t n, uint64_t *size);
+
 /* ---- Arithmetic --------------------------------------------------------------- */
 
 static inline bool arena__is_pow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }

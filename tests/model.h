@@ -58,6 +58,7 @@ typedef struct mval {
     bool has_nul;   /* a NUL at [size] */
     bool growable;  /* a pointer value with alignment <= ARENA_ALIGN */
     bool oversized; /* in a chunk of its own, counted in `over` */
+    bool freed;     /* given back (a grow that moved it): no longer checked */
 } mval;
 
 typedef struct mmark {
@@ -124,6 +125,10 @@ typedef struct model {
      * when an oversized value was stored after it. */
     long tail;
     bool tail_known, tail_clean;
+    /* Bytes were given back to the arena's free blocks since the last reset
+     * or rewind: a value that moves may land in one (not at the position,
+     * and not in a chunk of its own). */
+    bool reusable;
     uint64_t rng, seed, next_id;
     size_t step, failures, stores, checks, misuses;
     size_t refused; /* calls that fail anyway (near SIZE_MAX) and met a backing refusal */
@@ -203,6 +208,7 @@ static void model_start(model *m, arena *a, uint64_t seed, size_t budget, size_t
     m->dropped = false;
     m->tail = -1;
     m->tail_known = true;
+    m->reusable = false;
     m->tail_clean = true;
     m->next_id = 0;
     m->step = m->failures = m->stores = m->checks = m->refused = m->misuses = 0;
@@ -233,7 +239,10 @@ static unsigned char *mval_bytes(model *m, const mval *v)
 static void model_check_value(model *m, size_t i)
 {
     const mval *v = &m->vals[i];
-    unsigned char *p = mval_bytes(m, v);
+    unsigned char *p;
+    if (v->freed)
+        return;
+    p = mval_bytes(m, v);
     MCHECK(m, p != NULL);
     if (v->is_ref)
         MCHECK(m, arena_ref_len(v->ref) == v->size);
@@ -327,6 +336,7 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
     v->has_nul = has_nul;
     v->growable = !is_ref && align <= ARENA_ALIGN;
     v->oversized = oversized;
+    v->freed = false;
     m->size += stored;
     if (oversized && m->in) {
         m->tail_known = false;
@@ -599,11 +609,12 @@ static long model_pick_growable(model *m)
     size_t tries;
     if (m->nvals == 0)
         return -1;
-    if (m->tail >= 0 && model_below(m, 2) == 0 && m->vals[m->tail].growable)
+    if (m->tail >= 0 && model_below(m, 2) == 0 && m->vals[m->tail].growable &&
+        !m->vals[m->tail].freed)
         return m->tail;
     for (tries = 0; tries < 8; tries++) {
         size_t i = model_below(m, m->nvals);
-        if (m->vals[i].growable)
+        if (m->vals[i].growable && !m->vals[i].freed)
             return (long)i;
     }
     return -1;
@@ -678,21 +689,16 @@ static void model_op_grow(model *m, model_before *b)
 
     q = (unsigned char *)arena_realloc(m->a, p, old, want);
     if (want <= old) {
-        size_t now = arena_size(m->a);
+        /* In place; the bytes past `want` go back: to the position when the
+         * value is the most recent, else as a free block. */
         MCHECK(m, q == p);
-        if (is_tail && certain) {
-            MCHECK(m, now == m->size - (old - want));
-        } else if (certain) {
-            MCHECK(m, now == m->size); /* not the most recent: nothing given back */
-        } else {
-            MCHECK(m, now == m->size || now == m->size - (old - want));
-        }
-        m->size = now;
-        if (now != b->size) {
-            /* the tail was given back: the value now ends at the position,
-             * and the bytes after it may be reused */
+        MCHECK(m, arena_size(m->a) == m->size - (old - want));
+        m->size -= old - want;
+        if (want < old) {
             v->stored = want;
-            if (want == 0)
+            if (!is_tail || !certain)
+                m->reusable = true;
+            if (want == 0 && (is_tail || !certain))
                 m->tail_known = false; /* an earlier value may end there */
         }
         if (v->size > want)
@@ -706,9 +712,13 @@ static void model_op_grow(model *m, model_before *b)
     }
     MCHECK(m, pattern_mismatch(q, v->size, v->id) == v->size);
     if (q == p) {
-        /* In place: only the most recent value may grow there. */
-        MCHECK(m, !certain || is_tail);
-        model_learn_tail(m, (size_t)i);
+        /* In place: only the most recent value may grow there; or a value
+         * of no bytes moved into a free block that starts where it is. */
+        MCHECK(m, !certain || is_tail || (m->reusable && old == 0));
+        if (!is_tail && m->reusable && old == 0)
+            m->tail_known = false;
+        else
+            model_learn_tail(m, (size_t)i);
         MCHECK(m, arena_size(m->a) == m->size + (want - old));
         MCHECK(m, arena_retained(m->a) == b->retained);
         m->size += want - old;
@@ -720,9 +730,25 @@ static void model_op_grow(model *m, model_before *b)
     }
     MCHECK(m, is_aligned(q, ARENA_ALIGN));
     {
+        /* Moved: the old place is given back, as by arena_free(). */
         uint64_t id = m->next_id++;
+        bool reusable = m->reusable;
+        size_t over = m->over;
         fill_pattern(q, want, id);
         model_add(m, q, (arena_ref){0, 0, 0}, false, want, want, ARENA_ALIGN, false, id);
+        if (reusable) {
+            /* It may have taken a free block: neither at the position nor
+             * in a chunk of its own. */
+            m->over = over;
+            m->vals[m->nvals - 1].oversized = false;
+            m->tail_known = false;
+        }
+        m->vals[i].freed = true;
+        m->size -= old;
+        m->reusable = true;
+        if (m->tail == i)
+            m->tail_known = false; /* given back to the position, maybe */
+        MCHECK(m, arena_size(m->a) == m->size);
     }
 }
 
@@ -772,6 +798,7 @@ static void model_rewound(model *m, size_t j)
         model_bury(m, m->marks[i].m, false);
     m->nmarks = j + 1;
     model_forget(m, k->nvals, !behind);
+    m->reusable = false;
     m->size = k->size;
     m->over = k->over;
     m->tail = k->tail;
@@ -841,6 +868,7 @@ static void model_expire_all(model *m)
     m->size = m->over = 0;
     m->tail = -1;
     m->tail_known = m->tail_clean = true;
+    m->reusable = false;
 }
 
 static void model_op_reset(model *m)

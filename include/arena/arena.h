@@ -334,7 +334,7 @@ static inline void arena__empty_first(arena *a, char *base)
 
 static inline bool arena__reset_first(arena *a)
 {
-    if (!a->ptr || a->nchunks != 1)
+    if (!a->ptr || a->nchunks != 1 || a->pending)
         return false;
     arena__empty_first(a, a->chunks[0].base);
     return true;
@@ -568,9 +568,10 @@ static inline char *arena_strdup(arena *a, const char *s);
  * bytes to `new_size` bytes, keeping its first min(old_size, new_size) bytes.
  *   - Grow: in place (returns `ptr`) when ptr is the most recent value of
  *     the current chunk and the chunk has room; otherwise a new
- *     ARENA_ALIGN-aligned value of new_size bytes gets a copy of the old
- *     size's bytes and is returned, and the old one stays stored (and
- *     counted in arena_size()) until the rewind that covers it.
+ *     ARENA_ALIGN-aligned value of new_size bytes (a free block that holds
+ *     it, as arena_alloc_reuse() takes one, or a new place) gets a copy of
+ *     the old size's bytes and is returned, and the old one is given back
+ *     as arena_free() gives it (as C's realloc frees it): `ptr` is dead.
  *   - Shrink (new_size <= old_size): returns `ptr`, never moves; the tail
  *     goes back to the arena when ptr is the most recent value, and stays
  *     with the batch otherwise.  Size 0 is the shrink to nothing: `ptr` is
@@ -594,15 +595,50 @@ ARENA__NODISCARD
 ARENA_API void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size);
 
 /**
- * Free-last: gives the `size` bytes of `ptr` back when it is the most recent
- * value of the arena's current chunk (the next allocation then reuses them),
- * else does nothing (the value goes with the batch).  `size` must be the
- * value's size (arena_free(a, p, n) is arena_realloc(a, p, n, 0) with the
- * result dropped).  ptr NULL: nothing.  Cheap when the value is not the most recent:
- * while the inline window is open it returns after one comparison.  Not
- * warn_unused_result, so that it can serve as a free hook.  Never fails.
+ * Gives the value `ptr` of `size` bytes back before its batch ends.  The
+ * most recent value of the current chunk goes back to the position (the
+ * next allocation of any kind reuses its bytes); any other value becomes a
+ * free block that the reusing allocations take before they bump: the
+ * adapters of hooks.h, arena_alloc_reuse() and a moving arena_realloc() (not
+ * arena_alloc(), whose inline path never looks).  So a program that frees
+ * what it no longer needs holds about what it uses, not everything it ever
+ * stored.  arena_size() drops by `size`.  A reset or a rewind forgets the
+ * free blocks (O(1)); after a rewind, a block freed before its mark is not
+ * reused until the next reset.  A fixed-size arena (a caller's buffer
+ * without backing) reuses only its most recent value, as do blocks too small
+ * to hold a free block's node (16 bytes, 48 in the checked build).
+ *
+ * Requires: `ptr` NULL (nothing happens) or a live value of this arena, and
+ * `size` its size (a string's counts its NUL; 0: nothing happens).  A value
+ * freed twice, or a wrong size, is undefined in a plain build, where an
+ * overwritten free block is reported (ARENA_ERR_CORRUPT) when the lists
+ * next read it.  Instrumented builds report a pointer in no chunk of the
+ * arena (ARENA_ERR_FOREIGN_POINTER) and a second free
+ * (ARENA_ERR_DOUBLE_FREE: ASan and Valgrind see the value closed, the
+ * checked build its header); the checked build also a pointer that is not
+ * the start of a value (ARENA_ERR_FOREIGN_POINTER), a size above the
+ * value's (ARENA_ERR_BAD_SIZE), a write past the value's end (its guard,
+ * ARENA_ERR_CORRUPT) and a write into a free block (ARENA_ERR_CORRUPT, when
+ * it is reused or the batch ends).  A freed value is closed to the program
+ * (poisoned, no-access, clobbered) until it is handed out again.  After a
+ * report nothing happens.  Not warn_unused_result, so that it can serve as a
+ * free hook.  O(1) (instrumented builds: O(chunks in use)).  Never fails.
  */
 ARENA_API void arena_free(arena *a, void *ptr, size_t size);
+
+/**
+ * arena_alloc() that first takes a block given back in this batch
+ * (arena_free(), the adapters' frees, a moving arena_realloc()) that holds
+ * `size` bytes: the allocation for values that are freed one by one.
+ * ARENA_ALIGN-aligned, uninitialised.  The first free block that holds it
+ * among a few of its size class, else one of a larger class (the rest of the
+ * block becomes a free block again when it can hold one); no free block:
+ * arena_alloc().  A call (a class computation and a bitmap scan when there
+ * are free blocks; one test when there are none).  Size 0 and failure as
+ * arena_alloc().
+ */
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
+ARENA_API void *arena_alloc_reuse(arena *a, size_t size);
 
 /**
  * Formats like printf straight into the arena: a NUL-terminated string,

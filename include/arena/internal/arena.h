@@ -71,12 +71,14 @@ ARENA_API void arena__scope_end_slow(arena_scope *s);
  * expired (a rewind that expires marks moves `saves` past every serial it
  * expires, so an expired mark never matches it), no mark is taken after it,
  * no chunk is dropped, and the window is open only where nothing is
- * instrumented, so nothing is poisoned.  False, with nothing changed, in
+ * instrumented, so nothing is poisoned; and nothing is `pending` (no free
+ * blocks to forget).  False, with nothing changed, in
  * every other case: the library's rewind handles it, and reports misuse. */
 static inline bool arena__rewind_window(arena *a, arena_mark m)
 {
     if (ARENA__INLINE_WINDOW &&
-        ARENA__LIKELY(m.serial == a->saves && m.serial > a->expired && m.cur == a->cur &&
+        ARENA__LIKELY(m.serial == a->saves && m.serial > a->expired && !a->pending &&
+                      m.cur == a->cur &&
                       m.nused == a->nused && m.pos != NULL &&
                       (uintptr_t)m.pos >= (uintptr_t)a->run &&
                       (uintptr_t)m.pos <= (uintptr_t)a->ptr)) {

@@ -1,0 +1,333 @@
+/*
+ * Reuse: the index of blocks given back within a batch.
+ *
+ * A value freed before its batch ends (arena_free() of a value that is not
+ * the most recent, an adapter's free, the old place of a value that
+ * arena_realloc() moved) becomes a free block, and the reusing allocations
+ * (the adapters, arena_alloc_reuse(), a moving arena_realloc()) take free
+ * blocks before they bump: the memory of a client that frees then follows
+ * what it holds, not everything it ever allocated.  arena_alloc() never looks
+ * here, so its inline path stays what it was.
+ *
+ * Classes.  A block of `len` bytes (at least arena__reuse_min()) is filed in
+ * the class whose lower bound is the largest at or below len: 16-byte steps
+ * below 256 bytes, then eight classes per doubling, so bounds are at most
+ * 12.5% apart; blocks above 2^36 bytes share the last class.  Each class is
+ * a LIFO list threaded through the blocks themselves, and a bitmap says
+ * which lists hold a block.
+ *
+ * Fit.  A request of `need` bytes scans the first FIT_SCAN blocks of its own
+ * class for one that holds it (a block there may be smaller: the class only
+ * bounds it from below), then takes the head of the first non-empty class
+ * above, every block of which holds it: O(1) either way.  The caller files
+ * the part of the block it does not use as a block of its own when it can
+ * hold one (arena.c, take_block()), so no byte is lost to a larger block.
+ * There is no coalescing: adjacent free blocks stay apart until the batch
+ * ends.
+ *
+ * Nodes.  A free block starts with its node: its length and its successor,
+ * the successor stored XORed with the length and a constant.  A node that
+ * does not decode to a plausible block (a write after free, a double free
+ * through a path that cannot see it) is reported as ARENA_ERR_CORRUPT when
+ * it is read, in every build, and its list is dropped.  The checked build's
+ * node is a header of its own kind (instrument.c), so that its walks step
+ * over free blocks and verify that nothing wrote into them.
+ *
+ * Forgetting.  The table of lists is the arena's bookkeeping, allocated
+ * from its backing at the first block and kept until the release; it is
+ * valid only while the arena's `pending` has ARENA__PENDING_REUSE.  A reset
+ * or a rewind clears that bit (one store: arena__reuse_forget()), and the
+ * next block filed clears the bitmap first.  A fixed-size arena (a caller's
+ * buffer with no backing) never allocates, so it keeps no table: it reuses
+ * only its most recent value.
+ *
+ * Costs: filing and taking a block are O(1) (a class computation, a bitmap
+ * scan of four words, at most FIT_SCAN nodes read).
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* Classes: 15 of 16-byte steps (16..240), then eight per doubling from 256
+ * to 2^36. */
+#define SMALL_CLASSES 16
+#define SUB_BITS 3
+#define NCLASS (SMALL_CLASSES + (36 - 8) * (1 << SUB_BITS))
+#define MAP_WORDS ((NCLASS + 63) / 64)
+/* Blocks of its own class a request reads before it looks higher. */
+#define FIT_SCAN 8
+
+/* A placement made through reuse while a mark was live, for a rewind to
+ * expire (instrumented builds: see arena__reuse_expire()). */
+struct placement {
+    char *base; /* its chunk */
+    char *from; /* the block: [from, to) */
+    char *to;
+    char *p; /* the value */
+    uint64_t saves;
+};
+
+struct arena__reuse {
+    uint64_t map[MAP_WORDS];
+    char *head[NCLASS];
+    struct placement *log;
+    size_t nlog, caplog;
+};
+
+/* The node of a free block outside the checked build. */
+struct node {
+    size_t len;
+    uintptr_t link;
+};
+
+/* ---- Classes ----------------------------------------------------------------------- */
+
+static unsigned floor_log2(size_t n)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)(sizeof(unsigned long long) * 8 - 1) -
+           (unsigned)__builtin_clzll((unsigned long long)n);
+#else
+    unsigned lg = 0;
+    while (n >>= 1)
+        lg++;
+    return lg;
+#endif
+}
+
+static unsigned lowest_bit(uint64_t w)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_ctzll(w);
+#else
+    unsigned i = 0;
+    while (!(w & 1)) {
+        w >>= 1;
+        i++;
+    }
+    return i;
+#endif
+}
+
+/* The class of a block of `len` bytes: the largest lower bound <= len. */
+static unsigned class_of(size_t len)
+{
+    unsigned lg;
+    if (len < 256)
+        return (unsigned)(len >> 4);
+    lg = floor_log2(len);
+    if (lg >= 36)
+        return NCLASS - 1;
+    return SMALL_CLASSES + (lg - 8) * (1u << SUB_BITS) +
+           (unsigned)((len >> (lg - SUB_BITS)) & ((1u << SUB_BITS) - 1));
+}
+
+/* ---- Nodes -------------------------------------------------------------------------- */
+
+static size_t node_bytes(void) { return ARENA_CHECKED ? arena__hdr() : sizeof(struct node); }
+
+static uintptr_t encode(const char *next, size_t len)
+{
+    return (uintptr_t)next ^ (uintptr_t)len ^ ARENA__LINK_MIX;
+}
+
+ARENA__NO_ASAN static void node_store(char *s, size_t len, const char *next)
+{
+    if (ARENA__VALGRIND)
+        VALGRIND_MAKE_MEM_UNDEFINED(s, node_bytes());
+    if (ARENA_CHECKED) {
+        arena__instr_node_store(s, len, encode(next, len));
+    } else {
+        struct node *nd = (struct node *)(void *)s;
+        nd->len = len;
+        nd->link = encode(next, len);
+    }
+    if (ARENA__VALGRIND)
+        VALGRIND_MAKE_MEM_NOACCESS(s, node_bytes());
+}
+
+/* The node at `s`: its length and successor; false when it does not decode
+ * to a block (overwritten). */
+ARENA__NO_ASAN static bool node_load(const char *s, size_t *len, char **next)
+{
+    uintptr_t link, n;
+    bool ok = true;
+    if (ARENA__VALGRIND)
+        VALGRIND_MAKE_MEM_DEFINED(s, node_bytes());
+    if (ARENA_CHECKED) {
+        ok = arena__instr_node_load(s, len, &link);
+    } else {
+        const struct node *nd = (const struct node *)(const void *)s;
+        *len = nd->len;
+        link = nd->link;
+    }
+    if (ARENA__VALGRIND)
+        VALGRIND_MAKE_MEM_NOACCESS(s, node_bytes());
+    n = link ^ (uintptr_t)*len ^ ARENA__LINK_MIX;
+    *next = (char *)n;
+    return ok && *len >= arena__reuse_min() && (n & (ARENA_ALIGN - 1)) == 0;
+}
+
+static void corrupt(const arena *a, const char *s)
+{
+    arena__report(ARENA_ERR_CORRUPT,
+                  "arena: arena %p: the free block at %p was overwritten (a write after free, "
+                  "or a block freed twice)",
+                  (const void *)a, (const void *)s);
+}
+
+/* ---- The table ------------------------------------------------------------------------ */
+
+static struct arena__reuse *table(arena *a)
+{
+    struct arena__cold *c = arena__cold(a);
+    if (!c->reuse && !(c->flags & ARENA__FIXED)) {
+        c->reuse = (struct arena__reuse *)arena__back_alloc(&c->backing, sizeof *c->reuse);
+        if (c->reuse)
+            memset(c->reuse, 0, sizeof *c->reuse);
+    }
+    return c->reuse;
+}
+
+static bool live(const arena *a) { return (a->pending & ARENA__PENDING_REUSE) != 0; }
+
+static void set_head(struct arena__reuse *t, unsigned c, char *s)
+{
+    t->head[c] = s;
+    if (s)
+        t->map[c / 64] |= (uint64_t)1 << (c % 64);
+    else
+        t->map[c / 64] &= ~((uint64_t)1 << (c % 64));
+}
+
+bool arena__reuse_file(arena *a, char *s, size_t len)
+{
+    struct arena__reuse *t = table(a);
+    unsigned c = class_of(len);
+    if (!t)
+        return false;
+    if (!live(a)) {
+        memset(t->map, 0, sizeof t->map);
+        a->pending |= ARENA__PENDING_REUSE;
+    }
+    node_store(s, len, (t->map[c / 64] >> (c % 64) & 1) ? t->head[c] : NULL);
+    set_head(t, c, s);
+    return true;
+}
+
+/* The first block of class `c` that holds `need` bytes, among its first
+ * `scan`, unlinked; NULL if none. */
+static char *take_from(arena *a, struct arena__reuse *t, unsigned c, size_t need, unsigned scan,
+                       size_t *len)
+{
+    char *prev = NULL, *s = t->head[c], *next;
+    size_t n, plen = 0;
+
+    while (s && scan-- > 0) {
+        if (!node_load(s, &n, &next)) {
+            corrupt(a, s);
+            set_head(t, c, NULL);
+            return NULL;
+        }
+        if (n >= need) {
+            if (prev)
+                node_store(prev, plen, next);
+            else
+                set_head(t, c, next);
+            *len = n;
+            return s;
+        }
+        prev = s;
+        plen = n;
+        s = next;
+    }
+    return NULL;
+}
+
+char *arena__reuse_take(arena *a, size_t need, size_t *len)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    unsigned c, w;
+    char *s;
+
+    if (!live(a) || !t)
+        return NULL;
+    c = class_of(need);
+    /* A head whose bit is clear is stale (a past batch's). */
+    s = (t->map[c / 64] >> (c % 64) & 1) ? take_from(a, t, c, need, FIT_SCAN, len) : NULL;
+    if (s || c + 1 >= NCLASS)
+        return s;
+    /* Every block of a class above `c` holds `need`. */
+    for (w = (c + 1) / 64; w < MAP_WORDS; w++) {
+        uint64_t bits = t->map[w];
+        if (w == (c + 1) / 64)
+            bits &= ~(uint64_t)0 << ((c + 1) % 64);
+        if (bits)
+            return take_from(a, t, w * 64 + lowest_bit(bits), 0, 1, len);
+    }
+    return NULL;
+}
+
+/* ---- Rewinds in instrumented builds ---------------------------------------------------- */
+
+bool arena__reuse_log_room(arena *a)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    if (t && t->nlog == t->caplog) {
+        size_t cap = t->caplog ? 2 * t->caplog : 64;
+        struct placement *log;
+        if (cap > SIZE_MAX / sizeof *log)
+            return false;
+        log = (struct placement *)arena__back_alloc(&arena__cold(a)->backing, cap * sizeof *log);
+        if (!log)
+            return false;
+        if (t->nlog)
+            memcpy(log, t->log, t->nlog * sizeof *log);
+        if (t->log)
+            arena__back_free(&arena__cold(a)->backing, t->log, t->caplog * sizeof *log);
+        t->log = log;
+        t->caplog = cap;
+    }
+    return t != NULL;
+}
+
+void arena__reuse_log(arena *a, char *base, char *from, char *to, char *p)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    t->log[t->nlog].base = base;
+    t->log[t->nlog].from = from;
+    t->log[t->nlog].to = to;
+    t->log[t->nlog].p = p;
+    t->log[t->nlog].saves = a->saves;
+    t->nlog++;
+}
+
+void arena__reuse_forget(arena *a, uint64_t serial)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    a->pending &= ~(uint32_t)ARENA__PENDING_REUSE;
+    if (!t)
+        return;
+    if (serial == 0) { /* a reset: every chunk expires whole */
+        t->nlog = 0;
+        return;
+    }
+    /* Placements stored after the mark lie below its position, where the
+     * rewind does not look: they expire here, newest first. */
+    while (t->nlog > 0 && t->log[t->nlog - 1].saves >= serial) {
+        const struct placement *pl = &t->log[--t->nlog];
+        arena__instr_unreused(pl->base, pl->from, pl->to, pl->p);
+    }
+}
+
+void arena__reuse_release(arena *a)
+{
+    struct arena__cold *c = arena__cold(a);
+    a->pending &= ~(uint32_t)ARENA__PENDING_REUSE;
+    if (!c->reuse)
+        return;
+    if (c->reuse->log)
+        arena__back_free(&c->backing, c->reuse->log, c->reuse->caplog * sizeof *c->reuse->log);
+    arena__back_free(&c->backing, c->reuse, sizeof *c->reuse);
+    c->reuse = NULL;
+}

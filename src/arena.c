@@ -592,6 +592,18 @@ static size_t block_need(size_t n)
     return arena__hdr() + ((n + ARENA__GRANULE - 1) & ~(ARENA__GRANULE - 1)) + ARENA__GRANULE;
 }
 
+/* Whether `need` bytes (a value with its header and guard) fit the room
+ * left in the current chunk, at ARENA_ALIGN. */
+static bool fits_current(const arena *a, size_t need)
+{
+    const char *lim = arena__cold(a)->lim;
+    uintptr_t at;
+    if (!lim)
+        return false;
+    at = arena__align_up((uintptr_t)cursor(a), ARENA_ALIGN);
+    return at <= (uintptr_t)lim && need <= (size_t)((uintptr_t)lim - at);
+}
+
 /* A value of `n` (> 0) bytes in a free block of this batch, ARENA_ALIGN-
  * aligned; NULL when no block holds it.  The part of the block past the
  * value (rounded up to ARENA_ALIGN) is filed again when it can be a block. */
@@ -609,7 +621,7 @@ static void *take_block(arena *a, size_t n)
     if (logged && !arena__reuse_log_room(a))
         return NULL;
     need = block_need(n);
-    s = arena__reuse_take(a, need, &len);
+    s = arena__reuse_take(a, need, !fits_current(a, need), &len);
     if (!s)
         return NULL;
     sync(a);
@@ -722,6 +734,31 @@ static void shrink_block(arena *a, char *p, size_t old_size, size_t new_size)
     s = (char *)arena__align_up((uintptr_t)from, ARENA_ALIGN);
     if (s < to && (size_t)(to - s) >= arena__reuse_min())
         (void)arena__reuse_file(a, s, (size_t)(to - s));
+}
+
+void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size)
+{
+    char *p = (char *)ptr, *q;
+    uint32_t chunk;
+
+    wake(a);
+    if (grow_misused(a, p, old_size))
+        return NULL;
+    sync(a);
+    if (is_last(a, p, old_size) || new_size == 0) {
+        resize_last(a, p, old_size, new_size);
+        return p;
+    }
+    q = (char *)take_block(a, new_size);
+    if (!q)
+        q = place(a, new_size, ARENA_ALIGN, &chunk);
+    if (!q) {
+        shrink_block(a, p, old_size, new_size);
+        return p;
+    }
+    memcpy(q, p, new_size);
+    free_value(a, p, old_size);
+    return q;
 }
 
 void *arena_alloc_reuse(arena *a, size_t size)

@@ -6,11 +6,13 @@
  * arena_allocator_of()'s free), the block goes back through arena_free()
  * and the allocations take free blocks first (arena_alloc_reuse()), so a
  * client that frees inside a batch holds about what it uses.  In a plain
- * build the adapters ask for and give back sizes rounded up to ARENA_ALIGN
- * (hook_size()): a block given back is then exactly the block handed out,
- * and a free block fits a later value of the same rounded size, so that
- * churn of varied sizes loses no bytes.  Instrumented builds keep the exact
- * sizes, so that a guard follows each block's last byte.
+ * build the adapters ask for and give back sizes rounded up to the bound of
+ * their size class (hook_size(): 16-byte steps below 256 bytes, at most
+ * 12.5% above): a block given back is then exactly the block handed out,
+ * and it fits the next value of its class with no search and no remainder,
+ * so that churn of varied sizes neither loses bytes nor fragments.
+ * Instrumented builds keep the exact sizes, so that a guard follows each
+ * block's last byte (their reuse is first fit, and may hold more).
  *
  * The global family (arena_cur_*) serves libraries whose hooks have neither
  * a context nor the old size: the arena comes from a thread-local pointer,
@@ -50,7 +52,7 @@ static size_t hook_size(size_t n)
 {
     if (arena__instrumented())
         return n;
-    return n > SIZE_MAX - (ARENA_ALIGN - 1) ? SIZE_MAX : (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+    return n > SIZE_MAX / 2 ? SIZE_MAX : arena__reuse_round(n);
 }
 
 void *arena_hook_alloc(void *arena_ctx, size_t size)
@@ -98,7 +100,7 @@ static void hook_free(arena *a, void *p, size_t n)
 static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
 {
     size_t r = hook_size(old_size), s = hook_size(new_size);
-    void *q = arena_realloc(a, p, r, s);
+    void *q = s < r ? arena__shrink_moving(a, p, r, s) : arena_realloc(a, p, r, s);
     if (q)
         a->size += (r - old_size) - (s - new_size);
     return q;

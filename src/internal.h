@@ -338,9 +338,14 @@ static inline size_t arena__reuse_min(void) { return arena__hdr() + 16; }
  * arena, or its backing failed): the block then stays unused until the
  * batch ends. */
 ARENA__HIDDEN bool arena__reuse_file(arena *a, char *s, size_t len);
+/* `n` rounded up to the bound of its size class (16 at least; ARENA_ALIGN
+ * steps above the largest class): the size the adapters of a plain build
+ * ask for and give back, so that a freed block fits the next value of its
+ * class exactly. */
+ARENA__HIDDEN size_t arena__reuse_round(size_t n);
 /* A filed block of at least `need` bytes, unlinked (its length in *len), or
- * NULL. */
-ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, size_t *len);
+ * NULL; one of a larger class, to be split, only if `carve`. */
+ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len);
 /* Instrumented builds: room to log one more placement; then the placement
  * of the value `p` in the block [from, to) of the chunk at `base`, which a
  * rewind to a mark taken before it expires. */
@@ -351,6 +356,13 @@ ARENA__HIDDEN void arena__reuse_log(arena *a, char *base, char *from, char *to, 
 ARENA__HIDDEN void arena__reuse_forget(arena *a, uint64_t serial);
 /* Frees the lists' table (a release). */
 ARENA__HIDDEN void arena__reuse_release(arena *a);
+
+/* The adapters' shrink (hooks.c): arena_realloc() to `new_size` (> 0, <
+ * old_size), except that a value that is not the most recent moves to a
+ * block of the new size, and its own goes back whole, so that no remainder
+ * of an odd size is left to fragment the lists; in place, its tail given
+ * back, only when that fails.  NULL after a reported misuse. */
+ARENA__HIDDEN void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size);
 
 /* Tool hooks of free blocks (instrument.c). */
 ARENA__HIDDEN void arena__instr_node_store(char *s, size_t len, uintptr_t link);

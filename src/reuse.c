@@ -16,14 +16,20 @@
  * a LIFO list threaded through the blocks themselves, and a bitmap says
  * which lists hold a block.
  *
- * Fit.  A request of `need` bytes scans the first FIT_SCAN blocks of its own
- * class for one that holds it (a block there may be smaller: the class only
- * bounds it from below), then takes the head of the first non-empty class
- * above, every block of which holds it: O(1) either way.  The caller files
- * the part of the block it does not use as a block of its own when it can
- * hold one (arena.c, take_block()), so no byte is lost to a larger block.
- * There is no coalescing: adjacent free blocks stay apart until the batch
- * ends.
+ * Fit.  A request of `need` bytes takes, in this order: the head of the
+ * smallest class whose every block holds it (exact, with no search, for the
+ * adapters, which round their sizes up to class bounds: arena__reuse_round());
+ * the first of FIT_SCAN blocks of the class below that holds it (exact sizes
+ * freed by arena_free()); and only where the value would otherwise take a
+ * new chunk, the head of a larger class, to be split: any for a value of
+ * SPLIT_FROM bytes or more, only a block of SPLIT_FROM bytes or more for a
+ * smaller value, which it then carves as a bump region would.
+ * Blocks of middling size thus wait for values of their own size, and the
+ * sizes a client churns through stay in their classes: without coalescing
+ * (adjacent free blocks stay apart until the batch ends), splitting them
+ * for other sizes would fragment memory that a later value of the first
+ * size cannot use.  The caller files the part of a block it does not use as
+ * a block of its own when it can hold one (arena.c, take_block()).
  *
  * Nodes.  A free block starts with its node: its length and its successor,
  * the successor stored XORed with the length and a constant.  A node that
@@ -60,8 +66,10 @@
 #define SUB_BITS 3
 #define NCLASS (SMALL_CLASSES + (36 - 8) * (1 << SUB_BITS))
 #define MAP_WORDS ((NCLASS + 63) / 64)
-/* Blocks of its own class a request reads before it looks higher. */
+/* Blocks of the class below a request's that it reads for one that fits. */
 #define FIT_SCAN 8
+/* The smallest block a value of another class is carved from. */
+#define SPLIT_FROM ((size_t)4096)
 
 /* A placement made through reuse while a mark was live, for a rewind to
  * expire (instrumented builds: see arena__reuse_expire()). */
@@ -124,6 +132,17 @@ static unsigned lowest_bit(uint64_t w)
 #endif
 }
 
+/* The lower bound of class `c`. */
+static size_t class_size(unsigned c)
+{
+    unsigned lg, sub;
+    if (c < SMALL_CLASSES)
+        return (size_t)c << 4;
+    lg = 8 + (c - SMALL_CLASSES) / (1u << SUB_BITS);
+    sub = (c - SMALL_CLASSES) % (1u << SUB_BITS);
+    return ((size_t)(1u << SUB_BITS) + sub) << (lg - SUB_BITS);
+}
+
 /* The class of a block of `len` bytes: the largest lower bound <= len. */
 static unsigned class_of(size_t len)
 {
@@ -135,6 +154,21 @@ static unsigned class_of(size_t len)
         return NCLASS - 1;
     return SMALL_CLASSES + (lg - 8) * (1u << SUB_BITS) +
            (unsigned)((len >> (lg - SUB_BITS)) & ((1u << SUB_BITS) - 1));
+}
+
+/* The smallest class whose every block holds `n` bytes (NCLASS: none). */
+static unsigned class_up(size_t n)
+{
+    unsigned c = class_of(n);
+    return class_size(c) < n ? c + 1 : c;
+}
+
+size_t arena__reuse_round(size_t n)
+{
+    unsigned c = class_up(n);
+    if (n <= 16)
+        return 16;
+    return c + 1 < NCLASS ? class_size(c) : (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
 }
 
 /* ---- Nodes -------------------------------------------------------------------------- */
@@ -262,28 +296,52 @@ static char *take_from(arena *a, struct arena__reuse *t, unsigned c, size_t need
     return NULL;
 }
 
-char *arena__reuse_take(arena *a, size_t need, size_t *len)
+/* The head of the first non-empty class at or above `c`, unlinked; NULL if
+ * none. */
+static char *take_above(arena *a, struct arena__reuse *t, unsigned c, size_t *len)
 {
-    struct arena__reuse *t = arena__cold(a)->reuse;
-    unsigned c, w;
-    char *s;
-
-    if (!live(a) || !t)
-        return NULL;
-    c = class_of(need);
-    /* A head whose bit is clear is stale (a past batch's). */
-    s = (t->map[c / 64] >> (c % 64) & 1) ? take_from(a, t, c, need, FIT_SCAN, len) : NULL;
-    if (s || c + 1 >= NCLASS)
-        return s;
-    /* Every block of a class above `c` holds `need`. */
-    for (w = (c + 1) / 64; w < MAP_WORDS; w++) {
+    unsigned w;
+    for (w = c / 64; c < NCLASS && w < MAP_WORDS; w++) {
         uint64_t bits = t->map[w];
-        if (w == (c + 1) / 64)
-            bits &= ~(uint64_t)0 << ((c + 1) % 64);
+        if (w == c / 64)
+            bits &= ~(uint64_t)0 << (c % 64);
         if (bits)
             return take_from(a, t, w * 64 + lowest_bit(bits), 0, 1, len);
     }
     return NULL;
+}
+
+char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    unsigned up, down;
+    char *s;
+
+    if (!live(a) || !t)
+        return NULL;
+    /* The class whose every block fits: exact for the adapters' rounded
+     * sizes (arena__reuse_round()). */
+    up = class_up(need);
+    if (up < NCLASS && (t->map[up / 64] >> (up % 64) & 1))
+        return take_from(a, t, up, 0, 1, len);
+    /* The class below, whose blocks may fit: exact sizes freed by
+     * arena_free(). */
+    down = class_of(need);
+    if (down != up && (t->map[down / 64] >> (down % 64) & 1)) {
+        s = take_from(a, t, down, need, FIT_SCAN, len);
+        if (s)
+            return s;
+    }
+    /* A larger block, to be split, where the value would otherwise need a
+     * new chunk: any for a large value; for a small one only a large block,
+     * which it carves as a bump region would, so that blocks of middling
+     * size are kept for their own sizes. */
+    if (!carve)
+        return NULL;
+    return take_above(a, t, up + 1 > class_of(SPLIT_FROM) || need >= SPLIT_FROM
+                                ? up + 1
+                                : class_of(SPLIT_FROM),
+                      len);
 }
 
 /* ---- Rewinds in instrumented builds ---------------------------------------------------- */

@@ -1,0 +1,502 @@
+/*
+ * Reuse within a batch: arena_free(), the adapters' frees and a moving
+ * arena_realloc() give blocks back, the reusing allocations take them, and a
+ * reset or rewind forgets them.  Memory that churns stays flat; every tool
+ * sees a freed block closed; misuse is reported where the build can see it.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <arena/arena.h>
+#include <arena/hooks.h>
+
+#include "support.h"
+
+#if TEST_ASAN
+#  include <sanitizer/asan_interface.h>
+#endif
+
+static test_backing tb;
+
+static void init_tb(arena *a, size_t budget)
+{
+    arena_allocator al = tb_allocator(&tb);
+    tb_reset(&tb);
+    arena_init_with(a, budget, &al);
+}
+
+static void release_tb(arena *a)
+{
+    arena_release(a);
+    assert_int_equal(tb.live, 0);
+}
+
+/* A freed value is closed to the program: poisoned under ASan, no-access
+ * under Valgrind (the checked build clobbers it: see write_after_free). */
+static bool closed(const void *p)
+{
+#if TEST_ASAN
+    return __asan_address_is_poisoned(p) != 0;
+#elif defined(RUNNING_ON_VALGRIND)
+    char v;
+    if (test_on_valgrind())
+        return VALGRIND_GET_VBITS(p, &v, 1) == 3;
+    return true;
+#else
+    (void)p;
+    return true;
+#endif
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static size_t draw(size_t below)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (size_t)(rng % below);
+}
+
+/* ---- Memory follows what is live ------------------------------------------------- */
+
+/* Lua's allocator, churning: a ring of live blocks of varied sizes, each
+ * replaced, grown or shrunk in turn.  Without reuse the arena would hold
+ * everything ever allocated (hundreds of MiB); with it, what it holds stops
+ * growing once the ring is warm. */
+static void lua_hook_churn_is_flat(void **state)
+{
+    enum { RING = 64, WARM = 40000, OPS = 40000 };
+    static struct { char *p; size_t n; uint64_t id; } ring[RING];
+    arena a;
+    size_t i, warm_retained = 0, warm_calls = 0, most_live = 0, live = 0;
+    uint64_t id = 1;
+    (void)state;
+
+    init_tb(&a, 65536);
+    memset(ring, 0, sizeof ring);
+    for (i = 0; i < WARM + OPS; i++) {
+        size_t k = draw(RING), n = 16 + draw(3000);
+        char *p;
+        if (draw(50) == 0)
+            n = 20000 + draw(20000);
+        if (i == WARM) {
+            warm_retained = arena_retained(&a);
+            warm_calls = tb.calls;
+        }
+        if (ring[k].p && draw(3) == 0) { /* grow or shrink, keeping the bytes */
+            size_t keep = ring[k].n < n ? ring[k].n : n;
+            p = (char *)arena_hook_lua(&a, ring[k].p, ring[k].n, n);
+            assert_non_null(p);
+            assert_true(has_pattern(p, keep, ring[k].id));
+        } else {
+            if (ring[k].p) {
+                assert_true(has_pattern(ring[k].p, ring[k].n, ring[k].id));
+                assert_null(arena_hook_lua(&a, ring[k].p, ring[k].n, 0));
+                live -= ring[k].n;
+            } else {
+                live -= 0;
+            }
+            p = (char *)arena_hook_lua(&a, NULL, 4, n);
+            assert_non_null(p);
+            ring[k].n = 0;
+        }
+        assert_true(is_aligned(p, ARENA_ALIGN));
+        live += n - ring[k].n;
+        ring[k].p = p;
+        ring[k].n = n;
+        ring[k].id = id++;
+        fill_pattern(p, n, ring[k].id);
+        if (live > most_live)
+            most_live = live;
+        assert_int_equal(arena_size(&a), live);
+    }
+    /* Flat: the warm arena needed hardly more chunks (a class's largest
+     * count of live values may still rise, rarely), and holds a few times
+     * what is live at most, where without reuse it would hold everything
+     * ever allocated (about 150 MiB here). */
+    print_message("lua churn: %zu ops, at most %zu live bytes, %zu retained (%zu when warm), "
+                  "%zu backing calls after warm-up\n",
+                  (size_t)(WARM + OPS), most_live, arena_retained(&a), warm_retained,
+                  tb.calls - warm_calls);
+    assert_true(arena_retained(&a) <= warm_retained + 2 * 65536);
+    assert_true(arena_retained(&a) <= 6 * most_live);
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
+/* The arena_cur_* family under a print loop: a buffer grown by doubling
+ * (each growth a move, a small block being stored between), then freed with
+ * the strings made alongside it, round after round.  The rounds after the
+ * first take the blocks the earlier ones gave back. */
+static void cur_family_print_loop_is_flat(void **state)
+{
+    arena a;
+    size_t round, after_warmup = 0, calls = 0;
+    (void)state;
+
+    init_tb(&a, 65536);
+    arena_set_current(&a);
+    for (round = 0; round < 300; round++) {
+        char *buf = (char *)arena_cur_malloc(64), *strs[32];
+        size_t n, k = 0;
+        if (round == 5) {
+            after_warmup = arena_retained(&a);
+            calls = tb.calls;
+        }
+        assert_non_null(buf);
+        memset(buf, 'a', 64);
+        for (n = 64; n < 256 * 1024; n *= 2) {
+            buf = (char *)arena_cur_realloc(buf, 2 * n);
+            assert_non_null(buf);
+            assert_int_equal(buf[n - 1], 'a');
+            memset(buf, 'a', 2 * n);
+            strs[k] = arena_cur_strdup("a key of a document");
+            assert_non_null(strs[k]);
+            k++;
+        }
+        while (k > 0)
+            arena_cur_free(strs[--k]);
+        arena_cur_free(buf);
+        assert_int_equal(arena_size(&a), 0);
+    }
+    assert_int_equal(arena_retained(&a), after_warmup);
+    assert_int_equal(tb.calls, calls);
+    assert_true(arena_check(&a));
+    arena_set_current(NULL);
+    release_tb(&a);
+}
+
+/* A large freed block is split for smaller values once the current chunk
+ * is full, instead of a new chunk: none is stranded. */
+static void large_block_serves_small_values(void **state)
+{
+    arena a;
+    char *big, *p;
+    size_t i, inside = 0, retained;
+    (void)state;
+
+    init_tb(&a, 9000);
+    big = (char *)arena_alloc(&a, 8192);
+    assert_non_null(big);
+    assert_non_null(arena_alloc(&a, 16));
+    arena_free(&a, big, 8192);
+    retained = arena_retained(&a);
+    for (i = 0; i < 16; i++) {
+        p = (char *)arena_alloc_reuse(&a, 200);
+        assert_non_null(p);
+        inside += p >= big && p + 200 <= big + 8192;
+        memset(p, (int)i, 200);
+    }
+    assert_true(inside >= 12);
+    assert_int_equal(arena_retained(&a), retained); /* no new chunk */
+    assert_int_equal(arena_size(&a), 16 + 16 * 200);
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
+/* An oversized value (a chunk of its own) freed serves the next one of its
+ * size: a buffer that grows past the budget every round soon takes no new
+ * chunk.  (A small value carves the smallest large block once the current
+ * chunk is full, and each growth then takes the next larger one: the
+ * rounds after that find every size where it was.) */
+static void oversized_blocks_are_reused(void **state)
+{
+    arena a;
+    size_t round, retained = 0, calls = 0;
+    (void)state;
+
+    init_tb(&a, 4096);
+    for (round = 0; round < 50; round++) {
+        char *p = (char *)arena_alloc_reuse(&a, 100);
+        void *sep[16];
+        size_t n, k;
+        if (round == 10) {
+            retained = arena_retained(&a);
+            calls = tb.calls;
+        }
+        assert_non_null(p);
+        for (n = 100, k = 0; n < 100000; n *= 2, k++) {
+            p = (char *)arena_realloc(&a, p, n, 2 * n);
+            assert_non_null(p);
+            sep[k] = arena_alloc_reuse(&a, 16); /* so that the next growth moves */
+            assert_non_null(sep[k]);
+        }
+        arena_free(&a, p, n);
+        while (k > 0)
+            arena_free(&a, sep[--k], 16);
+    }
+    assert_int_equal(arena_retained(&a), retained);
+    assert_int_equal(tb.calls, calls);
+    release_tb(&a);
+}
+
+/* ---- Forgetting --------------------------------------------------------------------- */
+
+static void reset_forgets_free_blocks(void **state)
+{
+    arena a;
+    char *x, *y, *w;
+    (void)state;
+
+    init_tb(&a, 4096);
+    x = (char *)arena_alloc(&a, 64);
+    y = (char *)arena_alloc(&a, 64);
+    assert_non_null(arena_alloc(&a, 16));
+    arena_free(&a, y, 64);
+    arena_reset(&a);
+    /* the batch starts over at the chunk's start, y's block forgotten */
+    w = (char *)arena_alloc_reuse(&a, 64);
+    assert_ptr_equal(w, x);
+    w = (char *)arena_alloc_reuse(&a, 64);
+    assert_ptr_equal(w, y);
+    assert_int_equal(arena_size(&a), 128);
+    release_tb(&a);
+}
+
+/* A rewind forgets the free blocks, and a value placed in one after the mark
+ * expires with everything else stored since. */
+static void rewind_forgets_and_expires(void **state)
+{
+    arena a;
+    arena_mark m;
+    char *x, *z, *w;
+    size_t size;
+    (void)state;
+
+    init_tb(&a, 4096);
+    x = (char *)arena_alloc(&a, 100);
+    assert_non_null(arena_alloc(&a, 100));
+    arena_free(&a, x, 100);
+    m = arena_save(&a);
+    size = arena_size(&a);
+    z = (char *)arena_alloc_reuse(&a, 100);
+    assert_ptr_equal(z, x); /* placed below the mark's position */
+    memset(z, 7, 100);
+    assert_int_equal(arena_size(&a), size + 100);
+    arena_rewind(&a, m);
+    assert_int_equal(arena_size(&a), size);
+    assert_true(closed(z)); /* expired with the rest of the scope */
+    w = (char *)arena_alloc_reuse(&a, 100);
+    assert_ptr_not_equal(w, x); /* the lists were forgotten */
+    assert_true(arena_check(&a));
+    /* the same through a scope, nested */
+    {
+        arena_scope outer = arena_scope_begin(&a), inner;
+        char *v = (char *)arena_alloc(&a, 48);
+        assert_non_null(arena_alloc(&a, 16));
+        arena_free(&a, v, 48);
+        inner = arena_scope_begin(&a);
+        assert_ptr_equal(arena_alloc_reuse(&a, 48), v);
+        arena_scope_end(&inner);
+        assert_true(closed(v));
+        arena_scope_end(&outer);
+    }
+    assert_int_equal(arena_size(&a), size + 100);
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
+/* ---- Tools and misuse ---------------------------------------------------------------- */
+
+static void freed_blocks_are_closed(void **state)
+{
+    arena a;
+    char *x, *y;
+    (void)state;
+
+    init_tb(&a, 4096);
+    x = (char *)arena_alloc(&a, 64);
+    assert_non_null(arena_alloc(&a, 16));
+    arena_free(&a, x, 64);
+    assert_true(closed(x));
+    assert_true(closed(x + 63));
+    y = (char *)arena_alloc_reuse(&a, 64);
+    assert_ptr_equal(y, x);
+    memset(y, 1, 64); /* open again: no report */
+    assert_true(closed(y + 64) || test_packed());
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
+/* A write into a free block: the plain build reads it back as a broken node
+ * when the lists next reach it, the checked build as bytes that are no longer
+ * clobbered (at the next check, or when the block is reused).  ASan and
+ * Valgrind report the write itself instead, so this runs without them. */
+static void write_after_free(void **state)
+{
+    arena a;
+    char *x;
+    (void)state;
+    if (TEST_ASAN || test_on_valgrind())
+        return;
+
+    init_tb(&a, 4096);
+    x = (char *)arena_alloc(&a, 64);
+    assert_non_null(arena_alloc(&a, 16));
+    arena_free(&a, x, 64);
+    record_errors();
+    memset(x, 0x55, 64);
+    if (ARENA_CHECKED) {
+        assert_false(arena_check(&a));
+        assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
+    }
+    x = (char *)arena_alloc_reuse(&a, 64);
+    assert_true(recorded_errors.count >= 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
+    restore_errors();
+    arena_reset(&a);
+    release_tb(&a);
+}
+
+/* A second free through each path that can tell: the arena_cur_* family in
+ * every build (its header), arena_free() and Lua's hook where the build
+ * keeps track (ASan, Valgrind, the checked build). */
+static void double_free_reported(void **state)
+{
+    arena a;
+    char *p, *q;
+    size_t size;
+    bool tracked = TEST_ASAN || ARENA_CHECKED || test_on_valgrind();
+    (void)state;
+
+    init_tb(&a, 4096);
+    record_errors();
+    if (!test_on_valgrind()) { /* memcheck reports the read of the freed header itself */
+        arena_set_current(&a);
+        p = (char *)arena_cur_malloc(40);
+        assert_non_null(arena_cur_malloc(8));
+        arena_cur_free(p);
+        size = arena_size(&a);
+        arena_cur_free(p);
+        assert_int_equal(recorded_errors.count, 1);
+        assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
+        assert_int_equal(arena_size(&a), size);
+        assert_null(arena_cur_realloc(p, 100));
+        assert_int_equal(recorded_errors.count, 2);
+        assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
+        arena_set_current(NULL);
+    }
+    if (tracked) {
+        size_t before = recorded_errors.count;
+        q = (char *)arena_alloc(&a, 100);
+        assert_non_null(arena_alloc(&a, 8));
+        arena_free(&a, q, 100);
+        size = arena_size(&a);
+        arena_free(&a, q, 100);
+        assert_int_equal(recorded_errors.count, before + 1);
+        assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
+        q = (char *)arena_hook_lua(&a, NULL, 0, 72);
+        assert_non_null(arena_alloc(&a, 8));
+        assert_null(arena_hook_lua(&a, q, 72, 0));
+        assert_null(arena_hook_lua(&a, q, 72, 0));
+        assert_int_equal(recorded_errors.count, before + 2);
+        assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
+        assert_int_equal(arena_size(&a), size + 8);
+        /* a pointer into no chunk of the arena */
+        arena_free(&a, &size, sizeof size);
+        assert_int_equal(recorded_errors.count, before + 3);
+        assert_int_equal(recorded_errors.last, ARENA_ERR_FOREIGN_POINTER);
+    }
+    restore_errors();
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
+/* ---- Failure and limits -------------------------------------------------------------- */
+
+/* The lists' table is the one allocation reuse makes; when the backing
+ * refuses it, freed blocks wait for the reset, and nothing else changes. */
+static void table_refused(void **state)
+{
+    arena a;
+    char *x, *y, *w;
+    size_t calls;
+    (void)state;
+
+    init_tb(&a, 4096);
+    x = (char *)arena_alloc(&a, 64);
+    y = (char *)arena_alloc(&a, 64);
+    assert_non_null(x);
+    assert_non_null(y);
+    fill_pattern(y, 64, 3);
+    calls = tb.calls;
+    tb.fail_at = calls + 1;
+    arena_free(&a, x, 64);
+    assert_int_equal(tb.calls, calls + 1); /* asked, refused */
+    assert_int_equal(arena_size(&a), 64);
+    w = (char *)arena_alloc_reuse(&a, 64);
+    assert_non_null(w);
+    assert_ptr_not_equal(w, x);
+    assert_true(has_pattern(y, 64, 3));
+    tb.fail_at = 0;
+    arena_free(&a, w, 64); /* the most recent: back to the position */
+    arena_free(&a, y, 64); /* now the table is made */
+    assert_ptr_equal(arena_alloc_reuse(&a, 64), y);
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
+/* A caller's buffer without backing never allocates: it keeps no lists and
+ * reuses only its most recent value. */
+static void fixed_buffer_reuses_the_last_only(void **state)
+{
+    static char buf[1024];
+    arena a;
+    char *x, *y;
+    (void)state;
+
+    arena_init_buffer(&a, buf, sizeof buf, NULL);
+    x = (char *)arena_alloc(&a, 64);
+    y = (char *)arena_alloc(&a, 64);
+    assert_non_null(x);
+    assert_non_null(y);
+    arena_free(&a, x, 64);
+    assert_int_equal(arena_size(&a), 64);
+    assert_ptr_not_equal(arena_alloc_reuse(&a, 64), x);
+    arena_free(&a, y, 64);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
+static void sizes_near_size_max(void **state)
+{
+    arena a;
+    char *x;
+    (void)state;
+
+    init_tb(&a, 4096);
+    x = (char *)arena_alloc(&a, 4000);
+    assert_non_null(arena_alloc(&a, 8));
+    arena_free(&a, x, 4000);
+    assert_null(arena_alloc_reuse(&a, opaque_size(SIZE_MAX)));
+    assert_null(arena_alloc_reuse(&a, opaque_size(SIZE_MAX / 2)));
+    assert_null(arena_alloc_reuse(&a, opaque_size(SIZE_MAX - ARENA_ALIGN)));
+    assert_null(arena_hook_lua(&a, NULL, 0, SIZE_MAX));
+    assert_null(arena_hook_lua(&a, NULL, 0, SIZE_MAX - 3));
+    assert_non_null(arena_alloc_reuse(&a, 0));
+    assert_int_equal(arena_size(&a), 8);
+    assert_ptr_equal(arena_alloc_reuse(&a, 4000), x); /* still filed */
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lua_hook_churn_is_flat),
+        cmocka_unit_test(cur_family_print_loop_is_flat),
+        cmocka_unit_test(large_block_serves_small_values),
+        cmocka_unit_test(oversized_blocks_are_reused),
+        cmocka_unit_test(reset_forgets_free_blocks),
+        cmocka_unit_test(rewind_forgets_and_expires),
+        cmocka_unit_test(freed_blocks_are_closed),
+        cmocka_unit_test(write_after_free),
+        cmocka_unit_test(double_free_reported),
+        cmocka_unit_test(table_refused),
+        cmocka_unit_test(fixed_buffer_reuses_the_last_only),
+        cmocka_unit_test(sizes_near_size_max),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

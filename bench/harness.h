@@ -68,6 +68,12 @@ void check_malloc_is(const char *lib);
 
 // Peak resident set (VmHWM) of this process, KiB.
 long peak_rss_kib();
+// Resident set (VmRSS) of this process now, KiB.
+long rss_kib();
+
+// Whether the suite runs in quick mode (BENCH_QUICK=1, which bench/run.py
+// sets for --quick): the rows whose size it changes run shorter.
+bool quick_mode();
 
 // Parses the suite's own options, runs the benchmarks, returns the exit code.
 // `--generate-ingest PATH MIB` writes the ingest log file and exits.

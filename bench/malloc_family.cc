@@ -5,6 +5,14 @@
  * process when linked, so each runs alone; main() checks that malloc really
  * is the allocator this binary is named after.  Built without the allocator
  * (BENCH_INSTALLED undefined), every row reports "not installed".
+ *
+ * Two of them also give rows to a malloc with a bulk drop, the nearest thing
+ * to an arena a malloc offers: bench_malloc_mimalloc's mimalloc_heap (a
+ * first-class heap per batch: mi_heap_new, mi_heap_malloc/realloc, mi_free,
+ * mi_heap_destroy) and bench_malloc_jemalloc's jemalloc_arena (an explicit
+ * arena, arenas.create, used through mallocx/rallocx/dallocx with
+ * MALLOCX_TCACHE_NONE, and arena.<i>.reset per batch).  They run in the
+ * copy-in, request and real-client workloads.
  */
 #include <malloc.h>
 
@@ -24,10 +32,16 @@
 #endif
 
 #if BENCH_INSTALLED && BENCH_MALLOC_JEMALLOC
-extern "C" int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
+#  include <jemalloc/jemalloc.h>
 #endif
 #if BENCH_INSTALLED && BENCH_MALLOC_TCMALLOC
 extern "C" void MallocExtension_ReleaseFreeMemory(void);
+#endif
+
+// This binary's malloc has a bulk drop (see the top of the file): it has
+// the bulk rows, measured when the malloc is installed.
+#if BENCH_MALLOC_MIMALLOC || BENCH_MALLOC_JEMALLOC
+#  define BENCH_BULK 1
 #endif
 
 namespace bench {
@@ -241,6 +255,223 @@ void register_real_clients()
     register_clients(im);
 }
 
+// ---- Mallocs with a bulk drop ------------------------------------------------------
+
+// Copy-in at every size, warm and cold, but for a cold 64 KiB batch: that is
+// the page faults of 256 MiB of fresh memory, the plain malloc row's figure.
+// Quick mode leaves out the warm 64 KiB batch too: after a reset of
+// jemalloc's arena the pages of its 64 KiB values fault in again, all 256 MiB
+// of them every batch (about a second).
+[[maybe_unused]] bool bulk_copy_row(size_t size, bool cold)
+{
+    return size != 65536 || (!cold && !quick_mode());
+}
+
+#if BENCH_MALLOC_MIMALLOC
+const char *const kBulkName = "mimalloc_heap";
+const char *const kBulkLabel = "mimalloc heap (mi_heap_destroy)";
+#elif BENCH_MALLOC_JEMALLOC
+const char *const kBulkName = "jemalloc_arena";
+const char *const kBulkLabel = "jemalloc arena (arena.<i>.reset)";
+#endif
+
+#if BENCH_INSTALLED && BENCH_MALLOC_MIMALLOC
+// The batch's heap: what the hooks without a context allocate from.
+mi_heap_t *bulk_heap;
+
+void bulk_open()
+{
+    bulk_heap = mi_heap_new();
+    if (!bulk_heap)
+        std::abort();
+}
+void bulk_drop()
+{
+    mi_heap_destroy(bulk_heap);
+    bulk_heap = nullptr;
+}
+void *bulk_malloc(size_t n) { return mi_heap_malloc(bulk_heap, n); }
+void *bulk_zalloc(size_t n) { return mi_heap_zalloc(bulk_heap, n); }
+void *bulk_realloc(void *p, size_t n) { return mi_heap_realloc(bulk_heap, p, n); }
+void bulk_free(void *p) { mi_free(p); }
+#elif BENCH_INSTALLED && BENCH_MALLOC_JEMALLOC
+// One explicit arena for the process, reset after each batch.  The thread
+// cache is bypassed (MALLOCX_TCACHE_NONE) on every call, frees included:
+// arena.<i>.reset requires that no thread cache holds the arena's blocks.
+// Measured with Debian's 5.3: after a reset, some of the arena's pages fault
+// in again on their next use (every page of a batch of 64 KiB values, none
+// of a batch of 4 KiB ones), whatever its decay settings.
+int bulk_flags;
+std::string bulk_reset_ctl;
+
+size_t arena_allocated(unsigned ind)
+{
+    uint64_t epoch = 1;
+    size_t sz = sizeof epoch;
+    mallctl("epoch", &epoch, &sz, &epoch, sz);
+    size_t total = 0;
+    for (const char *what : {"small.allocated", "large.allocated"}) {
+        std::string name = "stats.arenas." + std::to_string(ind) + "." + what;
+        size_t v = 0;
+        sz = sizeof v;
+        if (mallctl(name.c_str(), &v, &sz, nullptr, 0) != 0)
+            return SIZE_MAX; // a build without statistics: cannot tell
+        total += v;
+    }
+    return total;
+}
+
+// Creates the arena and checks that a reset really drops what it held.
+void bulk_init()
+{
+    unsigned ind;
+    size_t sz = sizeof ind;
+    if (mallctl("arenas.create", &ind, &sz, nullptr, 0) != 0) {
+        std::fprintf(stderr, "bench: jemalloc: arenas.create failed\n");
+        std::exit(3);
+    }
+    bulk_flags = MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE;
+    bulk_reset_ctl = "arena." + std::to_string(ind) + ".reset";
+    for (size_t i = 0; i < 1000; i++) {
+        void *p = mallocx(16 + i * 97 % 40000, bulk_flags);
+        if (!p)
+            std::abort();
+        if (i % 3 == 0)
+            dallocx(p, MALLOCX_TCACHE_NONE);
+    }
+    size_t before = arena_allocated(ind);
+    if (mallctl(bulk_reset_ctl.c_str(), nullptr, nullptr, nullptr, 0) != 0) {
+        std::fprintf(stderr, "bench: jemalloc: %s failed\n", bulk_reset_ctl.c_str());
+        std::exit(3);
+    }
+    size_t after = arena_allocated(ind);
+    if (after != SIZE_MAX && (before == 0 || after != 0)) {
+        std::fprintf(stderr, "bench: jemalloc: %s left %zu of %zu bytes allocated\n",
+                     bulk_reset_ctl.c_str(), after, before);
+        std::exit(3);
+    }
+    benchmark::AddCustomContext("jemalloc_arena",
+                                after == SIZE_MAX ? "reset not verified (no statistics)"
+                                                  : "reset verified");
+}
+
+void bulk_open() {}
+void bulk_drop() { mallctl(bulk_reset_ctl.c_str(), nullptr, nullptr, nullptr, 0); }
+// mallocx and rallocx take no size 0.
+void *bulk_malloc(size_t n) { return mallocx(n ? n : 1, bulk_flags); }
+void *bulk_zalloc(size_t n) { return mallocx(n ? n : 1, bulk_flags | MALLOCX_ZERO); }
+void *bulk_realloc(void *p, size_t n)
+{
+    return p ? rallocx(p, n ? n : 1, bulk_flags) : bulk_malloc(n);
+}
+void bulk_free(void *p)
+{
+    if (p)
+        dallocx(p, MALLOCX_TCACHE_NONE);
+}
+#endif
+
+#if BENCH_BULK && BENCH_INSTALLED
+// lua_Alloc and ProtobufCAllocator over the batch's allocator (the context
+// is unused: the batch's heap or arena is the process's current one).
+void *bulk_lua(void *, void *ptr, size_t, size_t nsize)
+{
+    if (nsize == 0) {
+        bulk_free(ptr);
+        return nullptr;
+    }
+    return bulk_realloc(ptr, nsize);
+}
+void *bulk_pb_alloc(void *, size_t n) { return bulk_malloc(n); }
+void bulk_pb_free(void *, void *p) { bulk_free(p); }
+
+// The real clients' batch: opened by begin(), dropped whole by end().
+class BulkClient : public ClientAlloc {
+public:
+    void *begin() override
+    {
+        bulk_open();
+        return nullptr;
+    }
+    void end() override { bulk_drop(); }
+};
+
+// The copy-in batch: a batch's values dropped at once, then the next batch.
+struct BulkBatch {
+    void open() { bulk_open(); }
+    template <class V> void drop(V *)
+    {
+        bulk_drop();
+        bulk_open();
+    }
+    void close() { bulk_drop(); }
+};
+
+void register_bulk()
+{
+    for (size_t size : {16, 256, 4096, 65536})
+        for (bool cold : {false, true}) {
+            if (!bulk_copy_row(size, cold))
+                continue;
+            add("copy/" + sz(size) + (cold ? "/cold/" : "/warm/") + kBulkName, kBulkLabel, kBatch,
+                [size, cold](State &st) {
+                    size_t n = opaque(size);
+                    Source src(n);
+                    BulkBatch impl;
+                    batch(st, impl, cold, [&](size_t i) {
+                        void *p = bulk_malloc(n);
+                        return p ? std::memcpy(p, src.at(i), n) : p;
+                    });
+                });
+        }
+    add(std::string("request/512/zeroed/") + kBulkName, kBulkLabel, kScopes, [](State &st) {
+        scoped(st, opaque(512), [](size_t m) {
+            bulk_open();
+            return zeroed_request(m, bulk_zalloc, bulk_drop);
+        });
+    });
+    add(std::string("request/100/small/") + kBulkName, kBulkLabel, 1, [](State &st) {
+        size_t base = 0, fails = 0;
+        for (auto _ : st) {
+            bulk_open();
+            fails += !small_request(base++, bulk_malloc, [](void **) { bulk_drop(); });
+        }
+        if (fails)
+            st.SkipWithError("allocation failed");
+    });
+
+    ClientImpl im;
+    im.name = kBulkName;
+    im.label = kBulkLabel;
+    im.hooks.malloc_fn = bulk_malloc;
+    im.hooks.realloc_fn = bulk_realloc;
+    im.hooks.free_fn = bulk_free;
+    im.hooks.lua_fn = bulk_lua;
+    im.hooks.pb_alloc = bulk_pb_alloc;
+    im.hooks.pb_free = bulk_pb_free;
+    im.walk = false; // the batch is dropped whole
+    im.make = [] { return std::unique_ptr<ClientAlloc>(new BulkClient); };
+    register_clients(im);
+}
+#elif BENCH_BULK
+// Not installed: the same rows, saying so.
+void register_bulk()
+{
+    const std::string name = kBulkName, label = kBulkLabel;
+    for (size_t size : {16, 256, 4096, 65536})
+        for (bool cold : {false, true})
+            if (bulk_copy_row(size, cold))
+                absent("copy/" + sz(size) + (cold ? "/cold/" : "/warm/") + name, label,
+                       "not installed");
+    absent("request/512/zeroed/" + name, label, "not installed");
+    absent("request/100/small/" + name, label, "not installed");
+    ClientImpl im;
+    im.name = name;
+    im.label = label;
+    register_clients(im); // no make: every row says "not installed"
+}
+#endif
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -260,5 +491,11 @@ int main(int argc, char **argv)
     register_ingest();
     register_threads_malloc(kName, kLabel, row);
     register_real_clients();
+#if BENCH_BULK
+#  if BENCH_INSTALLED && BENCH_MALLOC_JEMALLOC
+    bulk_init();
+#  endif
+    register_bulk();
+#endif
     return run_main(argc, argv);
 }

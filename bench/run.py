@@ -24,7 +24,8 @@ bench/targets.py checks) and the chart to bench/results/speedups.svg
 (gnuplot).  --docs also writes docs/benchmarks.md and its chart.  Exits
 non-zero if a harness crashed or a row failed (a row that is "not installed"
 is not a failure).  BENCH_QUICK=1 is --quick: one round, one repetition,
-short rows, a small log file.
+short rows, a small log file, short churn batches (the harnesses see
+BENCH_QUICK too).
 
 Python 3 standard library only.
 """
@@ -97,18 +98,29 @@ SECTIONS = [
                 "figure at 2 threads as at 1 is perfect scaling)", "ns/value"),
     ("client", "10. Real clients: third-party C libraries through their allocator hooks, "
                "each row in a process of its own; one operation parses and drops a document, "
-               "serves a Lua request or unpacks and drops a batch; faults per operation "
-               "counted after the warm-up", "us/op"),
+               "serves a Lua request, unpacks and drops a batch, or runs a churn batch (the "
+               "library frees as it goes; a bulk-drop allocator is reset after it, a malloc "
+               "frees the rest); faults per operation counted after the warm-up", "us/op"),
 ]
-# The real-client cases (bench/clients.h), as the report names them.
+# The real-client cases (bench/clients.h), as the report names them; {name}
+# is the row's counter of that name (a batch's size, which quick mode makes
+# smaller).
 CLIENT_CASES = {
     "cjson/numbers": "cJSON, numbers-heavy 2 MiB",
     "cjson/objects": "cJSON, object-heavy 2 MiB",
     "cjson/strings": "cJSON, string-heavy 2 MiB",
+    "cjson/roundtrip": "cJSON churn: {objects} objects printed and re-parsed {rounds} times",
+    "cjson/mixed": "cJSON mixed sizes: 4 KiB, 128 KiB, and 2 MiB every 12th op",
     "lua/request": "Lua 5.4 request, 20k records sorted",
+    "lua/strings": "Lua churn: {appends} string appends, a 2000-byte window",
+    "lua/tables": "Lua churn: {records} records + arrays, 1000 kept",
     "protobuf/batch": "protobuf-c, 2000 orders unpacked",
     "expat/catalog": "expat, 2 MiB XML catalog",
+    "expat/stream": "expat, {MiB} MiB XML log streamed",
 }
+# Cases whose operation is a churn batch (bench/targets.py holds them to
+# their own targets).
+CLIENT_CHURN = ("lua/strings", "lua/tables", "cjson/roundtrip", "expat/stream")
 
 
 def section_of(name):
@@ -120,8 +132,15 @@ def section_of(name):
     return None
 
 
-def case_label(group):
-    """copy/16/warm -> '16 B'; pool/batch/16/1024 -> '16 B, cap 1024'."""
+def fmt_size(n):
+    """A batch's size: 200000 -> '200k'."""
+    n = int(n)
+    return "%dk" % (n // 1000) if n >= 10000 and n % 1000 == 0 else str(n)
+
+
+def case_label(group, figure=lambda k: None):
+    """copy/16/warm -> '16 B'; pool/batch/16/1024 -> '16 B, cap 1024'.  `figure(k)`:
+    counter k of the group's rows (the sizes of a client's batch)."""
     p = group.split("/")
     w = p[0]
     if w in ("copy", "alloc", "scoped"):
@@ -139,7 +158,10 @@ def case_label(group):
     if w == "threads":
         return "%s thread%s" % (p[1], "" if p[1] == "1" else "s")
     if w == "client":
-        return CLIENT_CASES.get("/".join(p[1:]), "/".join(p[1:]))
+        case = "/".join(p[1:])
+        return re.sub(r"\{(\w+)\}",
+                      lambda m: fmt_size(figure(m.group(1))) if figure(m.group(1)) else "?",
+                      CLIENT_CASES.get(case, case))
     return "/".join(p[1:])
 
 
@@ -182,17 +204,18 @@ class Progress:
 
 
 # Google Benchmark appends how a row is timed to its name (the scaling rows
-# measure the CPU time of the whole process); the report names rows without it.
-TIMING_SUFFIX = re.compile(r"/(process_time|real_time|manual_time)$")
+# measure the CPU time of the whole process), and a fixed iteration count
+# (the mixed-size client rows); the report names rows without them.
+TIMING_SUFFIX = re.compile(r"(/iterations:\d+|/(process_time|real_time|manual_time))+$")
 
 
 def row_name(name):
     return TIMING_SUFFIX.sub("", name)
 
 
-def list_tests(exe):
+def list_tests(exe, env):
     out = subprocess.run([exe, "--benchmark_list_tests"], check=True, capture_output=True,
-                         text=True).stdout
+                         text=True, env=env).stdout
     return [l.strip() for l in out.splitlines() if l.strip()]
 
 
@@ -364,7 +387,7 @@ def md_table(header, rows):
 def extra_columns(workload):
     return {"refs": ["descriptor B", "bytes/value"], "ingest": ["peak RSS MiB"],
             "threads": ["M values/s (CPU)", "M values/s (wall)"],
-            "client": ["peak RSS MiB", "minor faults/op"]}.get(workload, [])
+            "client": ["peak RSS MiB", "RSS at start MiB", "minor faults/op"]}.get(workload, [])
 
 
 def extra_figures(results, workload, name, x):
@@ -375,7 +398,7 @@ def extra_figures(results, workload, name, x):
         return [fmt_mib(v("peak_RSS"))]
     if workload == "client":
         flt = v("faults/op")
-        return [fmt_mib(v("peak_RSS")),
+        return [fmt_mib(v("peak_RSS")), fmt_mib(v("start_RSS")),
                 "-" if flt is None else ("0" if flt == 0 else "%.2f" % flt)]
     if workload == "threads":
         # Values per second of CPU time of all the threads, and of wall time.
@@ -394,18 +417,22 @@ def section_tables(results):
         extra = extra_columns(workload)
         if workload == "client":
             warm = [results.value(n, "warmup") for ms in gs.values() for _, n in ms]
-            warm = [w for w in warm if w]
+            warm = sorted(set(int(w) for w in warm if w))
             if warm:
-                title += " (%d untimed operations per process)" % max(warm)
+                title += " (%d untimed operations per process%s)" % (
+                    warm[0], "; %d for the mixed-size rows, whole cycles" % warm[-1]
+                    if len(warm) > 1 else "")
         header = ["case", "implementation", unit, "speedup vs glibc", "x limit proxy"] + extra
         rows = []
         for g, members in gs.items():
+            figure = lambda k, ms=members: next(
+                (v for v in (results.value(n, k) for _, n in ms) if v is not None), None)
             base = results.ns(baseline(members)) if baseline(members) else None
             proxy = next((results.ns(n) for i, n in members if i == "proxy"), None)
             ordered = sorted(members, key=lambda m: (m[1] in results.errors,
                                                      results.ns(m[1]) or float("inf")))
             for k, (impl, name) in enumerate(ordered):
-                label = case_label(g) if k == 0 else ""
+                label = case_label(g, figure) if k == 0 else ""
                 disp = results.label(name)
                 if is_libarena(impl):
                     disp = "**" + disp + "**"
@@ -440,6 +467,8 @@ CHART_CASES = [
     ("client/cjson/numbers", "cJSON numbers"), ("client/cjson/objects", "cJSON objects"),
     ("client/cjson/strings", "cJSON strings"), ("client/lua/request", "Lua request"),
     ("client/protobuf/batch", "protobuf-c batch"), ("client/expat/catalog", "expat"),
+    ("client/lua/strings", "Lua string churn"), ("client/lua/tables", "Lua table churn"),
+    ("client/cjson/roundtrip", "cJSON round trips"), ("client/cjson/mixed", "cJSON mixed sizes"),
 ]
 SERIES = ["libarena (best API)", "limit proxy", "mimalloc", "jemalloc", "tcmalloc",
           "best other peer"]
@@ -506,12 +535,12 @@ plot %s
 
 # ---- Main -------------------------------------------------------------------------------
 
-def plan_runs(exes, pat):
+def plan_runs(exes, pat, env):
     """[(exe, names)]: the ingest and real-client rows one per process, for their own
     peak RSS (and the clients' page faults); the other rows of a harness together."""
     plan, alone = [], ("ingest/", "client/")
     for exe in exes:
-        names = [n for n in list_tests(exe) if not pat or pat.search(row_name(n))]
+        names = [n for n in list_tests(exe, env) if not pat or pat.search(row_name(n))]
         rest = [n for n in names if not n.startswith(alone)]
         if rest:
             plan.append((exe, rest))
@@ -547,13 +576,14 @@ def main():
     if not os.path.exists(ingest):
         sys.stderr.write("bench: generating %s (%d MiB)\n" % (ingest, mib))
         subprocess.run([exes[0], "--generate-ingest", ingest, str(mib)], check=True)
-    env = dict(os.environ, BENCH_INGEST_FILE=ingest)
+    # BENCH_QUICK tells the harnesses too (the churn clients' batch sizes).
+    env = dict(os.environ, BENCH_INGEST_FILE=ingest, BENCH_QUICK="1" if a.quick else "0")
     if a.quick:
         # Fewer untimed operations before each real-client row (8 otherwise).
         env.setdefault("BENCH_CLIENT_WARMUP", "3")
 
     pat = re.compile(a.filter) if a.filter else None
-    plan = plan_runs(exes, pat)
+    plan = plan_runs(exes, pat, env)
     gb_args = ["--benchmark_min_time=%g" % min_time, "--benchmark_repetitions=%d" % reps]
     if reps > 1:
         gb_args.append("--benchmark_enable_random_interleaving=true")

@@ -52,6 +52,8 @@ static size_t hook_size(size_t n)
 {
     if (arena__instrumented())
         return n;
+    if (n <= 240) /* the classes of 16-byte steps */
+        return n <= 16 ? 16 : (n + 15) & ~(size_t)15;
     return n > SIZE_MAX / 2 ? SIZE_MAX : arena__reuse_round(n);
 }
 
@@ -78,14 +80,38 @@ void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size)
 /* The adapters' blocks through arena_alloc_reuse(), arena_free() and
  * arena_realloc() at their hook_size(); arena_size() still counts the sizes
  * asked (the counter's arithmetic is modular, so the correction may come
- * before or after the bytes it corrects). */
+ * before or after the bytes it corrects).
+ *
+ * A plain build whose lists are valid first tries the fast path: a block of
+ * exactly its class's size taken from (or given to) the head of its list,
+ * with the arena's counter adjusted in place.  Everything else (the most
+ * recent value, a class whose head is another size, no free block, the
+ * first block given back, instrumented builds) goes through the library's
+ * general path, which the fast path agrees with. */
+static bool fast(const arena *a)
+{
+    return !arena__instrumented() && (a->pending & ARENA__PENDING_REUSE);
+}
+
 static void *hook_alloc(arena *a, size_t n)
 {
     size_t r = hook_size(n);
-    void *p = arena_alloc_reuse(a, r);
+    void *p;
+    if (fast(a) && r != SIZE_MAX && (p = arena__reuse_pop(a, r)) != NULL) {
+        a->size += n;
+        return p;
+    }
+    p = arena_alloc_reuse(a, r);
     if (p)
         a->size -= r - n;
     return p;
+}
+
+/* Whether `p` of `r` bytes ends where the inline window starts: the arena's
+ * most recent value, which goes back to the position. */
+static bool ends_at_window(const arena *a, const void *p, size_t r)
+{
+    return a->ptr && (uintptr_t)p + r == (uintptr_t)a->ptr;
 }
 
 static void hook_free(arena *a, void *p, size_t n)
@@ -93,6 +119,11 @@ static void hook_free(arena *a, void *p, size_t n)
     size_t r = hook_size(n);
     if (!p || n == 0)
         return;
+    if (fast(a) && !ends_at_window(a, p, r)) {
+        arena__reuse_push(a, (char *)p, r);
+        a->size -= n;
+        return;
+    }
     arena_free(a, p, r);
     a->size += r - n;
 }
@@ -100,7 +131,19 @@ static void hook_free(arena *a, void *p, size_t n)
 static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
 {
     size_t r = hook_size(old_size), s = hook_size(new_size);
-    void *q = s < r ? arena__shrink_moving(a, p, r, s) : arena_realloc(a, p, r, s);
+    void *q;
+    if (r == s) { /* the block holds both */
+        a->size += new_size - old_size;
+        return p;
+    }
+    if (fast(a) && s != SIZE_MAX && !ends_at_window(a, p, r) &&
+        (q = arena__reuse_pop(a, s)) != NULL) {
+        memcpy(q, p, r < s ? r : s);
+        arena__reuse_push(a, (char *)p, r);
+        a->size += new_size - old_size;
+        return q;
+    }
+    q = s < r ? arena__shrink_moving(a, p, r, s) : arena_realloc(a, p, r, s);
     if (q)
         a->size += (r - old_size) - (s - new_size);
     return q;

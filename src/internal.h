@@ -346,6 +346,14 @@ ARENA__HIDDEN size_t arena__reuse_round(size_t n);
 /* A filed block of at least `need` bytes, unlinked (its length in *len), or
  * NULL; one of a larger class, to be split, only if `carve`. */
 ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len);
+/* The adapters' fast path in a plain build (never an instrumented one: it
+ * tells no tool), while the lists are valid
+ * (ARENA__PENDING_REUSE): the head of the class of `len` (a class bound, as
+ * arena__reuse_round() gives), unlinked, when it is exactly `len` bytes
+ * long (as every block the adapters give back is); NULL otherwise. */
+ARENA__HIDDEN char *arena__reuse_pop(arena *a, size_t len);
+/* The same way back: files the block `s` of `len` bytes (a class bound). */
+ARENA__HIDDEN void arena__reuse_push(arena *a, char *s, size_t len);
 /* Instrumented builds: room to log one more placement; then the placement
  * of the value `p` in the block [from, to) of the chunk at `base`, which a
  * rewind to a mark taken before it expires. */

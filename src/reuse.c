@@ -344,6 +344,48 @@ char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
                       len);
 }
 
+/* The adapters' fast path (a plain build: no tool to tell, nodes as
+ * `struct node`), one call each way. */
+char *arena__reuse_pop(arena *a, size_t len)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    unsigned c = class_of(len);
+    uint64_t bit = (uint64_t)1 << (c % 64);
+    const struct node *nd;
+    char *s, *next;
+
+    if (!(t->map[c / 64] & bit))
+        return NULL;
+    s = t->head[c];
+    nd = (const struct node *)(const void *)s;
+    next = (char *)(nd->link ^ (uintptr_t)nd->len ^ ARENA__LINK_MIX);
+    if (ARENA__UNLIKELY(((uintptr_t)next & (ARENA_ALIGN - 1)) != 0 || nd->len < 16)) {
+        corrupt(a, s);
+        set_head(t, c, NULL);
+        return NULL;
+    }
+    if (nd->len != len) /* a longer block (arena_free's): the caller's general path splits it */
+        return NULL;
+    t->head[c] = next;
+    if (!next)
+        t->map[c / 64] &= ~bit;
+    return s;
+}
+
+void arena__reuse_push(arena *a, char *s, size_t len)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    unsigned c = class_of(len);
+    uint64_t bit = (uint64_t)1 << (c % 64);
+    struct node *nd = (struct node *)(void *)s;
+    char *next = (t->map[c / 64] & bit) ? t->head[c] : NULL;
+
+    nd->len = len;
+    nd->link = encode(next, len);
+    t->head[c] = s;
+    t->map[c / 64] |= bit;
+}
+
 /* ---- Rewinds in instrumented builds ---------------------------------------------------- */
 
 bool arena__reuse_log_room(arena *a)

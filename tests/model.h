@@ -460,6 +460,8 @@ static void model_op_alloc(model *m, model_before *b)
         size = (size + 7) / 8 * 8;
         p = (unsigned char *)ARENA_ALLOC_ARRAY(m->a, uint64_t, size / 8);
         align = _Alignof(uint64_t); /* 4 on i386 */
+    } else if (kind == 3 && align == 0) {
+        p = (unsigned char *)arena_alloc_reuse(m->a, size);
     } else {
         p = (unsigned char *)arena_alloc_aligned(m->a, size, align);
     }
@@ -468,6 +470,16 @@ static void model_op_alloc(model *m, model_before *b)
         return;
     }
     fill_pattern(p, size, id);
+    if (kind == 3 && align == 0 && m->reusable) {
+        /* It may have taken a free block: neither at the position nor in a
+         * chunk of its own (see model_op_grow()). */
+        size_t over = m->over;
+        model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, ARENA_ALIGN, false, id);
+        m->over = over;
+        m->vals[m->nvals - 1].oversized = false;
+        m->tail_known = false;
+        return;
+    }
     model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN,
               false, id);
 }

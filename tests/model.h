@@ -353,6 +353,38 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
     return v;
 }
 
+/* Whether the value of `stored` bytes at `q` ends at the arena's position
+ * (white-box): the value the arena gives back to the position, or extends
+ * in place.  With guards (instrumented builds) a value reaches its size
+ * rounded up to 8 bytes, plus 8 (less at a chunk's end: then this says no,
+ * and the caller counts the tail as unknown). */
+static bool model_at_position(const model *m, const unsigned char *q, size_t stored)
+{
+    const char *pos = m->a->ptr ? m->a->ptr : m->a->pos;
+    size_t reach = test_packed() ? stored : ((stored + 7) & ~(size_t)7) + 8;
+    return pos == (const char *)q + reach;
+}
+
+/* A value of ARENA_ALIGN from a reusing allocation (arena_alloc_reuse(), a
+ * moving arena_realloc()), which may have taken a free block: then it is
+ * neither at the position nor in a chunk of its own, and the value that was
+ * at the position still is. */
+static void model_add_reused(model *m, unsigned char *q, size_t stored, uint64_t id)
+{
+    long tail = m->tail;
+    bool known = m->tail_known, clean = m->tail_clean;
+    size_t over = m->over;
+    bool reusable = m->reusable;
+    model_add(m, q, (arena_ref){0, 0, 0}, false, stored, stored, ARENA_ALIGN, false, id);
+    if (!reusable || model_at_position(m, q, stored))
+        return;
+    m->over = over;
+    m->vals[m->nvals - 1].oversized = false;
+    m->tail = tail;
+    m->tail_known = known;
+    m->tail_clean = clean;
+}
+
 /* Forgets the values from `from` on; their refs become stale (to resolve as
  * misuse) when `stale`. */
 static void model_forget(model *m, size_t from, bool stale)
@@ -470,14 +502,8 @@ static void model_op_alloc(model *m, model_before *b)
         return;
     }
     fill_pattern(p, size, id);
-    if (kind == 3 && align == 0 && m->reusable) {
-        /* It may have taken a free block: neither at the position nor in a
-         * chunk of its own (see model_op_grow()). */
-        size_t over = m->over;
-        model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, ARENA_ALIGN, false, id);
-        m->over = over;
-        m->vals[m->nvals - 1].oversized = false;
-        m->tail_known = false;
+    if (kind == 3 && align == 0) {
+        model_add_reused(m, p, size, id);
         return;
     }
     model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN,
@@ -744,18 +770,13 @@ static void model_op_grow(model *m, model_before *b)
     {
         /* Moved: the old place is given back, as by arena_free(). */
         uint64_t id = m->next_id++;
-        bool reusable = m->reusable;
-        size_t over = m->over;
         fill_pattern(q, want, id);
-        model_add(m, q, (arena_ref){0, 0, 0}, false, want, want, ARENA_ALIGN, false, id);
-        if (reusable) {
-            /* It may have taken a free block: neither at the position nor
-             * in a chunk of its own. */
-            m->over = over;
-            m->vals[m->nvals - 1].oversized = false;
-            m->tail_known = false;
-        }
+        model_add_reused(m, q, want, id);
+        /* As a shrink to nothing: its bytes went back (to the position
+         * when it was the most recent), which a mark's tail must know. */
         m->vals[i].freed = true;
+        m->vals[i].stored = 0;
+        m->vals[i].size = 0;
         m->size -= old;
         m->reusable = true;
         if (m->tail == i)

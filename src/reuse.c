@@ -165,10 +165,14 @@ static unsigned class_up(size_t n)
 
 size_t arena__reuse_round(size_t n)
 {
-    unsigned c = class_up(n);
+    unsigned c;
+    size_t r;
     if (n <= 16)
         return 16;
-    return c + 1 < NCLASS ? class_size(c) : (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+    /* A bound that does not fit size_t (a 32-bit one) wraps below n. */
+    c = class_up(n);
+    r = c < NCLASS ? class_size(c) : 0;
+    return r >= n ? r : (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
 }
 
 /* ---- Nodes -------------------------------------------------------------------------- */

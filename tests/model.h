@@ -356,13 +356,14 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
 /* Whether the value of `stored` bytes at `q` ends at the arena's position
  * (white-box): the value the arena gives back to the position, or extends
  * in place.  With guards (instrumented builds) a value reaches its size
- * rounded up to 8 bytes, plus 8 (less at a chunk's end: then this says no,
- * and the caller counts the tail as unknown). */
+ * rounded up to 8 bytes, plus 8, or less where a chunk ends; a value placed
+ * in a free block always reaches that far, so a position between its size
+ * and that reach means the value ends there. */
 static bool model_at_position(const model *m, const unsigned char *q, size_t stored)
 {
     const char *pos = m->a->ptr ? m->a->ptr : m->a->pos;
     size_t reach = test_packed() ? stored : ((stored + 7) & ~(size_t)7) + 8;
-    return pos == (const char *)q + reach;
+    return pos >= (const char *)q + stored && pos <= (const char *)q + reach;
 }
 
 /* A value of ARENA_ALIGN from a reusing allocation (arena_alloc_reuse(), a

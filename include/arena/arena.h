@@ -430,10 +430,13 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * A value stored before `m` is the most recent one again once nothing stored
  * after `m` remains, so it may be resized after `m` was taken: grown in place
  * past the mark's position, it is cut back to end there (the bytes it grew by
- * are forgotten); freed or shrunk below that position (arena_free(),
- * arena_realloc()), the bytes it gave back count again after the rewind, as
- * they did at `m` (the next reset, or a rewind to an earlier mark, reclaims
- * them), and whatever was stored after `m` in their place expires too.
+ * are forgotten; under ASan or Valgrind and in the checked build, where
+ * values have guards, it ends 8 bytes before, which are its guard again,
+ * and everything from the position on is poisoned); freed or shrunk below
+ * that position (arena_free(), arena_realloc()), the bytes it gave back
+ * count again after the rewind, as they did at `m` (the next reset, or a
+ * rewind to an earlier mark, reclaims them), and whatever was stored after
+ * `m` in their place expires too.
  *
  * Misuse, in every build: a mark that has expired -- by a reset or release,
  * or by a rewind to a mark taken before it (scopes ended out of order) -- is

@@ -254,8 +254,10 @@ ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocat
  * back as arena_reset() says (the buffer is always kept, as chunk 0).  `buf`
  * must outlive the arena.  Never fails.  Inline for a fixed-size arena
  * (backing NULL) where nothing is instrumented: a few stores, the library's
- * bookkeeping being written by the first call that needs it; so a scope on
- * the stack (init, values, arena_release()) costs no call.
+ * bookkeeping being written by the first call that needs it (not by one
+ * that fails or is reported: that call leaves every byte of the arena as it
+ * was); so a scope on the stack (init, values, arena_release()) costs no
+ * call.
  */
 static inline void arena_init_buffer(arena *a, void *buf, size_t len,
                                      const arena_allocator *backing);

@@ -62,8 +62,10 @@
 
 #include "internal.h"
 
-/* The result of a size-0 allocation: non-NULL, never dereferenced. */
-static char zero_size_value[1];
+/* Size-0 results at alignments up to ZERO_ALIGN point here (see
+ * arena__zero_size_value()): an object of the library, no value's. */
+#define ZERO_ALIGN 4096
+static _Alignas(ZERO_ALIGN) char zero_block[1];
 
 /* The empty arena.  Copying it, rather than memset(a, 0, sizeof *a), keeps
  * gcc from emitting `rep stos` for the known-size clear. */
@@ -470,6 +472,13 @@ placed:
     return p;
 }
 
+void *arena__zero_size_value(size_t align)
+{
+    /* No object is aligned to every power of two: above ZERO_ALIGN, the
+     * address whose value is the alignment, aligned by construction. */
+    return align <= ZERO_ALIGN ? (void *)zero_block : (void *)(uintptr_t)align;
+}
+
 void *arena__alloc_slow(arena *a, size_t size, size_t align)
 {
     uint32_t chunk;
@@ -478,7 +487,7 @@ void *arena__alloc_slow(arena *a, size_t size, size_t align)
     if (!arena__is_pow2(align))
         return NULL;
     if (size == 0)
-        return zero_size_value;
+        return arena__zero_size_value(align);
     if (lazy_full(a, size, align))
         return NULL;
     sync(a);

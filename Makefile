@@ -1,7 +1,7 @@
 # The commands: `make test`, `make docs` and `make bench`.  Each installs what
 # it needs first (scripts/deps.sh), then configures, builds and runs through
 # CMake.  `make test` runs one of the presets of CMakePresets.json, in
-# build-<preset>: PRESET=asan, tsan, checked, checked-asan, memcheck, m32,
+# build-<preset>: PRESET=asan, tsan, checked, checked-asan, checked-asan-only, memcheck, m32,
 # fuzz or clang for the other configurations CI runs (default: default).
 PRESET ?= default
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)

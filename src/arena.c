@@ -62,8 +62,10 @@
 
 #include "internal.h"
 
-/* The result of a size-0 allocation: non-NULL, never dereferenced. */
-static char zero_size_value[1];
+/* Size-0 results at alignments up to ZERO_ALIGN point here (see
+ * arena__zero_size_value()): an object of the library, no value's. */
+#define ZERO_ALIGN 4096
+static _Alignas(ZERO_ALIGN) char zero_block[1];
 
 /* The empty arena.  Copying it, rather than memset(a, 0, sizeof *a), keeps
  * gcc from emitting `rep stos` for the known-size clear. */
@@ -100,6 +102,30 @@ static size_t regular_max(const arena *a)
 
 /* The position in the current chunk (NULL: no current chunk). */
 static char *cursor(const arena *a) { return a->ptr ? a->ptr : a->pos; }
+
+/* The end of the current chunk (NULL: none), also while the arena is lazy:
+ * its one chunk, the caller's buffer, is current then, and the bookkeeping
+ * that says so is not written yet. */
+static char *current_lim(const arena *a)
+{
+    return a->lazy ? a->buf + a->first.cap : arena__cold(a)->lim;
+}
+
+/* True when `size` bytes at `align` (a power of two) do not fit a lazy
+ * arena: a fixed-size arena whose one chunk, the caller's buffer, is
+ * current, with nothing instrumented (no header, no guard), where place()
+ * would fail.  Such a call returns NULL before it wakes the arena, which
+ * stays as it was, byte for byte.  False for an arena that is not lazy. */
+static bool lazy_full(const arena *a, size_t size, size_t align)
+{
+    const char *pos = cursor(a);
+    size_t room, pad;
+    if (!a->lazy)
+        return false;
+    room = (size_t)(current_lim(a) - pos);
+    pad = (size_t)(-(uintptr_t)pos & (uintptr_t)(align - 1));
+    return pad > room || size > room - pad;
+}
 
 /* Moves the position to `pos` in the current chunk and reopens the inline
  * window when it can hold at least an aligned byte. */
@@ -446,16 +472,25 @@ placed:
     return p;
 }
 
+void *arena__zero_size_value(size_t align)
+{
+    /* No object is aligned to every power of two: above ZERO_ALIGN, the
+     * address whose value is the alignment, aligned by construction. */
+    return align <= ZERO_ALIGN ? (void *)zero_block : (void *)(uintptr_t)align;
+}
+
 void *arena__alloc_slow(arena *a, size_t size, size_t align)
 {
     uint32_t chunk;
-    sync(a);
     if (align == 0)
         align = ARENA_ALIGN;
     if (!arena__is_pow2(align))
         return NULL;
     if (size == 0)
-        return zero_size_value;
+        return arena__zero_size_value(align);
+    if (lazy_full(a, size, align))
+        return NULL;
+    sync(a);
     return place(a, size, align, &chunk);
 }
 
@@ -479,9 +514,9 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
 {
     uint32_t chunk;
     char *p;
-    sync(a);
-    if (len == SIZE_MAX)
+    if (len == SIZE_MAX || lazy_full(a, len + 1, 1))
         return NULL;
+    sync(a);
     p = place(a, len + 1, 1, &chunk);
     if (p) {
         memcpy(p, s, len);
@@ -531,7 +566,7 @@ static bool live_value_size(const arena *a, const char *p, uint64_t *size)
  * when old_size is 0, so nothing is checked then. */
 static bool grow_misused(const arena *a, const char *p, size_t old_size)
 {
-    const char *pos;
+    const char *pos, *lim;
     uint64_t n;
 
     if (old_size == 0)
@@ -552,7 +587,8 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
         return false;
     }
     pos = cursor(a);
-    if (arena__cold(a)->lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
+    lim = current_lim(a);
+    if (lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
         return arena__report(ARENA_ERR_BAD_SIZE,
                              "arena_realloc: old size %zu of the value at %p reaches past the end "
                              "of what arena %p holds (%zu bytes from it)",
@@ -565,7 +601,7 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
  * it ends (with its guard) at the position. */
 static bool is_last(const arena *a, const char *p, size_t n)
 {
-    const char *pos = cursor(a), *lim = arena__cold(a)->lim;
+    const char *pos = cursor(a), *lim = current_lim(a);
     return lim && p >= a->chunks[a->cur].base && p <= pos && n <= (size_t)(lim - p) &&
            pos == p + arena__guarded_len(p, n, lim);
 }
@@ -741,7 +777,7 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
     char *p = (char *)ptr, *q;
     uint32_t chunk;
 
-    wake(a);
+    /* Reported before wake() and sync(): the arena's bytes stay as they were. */
     if (grow_misused(a, p, old_size))
         return NULL;
     sync(a);
@@ -770,18 +806,22 @@ void *arena_alloc_reuse(arena *a, size_t size)
 void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
 {
     char *p = (char *)ptr;
+    char *lim = current_lim(a);
     uint32_t chunk;
     char *q;
     bool last;
 
-    wake(a);
-    /* Reported before sync(): the arena's bytes stay as they were. */
+    /* Reported before wake() and sync(): the arena's bytes stay as they were. */
     if (p && grow_misused(a, p, old_size))
         return NULL;
-    sync(a);
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
     last = is_last(a, p, old_size);
+    /* A growth that fails leaves a lazy arena unwoken (lazy_full()). */
+    if (new_size > old_size && !(last && new_size <= (size_t)(lim - p)) &&
+        lazy_full(a, new_size, ARENA_ALIGN))
+        return NULL;
+    sync(a);
     if (new_size <= old_size) {
         if (last)
             resize_last(a, p, old_size, new_size);
@@ -789,7 +829,7 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
             shrink_block(a, p, old_size, new_size);
         return p;
     }
-    if (last && new_size <= (size_t)(arena__cold(a)->lim - p)) {
+    if (last && new_size <= (size_t)(lim - p)) {
         resize_last(a, p, old_size, new_size);
         return p;
     }
@@ -829,12 +869,12 @@ arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t al
                       size, src, (size_t)ARENA_REF_MAX);
         return r;
     }
-    sync(a);
     if (align == 0)
         align = ARENA_ALIGN;
     /* An offset must fit 32 bits: the padding of an oversized value is < align. */
-    if (size == 0 || !arena__is_pow2(align) || align > ARENA_REF_MAX)
+    if (size == 0 || !arena__is_pow2(align) || align > ARENA_REF_MAX || lazy_full(a, size, align))
         return r;
+    sync(a);
     p = place(a, size, align, &chunk);
     if (!p)
         return r;
@@ -854,9 +894,9 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
                       len, (const void *)s, (size_t)ARENA_REF_MAX);
         return r;
     }
-    sync(a);
-    if (len == 0)
+    if (len == 0 || lazy_full(a, len + 1, 1))
         return r;
+    sync(a);
     p = place(a, len + 1, 1, &chunk);
     if (!p)
         return r;
@@ -1179,7 +1219,8 @@ static bool serial_live(const arena *a, uint64_t s)
     uint32_t i;
     if (s <= a->expired || s > a->saves)
         return false;
-    for (i = arena__cold(a)->ndead; i-- > 0;) {
+    /* (A lazy arena has no spans: its bookkeeping is not written yet.) */
+    for (i = a->lazy ? 0 : arena__cold(a)->ndead; i-- > 0;) {
         if (s > arena__cold(a)->dead[i].to)
             return true;
         if (s > arena__cold(a)->dead[i].from)
@@ -1252,8 +1293,7 @@ bool arena__rewind(arena *a, arena_mark m)
 {
     uint32_t in_use;
 
-    wake(a);
-    /* Reported before sync(): the arena's bytes stay as they were. */
+    /* Reported before wake() and sync(): the arena's bytes stay as they were. */
     if (!mark_valid(a, m)) {
         arena__report(ARENA_ERR_BAD_MARK,
                       "arena_rewind: mark %llu of arena %p has expired (by a reset, a release, "

@@ -182,14 +182,19 @@ ARENA__NO_ASAN static size_t clobbered_prefix(const char *p, const char *to)
 
 /* Checked build, outside Valgrind: writes the guard of the value of `n`
  * bytes at `p` (up to `end`), whatever the bytes held before (a rewind may
- * have left a grown value's old bytes there).  Poisoned or not. */
-ARENA__NO_ASAN static void write_guard(char *p, size_t n, const char *end)
+ * have left a grown value's old bytes there), and leaves it closed.  It is
+ * opened for the write: a byte loop here is a memset to the compiler (gcc
+ * -O2 makes it one), and ASan's memset checks the bytes whatever the
+ * attributes of the function that calls it. */
+static void write_guard(char *p, size_t n, const char *end)
 {
-    char *q;
-    if (!ARENA_CHECKED || ARENA__VALGRIND)
+    size_t len;
+    if (!ARENA_CHECKED || ARENA__VALGRIND || p + n >= end)
         return;
-    for (q = p + n; q < end; q++)
-        *q = (char)ARENA__CLOBBER;
+    len = (size_t)(end - (p + n));
+    arena__open(p + n, len);
+    memset(p + n, ARENA__CLOBBER, len);
+    arena__close(p + n, len);
 }
 
 /* Chunk `i` holds headers, values and clobbered bytes in [from, to), both
@@ -362,11 +367,31 @@ static void vg_unstraddle(const char *base, char *pos, const char *end)
     }
 }
 
+#if ARENA__ASAN
+/* ASan, at a rewind to the mark at `pos` (before the expiry closes [pos,
+ * end)): the one value that can reach across pos or into the granule before
+ * it (stored before the mark and grown in place after it, or stored after
+ * it below pos) is cut to end one granule before pos, which becomes its
+ * guard, as the checked build's arena__instr_cut() and Valgrind's
+ * vg_unstraddle() cut it.  At the mark that granule was the guard of the
+ * value before it (guards keep values apart), so an addressable byte there
+ * is such a value's.  A position at the chunk's end may follow a value with
+ * no guard (cut short there): nothing can grow past it. */
+static void asan_unstraddle(const char *base, char *pos, const char *end)
+{
+    if ((size_t)(pos - base) >= GRANULE && pos < end && !__asan_address_is_poisoned(pos - GRANULE))
+        arena__poison(pos - GRANULE, GRANULE);
+}
+#endif
+
 void arena__instr_expired(arena *a, uint32_t i, char *from)
 {
     char *base = a->chunks[i].base;
     char *end = base + a->chunks[i].cap;
 
+#if ARENA__ASAN
+    asan_unstraddle(base, from, end);
+#endif
     arena__verify(a, i, from, end);
     if (ARENA_CHECKED) {
         arena__open(from, (size_t)(end - from));

@@ -407,6 +407,14 @@ ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n)
 /* The C library's heap (the backing of an arena without an allocator). */
 #define ARENA__HEAP (&(const arena_allocator){NULL, NULL, NULL})
 
+/* ---- Size 0 --------------------------------------------------------------------- */
+
+/* The result of a size-0 allocation at `align` (a power of two): non-NULL,
+ * aligned to `align`, not to be dereferenced, and no value (nothing is
+ * stored, poisoned or tagged for it): up to 4096 the address of a static
+ * object of the library, above it the address whose value is `align`. */
+ARENA__HIDDEN void *arena__zero_size_value(size_t align);
+
 /* ---- Marks ---------------------------------------------------------------------- */
 
 /* arena_rewind(), which says whether it rewound (false: the mark was

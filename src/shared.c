@@ -68,7 +68,6 @@ struct arena_shared {
 static ARENA__TLS struct run tls_runs[RUN_SLOTS];
 static _Atomic uint64_t next_gen = 1;
 static _Atomic unsigned next_slot;
-static char zero_size_value[1];
 
 static uint64_t new_gen(void) { return atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed); }
 
@@ -154,7 +153,7 @@ static ARENA__NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t s
     if (!arena__is_pow2(align))
         return NULL;
     if (size == 0)
-        return zero_size_value;
+        return arena__zero_size_value(align);
     if (size > s->big || align > ARENA_ALIGN) {
         pthread_mutex_lock(&s->lock);
         p = (char *)arena_alloc_aligned(&s->inner, size, align);

@@ -1290,24 +1290,43 @@ static void test_strings_nuls(void **state)
 
 /* ---- Size 0 ------------------------------------------------------------------------ */
 
+/* A type aligned above ARENA_ALIGN. */
+typedef struct wide {
+    alignas(256) char bytes[256];
+} wide;
+
+/* A size-0 result: non-NULL, at the alignment asked. */
+#define assert_zero_value(p, align)                                                  \
+    do {                                                                             \
+        const void *zv_ = (p);                                                       \
+        assert_non_null(zv_);                                                        \
+        assert_true(is_aligned(zv_, (align)));                                       \
+    } while (0)
+
 static void check_zero_size_entry_points(arena *a)
 {
     size_t size = arena_size(a), retained = arena_retained(a), calls = tb.calls;
     arena_ref r;
+    unsigned k;
 
-    assert_non_null(arena_alloc(a, 0));
-    assert_non_null(arena_alloc_aligned(a, 0, 0));
-    assert_non_null(arena_alloc_aligned(a, 0, 1));
-    assert_non_null(arena_alloc_aligned(a, 0, 4096));
-    assert_non_null(arena_calloc(a, 0, 0));
-    assert_non_null(arena_calloc(a, 0, 16));
-    assert_non_null(arena_calloc(a, 16, 0));
-    assert_non_null(arena_calloc(a, SIZE_MAX, 0)); /* the product is 0 */
-    assert_non_null(arena_copy(a, "abc", 0, 0));
-    assert_non_null(arena_copy(a, NULL, 0, 8));
-    assert_non_null(arena_realloc(a, NULL, 0, 0));
-    assert_non_null(ARENA_NEW_ARRAY(a, point3, 0));
-    assert_non_null(ARENA_ALLOC_ARRAY(a, point3, 0));
+    assert_zero_value(arena_alloc(a, 0), ARENA_ALIGN);
+    assert_zero_value(arena_alloc_aligned(a, 0, 0), ARENA_ALIGN);
+    /* every alignment the call accepts, up to the largest power of two */
+    for (k = 0; k < sizeof(size_t) * 8; k++) {
+        assert_zero_value(arena_alloc_aligned(a, 0, (size_t)1 << k), (size_t)1 << k);
+        assert_zero_value(arena_copy(a, "abc", 0, (size_t)1 << k), (size_t)1 << k);
+    }
+    assert_zero_value(arena_calloc(a, 0, 0), ARENA_ALIGN);
+    assert_zero_value(arena_calloc(a, 0, 16), ARENA_ALIGN);
+    assert_zero_value(arena_calloc(a, 16, 0), ARENA_ALIGN);
+    assert_zero_value(arena_calloc(a, SIZE_MAX, 0), ARENA_ALIGN); /* the product is 0 */
+    assert_zero_value(arena_copy(a, "abc", 0, 0), ARENA_ALIGN);
+    assert_zero_value(arena_copy(a, NULL, 0, 8), 8);
+    assert_zero_value(arena_realloc(a, NULL, 0, 0), ARENA_ALIGN);
+    assert_zero_value(ARENA_NEW_ARRAY(a, point3, 0), alignof(point3));
+    assert_zero_value(ARENA_ALLOC_ARRAY(a, point3, 0), alignof(point3));
+    assert_zero_value(ARENA_NEW_ARRAY(a, wide, 0), alignof(wide));
+    assert_zero_value(ARENA_ALLOC_ARRAY(a, wide, 0), alignof(wide));
     r = arena_ref_copy(a, "abc", 0, 0);
     assert_true(arena_ref_empty(r));
     r = arena_ref_strndup(a, "abc", 0);
@@ -1350,10 +1369,36 @@ static void test_size_zero(void **state)
     /* The zero value. */
     {
         arena z = {0};
-        assert_non_null(arena_alloc(&z, 0));
-        assert_non_null(arena_calloc(&z, 0, 1));
+        assert_zero_value(arena_alloc(&z, 0), ARENA_ALIGN);
+        assert_zero_value(arena_calloc(&z, 0, 1), ARENA_ALIGN);
         assert_int_equal(arena_retained(&z), 0);
         arena_release(&z);
+    }
+
+    /* A size-0 result is no value: free and realloc take it as 0 bytes (in
+     * the checked build too: the default handler would abort on a report),
+     * and values go where they would have gone without it. */
+    {
+        arena z;
+        char *x, *zero, *y, *moved;
+        arena_mark m;
+        init_tb(&z, 1000);
+        x = (char *)arena_alloc(&z, 24);
+        m = arena_save(&z);
+        y = (char *)arena_alloc(&z, 8);
+        arena_rewind(&z, m);
+        zero = (char *)arena_alloc_aligned(&z, 0, (size_t)1 << 20);
+        assert_zero_value(zero, (size_t)1 << 20);
+        arena_free(&z, zero, 0);
+        moved = (char *)arena_realloc(&z, zero, 0, 8);
+        assert_ptr_equal(moved, y);
+        memset(moved, 1, 8);
+        zero = (char *)arena_alloc(&z, 0);
+        assert_ptr_equal(arena_realloc(&z, zero, 0, 0), zero);
+        assert_int_equal(arena_size(&z), 32);
+        assert_non_null(x);
+        assert_true(arena_check(&z));
+        release_tb(&z);
     }
 }
 

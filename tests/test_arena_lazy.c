@@ -311,6 +311,90 @@ static void test_misuse_right_after_init(void **state)
     assert_int_equal(recorded_errors.count, recorded_errors.expected);
 }
 
+/* Asserts that `x` holds exactly the bytes of `was`. */
+#define assert_unchanged(x, was) assert_memory_equal((x), (was), sizeof(arena))
+
+/* A call on a fresh buffer arena that is reported (a bad mark, an old size
+ * past the position, a ref too large) or fails (out of memory: the buffer
+ * is full) does nothing: every byte of the struct is as it was, the
+ * library's bookkeeping, which the inline init leaves unwritten, included.
+ * The arena then works as if the calls had not been made. */
+static void test_failed_calls_change_no_byte(void **state)
+{
+    static arena a, other, was; /* static: the struct's bytes, not a register's */
+    arena_mark live, zero, foreign, old;
+    arena_ref r;
+    char *p, *q;
+    int before, i;
+    static const size_t shape[] = {16, 24, 40, 0};
+    intptr_t expected = fresh_offset(shape);
+    (void)state;
+
+    memset(&zero, 0, sizeof zero);
+    arena_init_buffer(&other, buf_b, BUF, NULL);
+    for (i = 0; i < 5; i++) /* a serial `a` never hands out below */
+        foreign = arena_save(&other);
+    /* Bytes no init writes: the bookkeeping keeps them while it is unwritten. */
+    memset(&a, 0x5A, sizeof a);
+    arena_init_buffer(&a, buf_a, BUF, NULL);
+    old = arena_save(&a);
+    arena_release(&a); /* expires `old` */
+    assert_int_equal(a.lazy != 0, inline_expected());
+    p = (char *)arena_alloc(&a, 16);
+    assert_non_null(p);
+    live = arena_save(&a);
+    q = (char *)arena_alloc(&a, 24);
+    assert_non_null(q);
+    memcpy(&was, &a, sizeof a);
+
+    before = recorded_errors.count;
+    arena_rewind(&a, zero);
+    assert_true(test_misuse_reported(before, ARENA_ERR_BAD_MARK));
+    assert_unchanged(&a, &was);
+    arena_rewind(&a, foreign);
+    assert_true(test_misuse_reported(before + 1, ARENA_ERR_BAD_MARK));
+    assert_unchanged(&a, &was);
+    arena_rewind(&a, old);
+    assert_true(test_misuse_reported(before + 2, ARENA_ERR_BAD_MARK));
+    assert_unchanged(&a, &was);
+
+    before = recorded_errors.count;
+    assert_null(arena_realloc(&a, q, 64, 128)); /* 24 bytes stored, not 64 */
+    assert_true(test_misuse_reported(before, ARENA_ERR_BAD_SIZE));
+    assert_unchanged(&a, &was);
+    r = arena_ref_copy(&a, buf_b, (size_t)ARENA_REF_MAX + 1, 1);
+    assert_true(test_misuse_reported(before + 1, ARENA_ERR_REF_TOO_LARGE));
+    assert_true(arena_ref_empty(r));
+    assert_unchanged(&a, &was);
+
+    /* Out of memory: nothing more fits the buffer. */
+    before = recorded_errors.count;
+    assert_null(arena_alloc(&a, BUF));
+    assert_null(arena_alloc_aligned(&a, BUF - 64, 256)); /* fits but for the padding */
+    assert_null(arena_calloc(&a, BUF, 2));
+    assert_null(ARENA_NEW_ARRAY(&a, double, BUF));
+    assert_null(arena_copy(&a, buf_b, BUF, 0));
+    assert_null(arena_strndup(&a, buf_b, BUF));
+    assert_null(arena_realloc(&a, q, 24, BUF));
+    assert_null(arena_realloc(&a, p, 16, BUF));
+    assert_null(arena_realloc(&a, NULL, 0, BUF));
+    assert_null(arena_sprintf(&a, "%*s", BUF, "x"));
+    assert_true(arena_ref_empty(arena_ref_copy(&a, buf_b, BUF, 1)));
+    assert_true(arena_ref_empty(arena_ref_strndup(&a, buf_b, BUF)));
+    assert_int_equal(recorded_errors.count, before);
+    assert_unchanged(&a, &was);
+
+    /* As if nothing had happened: the mark valid, values where they go. */
+    arena_rewind(&a, live);
+    assert_int_equal(arena_size(&a), 16);
+    assert_ptr_equal(arena_alloc(&a, 24), q);
+    assert_int_equal(off(arena_alloc(&a, 40), buf_a), expected);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    arena_release(&other);
+    assert_int_equal(recorded_errors.count, recorded_errors.expected);
+}
+
 /* The inline init is taken wherever it may be: a plain build outside
  * Valgrind (which preloads its own objects); otherwise the library's. */
 static void test_inline_init_is_taken(void **state)
@@ -347,6 +431,7 @@ int main(void)
         T(test_every_call_right_after_init),
         T(test_queries_right_after_init),
         T(test_misuse_right_after_init),
+        T(test_failed_calls_change_no_byte),
         T(test_inline_init_is_taken),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

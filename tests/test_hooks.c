@@ -108,10 +108,13 @@ static void hook_alloc_and_free(void **state)
     arena a;
     arena_allocator al = tb_allocator(&tb);
     size_t n, before;
+    void *p0;
     (void)state;
 
     arena_init_with(&a, 4096, &al);
-    assert_non_null(arena_hook_alloc(&a, 0)); /* not to be dereferenced */
+    p0 = arena_hook_alloc(&a, 0); /* not to be dereferenced */
+    assert_non_null(p0);
+    assert_true(aligned(p0));
     assert_int_equal(arena_size(&a), 0);
     for (n = 1; n < 300; n += 7) {
         char *p = (char *)arena_hook_alloc(&a, n);

@@ -414,6 +414,46 @@ static void test_asan_poisoning(void **state)
     assert_true(__asan_address_is_poisoned(p));
     arena_release(&a);
 }
+
+/* Under ASan: a value stored before a mark and grown in place past the
+ * mark's position is cut back by the rewind to the granule before the mark,
+ * which is poisoned again as its guard, and everything from the mark on is
+ * poisoned: a write past the value is reported, also once the next value
+ * takes the mark's place. */
+static void test_asan_rewind_cuts_grown_value(void **state)
+{
+    arena a;
+    arena_mark m;
+    char *first, *x, *grown, *next;
+    size_t sizes[] = {96, 100}, i;
+    (void)state;
+    for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        /* the end of the granule that holds the value's last byte */
+        size_t end = (sizes[i] + 7) / 8 * 8;
+        arena_init(&a, 4096);
+        first = (char *)arena_alloc(&a, 40);
+        x = (char *)arena_alloc(&a, sizes[i]);
+        m = arena_save(&a);
+        assert_ptr_equal(m.pos, x + end + 8); /* after the value's guard */
+        grown = (char *)arena_realloc(&a, x, sizes[i], 1500);
+        assert_ptr_equal(grown, x);
+        memset(grown, 4, 1500);
+        arena_rewind(&a, m);
+        assert_null(__asan_region_is_poisoned(first, 40));
+        assert_null(__asan_region_is_poisoned(x, sizes[i]));
+        assert_true(__asan_address_is_poisoned(x + end));     /* its guard */
+        assert_true(__asan_address_is_poisoned(x + end + 7));
+        for (char *q = x + end; q < x + 1500; q++)
+            assert_true(__asan_address_is_poisoned(q));
+        next = (char *)arena_alloc_aligned(&a, 64, 8);
+        /* right after the guard (and a checked build's header), as at the mark */
+        assert_ptr_equal(next, m.pos + TEST_LEAD);
+        assert_true(__asan_address_is_poisoned(next - 1));
+        assert_true(__asan_address_is_poisoned(next + 64));
+        assert_true(arena_check(&a));
+        arena_release(&a);
+    }
+}
 #endif
 
 #if ARENA_CHECKED
@@ -518,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_refs_round_trip),
 #if TEST_ASAN
         cmocka_unit_test(test_asan_poisoning),
+        cmocka_unit_test(test_asan_rewind_cuts_grown_value),
 #endif
 #if ARENA_CHECKED
         cmocka_unit_test(test_checked_stale_refs),

@@ -31,6 +31,14 @@ static void test_values_are_aligned_and_distinct(void **state)
     assert_null(arena_shared_alloc_aligned(s, 8, 3));
     assert_null(arena_shared_alloc_aligned(s, 8, 48));
     assert_non_null(arena_shared_alloc(s, 0));
+    assert_int_equal((uintptr_t)arena_shared_alloc(s, 0) % ARENA_ALIGN, 0);
+    assert_int_equal((uintptr_t)arena_shared_calloc(s, 0, 8) % ARENA_ALIGN, 0);
+    for (unsigned k = 0; k < sizeof(size_t) * 8; k++) { /* every power of two */
+        size_t align = (size_t)1 << k;
+        char *p = (char *)arena_shared_alloc_aligned(s, 0, align);
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % align, 0);
+    }
     volatile size_t huge = SIZE_MAX; /* hides the size from the compiler's check */
     assert_null(arena_shared_alloc(s, huge));
     assert_null(arena_shared_alloc(s, huge - 8));

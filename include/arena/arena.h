@@ -254,8 +254,10 @@ ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocat
  * back as arena_reset() says (the buffer is always kept, as chunk 0).  `buf`
  * must outlive the arena.  Never fails.  Inline for a fixed-size arena
  * (backing NULL) where nothing is instrumented: a few stores, the library's
- * bookkeeping being written by the first call that needs it; so a scope on
- * the stack (init, values, arena_release()) costs no call.
+ * bookkeeping being written by the first call that needs it (not by one
+ * that fails or is reported: that call leaves every byte of the arena as it
+ * was); so a scope on the stack (init, values, arena_release()) costs no
+ * call.
  */
 static inline void arena_init_buffer(arena *a, void *buf, size_t len,
                                      const arena_allocator *backing);
@@ -430,10 +432,13 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * A value stored before `m` is the most recent one again once nothing stored
  * after `m` remains, so it may be resized after `m` was taken: grown in place
  * past the mark's position, it is cut back to end there (the bytes it grew by
- * are forgotten); freed or shrunk below that position (arena_free(),
- * arena_realloc()), the bytes it gave back count again after the rewind, as
- * they did at `m` (the next reset, or a rewind to an earlier mark, reclaims
- * them), and whatever was stored after `m` in their place expires too.
+ * are forgotten; under ASan or Valgrind and in the checked build, where
+ * values have guards, it ends 8 bytes before, which are its guard again,
+ * and everything from the position on is poisoned); freed or shrunk below
+ * that position (arena_free(), arena_realloc()), the bytes it gave back
+ * count again after the rewind, as they did at `m` (the next reset, or a
+ * rewind to an earlier mark, reclaims them), and whatever was stored after
+ * `m` in their place expires too.
  *
  * Misuse, in every build: a mark that has expired -- by a reset or release,
  * or by a rewind to a mark taken before it (scopes ended out of order) -- is
@@ -524,10 +529,12 @@ ARENA_API void arena_scope_end(arena_scope *s);
 /**
  * `size` uninitialised bytes, ARENA_ALIGN-aligned, owned by the arena until
  * the reset, release or rewind that covers them.  Size 0 stores nothing and
- * returns a non-NULL pointer that must not be dereferenced.  NULL on
- * out-of-memory or when a size computation would overflow, with the arena
- * unchanged.  Inline: one compare sends size 0, wrapped sizes and a full
- * chunk to the slow path, and no counter is written (docs/fast-path.md).
+ * returns a non-NULL, ARENA_ALIGN-aligned pointer that must not be
+ * dereferenced (the address of an object of the library, the same for every
+ * arena and no value's).  NULL on out-of-memory or when a size computation
+ * would overflow, with the arena unchanged.  Inline: one compare sends size 0,
+ * wrapped sizes and a full chunk to the slow path, and no counter is written
+ * (docs/fast-path.md).
  * Checked build, ASan, Valgrind: a guard follows the value, so a write past
  * its end is reported.
  */
@@ -537,7 +544,10 @@ static inline void *arena_alloc(arena *a, size_t size);
 /** arena_alloc() at alignment `align`: a power of two (0: ARENA_ALIGN); any
  *  other value returns NULL and stores nothing.  Alignments above ARENA_ALIGN
  *  are supported (up to any power of two the backing allocator's chunks can
- *  be padded to). */
+ *  be padded to).  Size 0, at any power of two: a non-NULL pointer at that
+ *  alignment, not to be dereferenced: up to 4096 arena_alloc()'s for size 0,
+ *  above it the address whose value is `align` (no object's: no object is
+ *  aligned to every power of two). */
 ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
 static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align);
 
@@ -547,9 +557,10 @@ ARENA__NODISCARD ARENA__MALLOC
 static inline void *arena_calloc(arena *a, size_t count, size_t size);
 
 /** Copies `size` bytes of `src` into the arena at alignment `align` (a power
- *  of two, 0: ARENA_ALIGN).  Size 0 stores nothing (non-NULL result).  NULL on
- *  out-of-memory or an invalid alignment, arena unchanged.  No size limit
- *  (unlike refs).  `src` must not overlap the arena's unused room. */
+ *  of two, 0: ARENA_ALIGN).  Size 0 stores nothing (non-NULL result at
+ *  `align`, as arena_alloc_aligned()'s).  NULL on out-of-memory or an
+ *  invalid alignment, arena unchanged.  No size limit (unlike refs).  `src`
+ *  must not overlap the arena's unused room. */
 ARENA__NODISCARD
 static inline void *arena_copy(arena *a, const void *src, size_t size, size_t align);
 

@@ -194,8 +194,10 @@ ARENA_API void arena_shared_destroy(arena_shared *s);
  * arena_shared_reset() or arena_shared_destroy().  Thread-safe: any number of
  * threads at once.  A value that does not fit the thread's run and is larger
  * than a quarter of `run_bytes` is placed under the lock, not in a new run.
- * Size 0 returns a non-NULL pointer not to be dereferenced.  NULL on
- * out-of-memory or overflow, with the arena as it was (the thread's run too).
+ * Size 0 returns a non-NULL pointer not to be dereferenced, aligned as
+ * arena_alloc()'s for size 0 (arena_shared_alloc_aligned(): as
+ * arena_alloc_aligned()'s).  NULL on out-of-memory or overflow, with the
+ * arena as it was (the thread's run too).
  * The values of one run are packed without guards between them; under
  * AddressSanitizer the rest of the run stays poisoned, and values placed
  * under the lock get arena_alloc()'s guards.

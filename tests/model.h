@@ -359,9 +359,11 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
  * rounded up to 8 bytes, plus 8, or less where a chunk ends; a value placed
  * in a free block always reaches that far, so a position between its size
  * and that reach means the value ends there. */
+static const char *model_position(const model *m) { return m->a->ptr ? m->a->ptr : m->a->pos; }
+
 static bool model_at_position(const model *m, const unsigned char *q, size_t stored)
 {
-    const char *pos = m->a->ptr ? m->a->ptr : m->a->pos;
+    const char *pos = model_position(m);
     size_t reach = test_packed() ? stored : ((stored + 7) & ~(size_t)7) + 8;
     return pos >= (const char *)q + stored && pos <= (const char *)q + reach;
 }
@@ -706,6 +708,23 @@ static void model_learn_tail(model *m, size_t i)
     }
 }
 
+/* Value i shrank but the position did not move: it was not at the position,
+ * its tail went to the free blocks.  A mark that took it for its tail
+ * without knowing keeps its view: that shrink tells nothing of where the
+ * mark's position is (see model_learn_tail()). */
+static void model_shrank_elsewhere(model *m, size_t i)
+{
+    size_t j;
+    for (j = 0; j < m->nmarks; j++) {
+        mmark *k = &m->marks[j];
+        if (k->tail == (long)i && !k->tail_known) {
+            k->tail_stored = m->vals[i].stored;
+            if (k->tail_size > m->vals[i].size)
+                k->tail_size = m->vals[i].size;
+        }
+    }
+}
+
 static void model_op_grow(model *m, model_before *b)
 {
     long i = model_pick_growable(m);
@@ -713,6 +732,7 @@ static void model_op_grow(model *m, model_before *b)
     size_t old, want;
     bool is_tail, certain;
     unsigned char *p, *q;
+    const char *pos;
 
     m->op = "grow";
     if (i < 0)
@@ -726,6 +746,7 @@ static void model_op_grow(model *m, model_before *b)
     if (old == 0 && want == 0)
         return;
 
+    pos = model_position(m);
     q = (unsigned char *)arena_realloc(m->a, p, old, want);
     if (want <= old) {
         /* In place; the bytes past `want` go back: to the position when the
@@ -739,6 +760,8 @@ static void model_op_grow(model *m, model_before *b)
                 m->reusable = true;
             if (want == 0 && (is_tail || !certain))
                 m->tail_known = false; /* an earlier value may end there */
+            if (model_position(m) == pos)
+                model_shrank_elsewhere(m, (size_t)i);
         }
         if (v->size > want)
             v->size = want;

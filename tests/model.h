@@ -353,19 +353,23 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
     return v;
 }
 
-/* Whether the value of `stored` bytes at `q` ends at the arena's position
- * (white-box): the value the arena gives back to the position, or extends
- * in place.  With guards (instrumented builds) a value reaches its size
+/* Whether the value of `stored` bytes at `q` ends at `pos`, the arena's
+ * position (white-box) or a mark's: the value the arena gives back to the
+ * position, or extends in place.  With guards (instrumented builds) a value reaches its size
  * rounded up to 8 bytes, plus 8, or less where a chunk ends; a value placed
  * in a free block always reaches that far, so a position between its size
  * and that reach means the value ends there. */
 static const char *model_position(const model *m) { return m->a->ptr ? m->a->ptr : m->a->pos; }
 
+static bool model_ends_at(const unsigned char *q, size_t stored, const char *pos)
+{
+    size_t reach = test_packed() ? stored : ((stored + 7) & ~(size_t)7) + 8;
+    return pos && pos >= (const char *)q + stored && pos <= (const char *)q + reach;
+}
+
 static bool model_at_position(const model *m, const unsigned char *q, size_t stored)
 {
-    const char *pos = model_position(m);
-    size_t reach = test_packed() ? stored : ((stored + 7) & ~(size_t)7) + 8;
-    return pos >= (const char *)q + stored && pos <= (const char *)q + reach;
+    return model_ends_at(q, stored, model_position(m));
 }
 
 /* A value of ARENA_ALIGN from a reusing allocation (arena_alloc_reuse(), a
@@ -690,38 +694,22 @@ static size_t model_grow_size(model *m, size_t old)
 }
 
 /* Value i is about to grow in place, so it ends at the arena's position.  A
- * mark taken while the model did not know which value ended there (a
- * fuzzer's value near the budget) learns it now, with the value as it was,
- * so that a rewind to the mark forgets the growth, as the arena does. */
+ * mark taken while the model did not know which value ended there learns it
+ * now, with the value as it was, when the value ended exactly at the mark's
+ * position (white-box), so that a rewind to the mark forgets the growth, as
+ * the arena does. */
 static void model_learn_tail(model *m, size_t i)
 {
     size_t j;
     for (j = 0; j < m->nmarks; j++) {
         mmark *k = &m->marks[j];
-        bool untouched = k->tail >= 0 && m->vals[k->tail].stored == k->tail_stored;
-        if (i >= k->nvals || k->tail == (long)i || k->tail_known || (k->tail >= 0 && !untouched))
+        if (i >= k->nvals || k->tail_known ||
+            !model_ends_at(m->vals[i].p, m->vals[i].stored, k->m.pos))
             continue;
         k->tail = (long)i;
         k->tail_stored = m->vals[i].stored;
         k->tail_size = m->vals[i].size;
         k->tail_has_nul = m->vals[i].has_nul;
-    }
-}
-
-/* Value i shrank but the position did not move: it was not at the position,
- * its tail went to the free blocks.  A mark that took it for its tail
- * without knowing keeps its view: that shrink tells nothing of where the
- * mark's position is (see model_learn_tail()). */
-static void model_shrank_elsewhere(model *m, size_t i)
-{
-    size_t j;
-    for (j = 0; j < m->nmarks; j++) {
-        mmark *k = &m->marks[j];
-        if (k->tail == (long)i && !k->tail_known) {
-            k->tail_stored = m->vals[i].stored;
-            if (k->tail_size > m->vals[i].size)
-                k->tail_size = m->vals[i].size;
-        }
     }
 }
 
@@ -732,7 +720,6 @@ static void model_op_grow(model *m, model_before *b)
     size_t old, want;
     bool is_tail, certain;
     unsigned char *p, *q;
-    const char *pos;
 
     m->op = "grow";
     if (i < 0)
@@ -746,7 +733,6 @@ static void model_op_grow(model *m, model_before *b)
     if (old == 0 && want == 0)
         return;
 
-    pos = model_position(m);
     q = (unsigned char *)arena_realloc(m->a, p, old, want);
     if (want <= old) {
         /* In place; the bytes past `want` go back: to the position when the
@@ -760,8 +746,6 @@ static void model_op_grow(model *m, model_before *b)
                 m->reusable = true;
             if (want == 0 && (is_tail || !certain))
                 m->tail_known = false; /* an earlier value may end there */
-            if (model_position(m) == pos)
-                model_shrank_elsewhere(m, (size_t)i);
         }
         if (v->size > want)
             v->size = want;

@@ -703,7 +703,7 @@ static void model_learn_tail(model *m, size_t i)
     size_t j;
     for (j = 0; j < m->nmarks; j++) {
         mmark *k = &m->marks[j];
-        if (i >= k->nvals || k->tail_known ||
+        if (i >= k->nvals || k->tail_known || k->tail == (long)i ||
             !model_ends_at(m->vals[i].p, m->vals[i].stored, k->m.pos))
             continue;
         k->tail = (long)i;

@@ -821,6 +821,28 @@ static long model_push_mark(model *m, arena_mark mk)
  * now, while it is still there to check. */
 static void model_rewinding(model *m, size_t j) { model_check_values_from(m, m->marks[j].nvals); }
 
+/* A rewind cuts a value stored before the mark that reaches past the mark's
+ * position (it grew in place since, as the most recent value, after what
+ * followed it at the mark was given back) to end there: one granule before
+ * it where values are guarded. */
+static void model_cut_at(model *m, const mmark *k)
+{
+    const char *pos = k->m.pos;
+    size_t i;
+    for (i = 0; pos && i < k->nvals && i < m->nvals; i++) {
+        mval *v = &m->vals[i];
+        const char *p = (const char *)v->p;
+        size_t keep;
+        if (v->freed || v->is_ref || !(p < pos && pos < p + v->stored))
+            continue;
+        keep = (size_t)(pos - p) - (test_packed() ? 0 : 8);
+        v->stored = keep;
+        v->has_nul = v->has_nul && v->size < keep;
+        if (v->size > keep)
+            v->size = keep;
+    }
+}
+
 /* The arena was just rewound to mark j (by arena_rewind(), a scope's or a
  * scratch's end): later marks expire, and so does everything stored since. */
 static void model_rewound(model *m, size_t j)
@@ -858,6 +880,7 @@ static void model_rewound(model *m, size_t j)
         if (v->size > k->tail_size)
             v->size = k->tail_size;
     }
+    model_cut_at(m, k);
     model_check_values(m);
 }
 

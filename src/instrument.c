@@ -144,11 +144,16 @@ ARENA__NO_ASAN bool arena__instr_node_load(const char *s, size_t *len, uintptr_t
     return true;
 }
 
-/* True when a free block's node starts at `q`, with its length in *len. */
-static bool free_node_at(const char *q, size_t *len)
+/* The length of the free block whose node starts at `q`, when one lies
+ * there within the `left` bytes from q on; 0 otherwise. */
+static size_t free_block_at(const char *q, size_t left)
 {
     uintptr_t link;
-    return arena__instr_node_load(q, len, &link);
+    size_t len;
+    if (left < sizeof(struct header) || !arena__instr_node_load(q, &len, &link) ||
+        len < sizeof(struct header) || len > left)
+        return 0;
+    return len;
 }
 
 ARENA__NO_ASAN static bool all_clobbered(const char *p, size_t n)
@@ -219,9 +224,9 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
             q += run;
             continue;
         }
-        /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
-        if (left >= HDR && free_node_at(q, &run) && run >= HDR && run <= left) {
-            if (!all_clobbered(q + HDR, run - HDR))
+        run = free_block_at(q, left);
+        if (run) {
+            if (!all_clobbered(q + sizeof(struct header), run - sizeof(struct header)))
                 return arena__report(ARENA_ERR_CORRUPT,
                                      "arena: arena %p: the free block at %p (chunk %u) was "
                                      "written after it was freed",
@@ -230,6 +235,7 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
             q += run;
             continue;
         }
+        /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
         if (left < HDR || !header_load(q, &tag, &n) || n > left - HDR)
             break;
         q += HDR;
@@ -277,8 +283,8 @@ ARENA__NO_ASAN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t 
         }
         /* A free block: stepped over, unless it reaches past pos (it then
          * goes whole: nothing live lies in it). */
-        if ((size_t)(end - q) >= HDR && free_node_at(q, &reach) && reach >= HDR &&
-            reach <= (size_t)(end - q)) {
+        reach = free_block_at(q, (size_t)(end - q));
+        if (reach) {
             if (q + reach > pos)
                 return q;
             q += reach;
@@ -479,17 +485,17 @@ void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size
 int arena__instr_free_state(const arena *a, const struct arena__chunk *c, const char *p,
                             size_t n, uint64_t *size)
 {
-    const char *end = c->base + c->cap;
-    size_t len;
     (void)a;
     *size = n;
     if (ARENA_CHECKED) {
-        const char *node = (const char *)arena__align_up((uintptr_t)(p - HDR), ARENA_ALIGN);
+        const char *end = c->base + c->cap;
+        uintptr_t node = arena__align_up((uintptr_t)p - HDR, ARENA_ALIGN);
         if (arena__instr_value_size(c, end, p, size))
             return 0;
-        return (size_t)(p - c->base) >= HDR && node + HDR <= end && free_node_at(node, &len)
-                   ? 1
-                   : 2;
+        /* (Compared as integers: p may lie anywhere in the chunk.) */
+        if (node < (uintptr_t)c->base || node >= (uintptr_t)end)
+            return 2;
+        return free_block_at((const char *)node, (size_t)((uintptr_t)end - node)) ? 1 : 2;
     }
     if (ARENA__VALGRIND)
         return n && !vg_addressable(p) ? 1 : 0;
@@ -504,7 +510,7 @@ int arena__instr_free_state(const arena *a, const struct arena__chunk *c, const 
  * chunk `c`, is freed: its guard verified (checked build, outside Valgrind),
  * the span clobbered and closed, and Valgrind told. */
 bool arena__instr_freed(const arena *a, const struct arena__chunk *c, char *from, char *p,
-                        size_t n, char *to)
+                        size_t n, const char *to)
 {
     bool intact = true;
     if (ARENA_CHECKED && !ARENA__VALGRIND && !all_clobbered(p + n, (size_t)(to - p) - n)) {
@@ -547,7 +553,7 @@ void arena__instr_reused(arena *a, const struct arena__chunk *c, char *from, cha
 
 /* A rewind expires the value `p` placed in [from, to) of the chunk at `base`
  * through reuse after its mark (or the block, if the value was freed since). */
-void arena__instr_unreused(char *base, char *from, char *to, char *p)
+void arena__instr_unreused(const char *base, char *from, const char *to, char *p)
 {
     if (ARENA__VALGRIND && vg_addressable(p))
         VALGRIND_MEMPOOL_FREE(base, p);

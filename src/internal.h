@@ -358,7 +358,7 @@ ARENA__HIDDEN void arena__reuse_push(arena *a, char *s, size_t len);
  * of the value `p` in the block [from, to) of the chunk at `base`, which a
  * rewind to a mark taken before it expires. */
 ARENA__HIDDEN bool arena__reuse_log_room(arena *a);
-ARENA__HIDDEN void arena__reuse_log(arena *a, char *base, char *from, char *to, char *p);
+ARENA__HIDDEN void arena__reuse_log(arena *a, const char *base, char *from, char *to, char *p);
 /* Forgets every filed block (a reset: serial 0), or, for a rewind to the
  * mark of `serial`, also expires the placements logged since it. */
 ARENA__HIDDEN void arena__reuse_forget(arena *a, uint64_t serial);
@@ -376,10 +376,10 @@ ARENA__HIDDEN void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, s
 ARENA__HIDDEN void arena__instr_node_store(char *s, size_t len, uintptr_t link);
 ARENA__HIDDEN bool arena__instr_node_load(const char *s, size_t *len, uintptr_t *link);
 ARENA__HIDDEN bool arena__instr_freed(const arena *a, const struct arena__chunk *c, char *from,
-                                      char *p, size_t n, char *to);
+                                      char *p, size_t n, const char *to);
 ARENA__HIDDEN void arena__instr_reused(arena *a, const struct arena__chunk *c, char *from, char *p,
                                        size_t n, char *to, size_t len);
-ARENA__HIDDEN void arena__instr_unreused(char *base, char *from, char *to, char *p);
+ARENA__HIDDEN void arena__instr_unreused(const char *base, char *from, const char *to, char *p);
 ARENA__HIDDEN int arena__instr_free_state(const arena *a, const struct arena__chunk *c,
                                           const char *p, size_t n, uint64_t *size);
 

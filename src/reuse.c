@@ -74,7 +74,7 @@
 /* A placement made through reuse while a mark was live, for a rewind to
  * expire (instrumented builds: see arena__reuse_expire()). */
 struct placement {
-    char *base; /* its chunk */
+    const char *base; /* its chunk */
     char *from; /* the block: [from, to) */
     char *to;
     char *p; /* the value */
@@ -319,7 +319,6 @@ char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
     unsigned up, down;
-    char *s;
 
     if (!live(a) || !t)
         return NULL;
@@ -332,7 +331,7 @@ char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
      * arena_free(). */
     down = class_of(need);
     if (down != up && (t->map[down / 64] >> (down % 64) & 1)) {
-        s = take_from(a, t, down, need, FIT_SCAN, len);
+        char *s = take_from(a, t, down, need, FIT_SCAN, len);
         if (s)
             return s;
     }
@@ -398,7 +397,7 @@ bool arena__reuse_log_room(arena *a)
     return t && t->nlog < t->caplog;
 }
 
-void arena__reuse_log(arena *a, char *base, char *from, char *to, char *p)
+void arena__reuse_log(arena *a, const char *base, char *from, char *to, char *p)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
     t->log[t->nlog].base = base;

@@ -571,7 +571,7 @@ static void test_marks_same_address(void **state)
     arena a;
     arena_mark m;
     void *p, *q;
-    size_t i;
+    size_t i, calls;
     (void)state;
 
     /* A mark of a fresh arena. */
@@ -634,6 +634,66 @@ static void test_marks_same_address(void **state)
     q = arena_alloc_aligned(&a, 24, 8);
     assert_ptr_equal(p, q);
     assert_int_equal(arena_size(&a), 4 + 24);
+    release_tb(&a);
+
+    /* Spares of 7000, 40000 and 9000 bytes, in that order, at the mark: a
+     * value of 6000 would take the first (at most twice its size).  A value
+     * of 8000 stored after the mark takes the third, out of order (the first
+     * is too small for it, the second too large); after the rewind the value
+     * of 6000 still lands where it would have at the mark, not in the third
+     * spare, which would hold it too. */
+    init_tb(&a, 1000);
+    assert_non_null(arena_alloc(&a, 100));
+    m = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 7000));
+    assert_non_null(arena_alloc(&a, 40000));
+    assert_non_null(arena_alloc(&a, 9000));
+    arena_rewind(&a, m);
+    calls = tb.calls;
+    p = arena_alloc(&a, 6000);
+    assert_non_null(p);
+    arena_rewind(&a, m);
+    assert_non_null(arena_alloc(&a, 8000));
+    arena_rewind(&a, m);
+    q = arena_alloc(&a, 6000);
+    assert_ptr_equal(p, q);
+    /* Nested: the out-of-order value inside an inner scope. */
+    arena_rewind(&a, m);
+    {
+        arena_mark inner;
+        assert_non_null(arena_alloc(&a, 300));
+        inner = arena_save(&a);
+        assert_non_null(arena_alloc(&a, 8000));
+        assert_non_null(arena_alloc(&a, 7000));
+        arena_rewind(&a, inner);
+        assert_non_null(arena_alloc(&a, 100));
+    }
+    arena_rewind(&a, m);
+    q = arena_alloc(&a, 6000);
+    assert_ptr_equal(p, q);
+    assert_int_equal(tb.calls, calls);
+    assert_true(arena_check(&a));
+    release_tb(&a);
+
+    /* At the mark the value of 6000 would take the spare of 7000, found
+     * past one of 40000; after the mark it does, and a value of 7500 takes
+     * a new chunk, which would hold the 6000 too.  After the rewind the
+     * value of 6000 takes the spare it would have taken at the mark. */
+    init_tb(&a, 1000);
+    assert_non_null(arena_alloc(&a, 100));
+    m = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 40000));
+    assert_non_null(arena_alloc(&a, 7000));
+    arena_rewind(&a, m);
+    p = arena_alloc(&a, 6000);
+    assert_non_null(p);
+    arena_rewind(&a, m);
+    assert_ptr_equal(arena_alloc(&a, 6000), p);
+    assert_non_null(arena_alloc(&a, 7500)); /* a new chunk */
+    arena_rewind(&a, m);
+    q = arena_alloc(&a, 6000);
+    assert_ptr_equal(p, q);
+    assert_true(arena_check(&a));
     release_tb(&a);
 }
 

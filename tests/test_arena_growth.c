@@ -286,6 +286,54 @@ static void test_steady_scopes(void **state)
     }
 }
 
+/* Batches that store a value, then one in a scope, then a larger value:
+ * the first batch's chunks (the scope's included) are the ones every batch
+ * uses, so no later batch makes a backing call, however long the run (past
+ * the point where the retention policy gives back what recent batches did
+ * not use). */
+static void test_steady_scope_then_a_larger_value(void **state)
+{
+    static const size_t shapes[][3] = {
+        /* before the scope, in the scope, after it */
+        {100, 70 * KIB, 100 * KIB},
+        {100, 100 * KIB, 150 * KIB},
+        {50 * KIB, 40 * KIB, 70 * KIB},
+        {50 * KIB, 60 * KIB, 100 * KIB},
+        {50 * KIB, 100 * KIB, 200 * KIB},
+        {100, 300 * KIB, 1 * MIB},
+    };
+    size_t s;
+    (void)state;
+
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        arena a;
+        size_t calls = 0, frees = 0, retained = 0;
+        int i;
+
+        init_tb(&a);
+        for (i = 0; i < ARENA_RETAIN_BATCHES + WARMUP + MEASURED; i++) {
+            arena_mark m;
+            if (i == WARMUP) {
+                calls = tb.calls;
+                frees = tb.frees;
+                retained = arena_retained(&a);
+            }
+            store(&a, shapes[s][0], 0);
+            m = arena_save(&a);
+            store(&a, shapes[s][1], 0);
+            arena_rewind(&a, m);
+            nvals--;
+            store(&a, shapes[s][2], 0);
+            check_batch(&a);
+            arena_reset(&a);
+        }
+        assert_int_equal(tb.calls, calls);
+        assert_int_equal(tb.frees, frees);
+        assert_int_equal(arena_retained(&a), retained);
+        release_tb(&a);
+    }
+}
+
 /* A caller's buffer as first chunk: it stays chunk 0, and the chunks from
  * the backing reach the same steady state. */
 static void test_steady_with_a_callers_buffer(void **state)
@@ -665,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_steady_values_above_the_budget),
         cmocka_unit_test(test_steady_mixed),
         cmocka_unit_test(test_steady_scopes),
+        cmocka_unit_test(test_steady_scope_then_a_larger_value),
         cmocka_unit_test(test_steady_with_a_callers_buffer),
 #ifdef TEST_PAGE_FAULTS
         cmocka_unit_test(test_no_page_faults_when_warm),

@@ -392,8 +392,8 @@ static inline void arena_reset(arena *a);
 /**
  * arena_reset() that keeps at most `retain_limit` bytes of chunks ("retain
  * with a limit"): of the chunks the policy keeps, taken in order of use (the
- * batch's own in the order it first used them, then older ones), each one
- * is kept if it still fits under `retain_limit`, and the others go back to
+ * batch's own first, then older ones, the most recently used first), each
+ * one is kept if it still fits under `retain_limit`, and the others go back to
  * the backing allocator.  With chunks of the budget's size B only, the arena
  * retains min(what arena_reset() keeps, floor(retain_limit / B) * B) bytes.
  * The caller's buffer is always kept (and counts).  retain_limit SIZE_MAX is
@@ -419,13 +419,16 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * then, every chunk is kept (those of oversized values too, as spares for the
  * next value of their size), and the next allocation of the same shape
  * returns the same address as it would have then.  A mark taken when no chunk
- * was current (on an empty arena) leaves the first regular chunk stored into
- * since current and empty, as a reset does, the others spare: the next scope
+ * was current (on an empty arena) leaves a regular chunk stored into since
+ * current and empty (the one a reset would pick: the first of the budget's
+ * size, else the first), as a reset does, the others spare: the next scope
  * stores into it again.  Chunks are given back by a
  * reset, arena_trim() or a release, and by a store that needs a new chunk for
- * an oversized value: it frees the largest spare a rewind of this batch left
- * that is too small for it (so that scopes of a growing value leave one chunk,
- * not one per size).  Marks taken after `m` expire; `m` stays valid.
+ * an oversized value: it frees the largest spare allocated in this batch (a
+ * rewind of it left it) that is too small for it, so that scopes of a growing
+ * value leave one chunk, not one per size; not in a batch that follows one
+ * that freed a chunk so (it may be of the same shape, which needs them all
+ * again).  Marks taken after `m` expire; `m` stays valid.
  *
  * A value stored before `m` is the most recent one again once nothing stored
  * after `m` remains, so it may be resized after `m` was taken: grown in place

@@ -28,22 +28,24 @@
  * bookkeeping): the chunk's place in the spares' order, and the last batch
  * that used it.
  *
- * The spares' order.  A reset puts the chunks the batch used first and the
- * others after them, each group in the order it had, and that is the order
- * of the spares through the next batch: a chunk taken into use leaves it,
- * and a rewind (or the next reset) puts it back in its place; a new chunk
- * comes after all.  So the index is in order of last use, by batch; a rewind
- * leaves the spares as they were at its mark; and a batch of the same shape
- * as the last one meets the spares in the order the last one met them.
+ * The spares' order is the order in which the chunks were allocated, the
+ * oldest first: a chunk taken into use leaves it, and a rewind (or the next
+ * reset) puts it back in its place.  So a rewind leaves the spares as they
+ * were at its mark, and a batch of the same shape as the last one meets the
+ * spares in the order the last one met them.  (An order by last use would
+ * do for the latter, but there a shape that comes after another meets the
+ * other's chunks first, and may take one for a role its own chunk played
+ * when it came first, which then goes unused until the policy gives it
+ * back: in workloads of alternating shapes, most did once.)
  *
  * Growth and retention.  A value that does not fit the current chunk takes
  * the first spare that suits (holds it, and is at most twice what a new
  * chunk for it would be), else a new chunk: the budget for a value that fits
  * one, its own size for a larger one.  A batch of the same shape as the last
  * one thus takes, at each step, the chunk the last one took there (the
- * chunks before it in the order did not suit the last one either, and those
- * the last one did not use come after all it used): no backing call and no
- * page fault once warm, whatever the sizes.  A new oversized chunk frees the
+ * chunks before it in the order did not suit the last one either, or were in
+ * use, as they are now, and those it allocated come after them): no backing
+ * call and no page fault once warm, whatever the sizes.  A new oversized chunk frees the
  * largest spare of the batch that a rewind of it left too small for it
  * (free_outgrown()), so that scopes of a growing value do not hoard chunks.
  * A reset keeps the chunks that recent batches used, within a bound that
@@ -301,13 +303,6 @@ static void move_entries(arena *a, uint32_t to, uint32_t from, uint32_t n)
     memmove(&slots(a)[to], &slots(a)[from], n * sizeof(struct arena__slot));
 }
 
-static void swap_entries(arena *a, uint32_t i, uint32_t j)
-{
-    struct entry e = get_entry(a, i);
-    put_entry(a, i, get_entry(a, j));
-    put_entry(a, j, e);
-}
-
 static uint32_t take_spare(arena *a, uint32_t i);
 
 /* Allocates a chunk of `cap` bytes and takes it into use at index nused (see
@@ -358,14 +353,12 @@ static void drop_chunks_from(arena *a, uint32_t from)
 
 /* ---- Spares ------------------------------------------------------------------------- */
 
-/* The spares stand in one order, their slots' `key`: a reset puts the
- * chunks the batch used first, in their order, then the others, in theirs
- * (order_by_use()), and a new chunk comes after all.  A chunk taken into use
- * leaves that order (the others keep theirs), and goes back to its place
- * when a rewind or reset drops it.  So a rewind leaves the spares as they
- * were at its mark, and the next value meets the spare it would have met
- * then; and each value of a batch shaped like the last one meets, first,
- * the chunk the last one took for it. */
+/* The spares stand in one order, their slots' `key`: the order in which
+ * the chunks were allocated.  A chunk taken into use leaves it (the others
+ * keep theirs), and goes back to its place when a rewind or reset drops it.
+ * So a rewind leaves the spares as they were at its mark, and the next value
+ * meets the spare it would have met then; and each value of a batch shaped
+ * like the last one meets, first, the chunk the last one took for it. */
 
 /* True when chunk i was used this batch. */
 static bool used_now(const arena *a, uint32_t i)
@@ -921,79 +914,78 @@ void arena__release_slow(arena *a)
 }
 
 /* Keeps the spares that fit `limit` beside the chunks in use (and the
- * caller's buffer), taken in order of use: those this batch used, then the
- * others, each in index order; frees the rest, and closes up the index,
- * whose order stays.  O(spares). */
+ * caller's buffer), taken in order of use: those this batch used first,
+ * then by the batch that last used them, the latest first, each in index
+ * order; frees the rest, and closes up the index, whose order stays.
+ * O(spares) for each batch that spares were last used in. */
 static void keep_within(arena *a, size_t limit)
 {
     size_t kept = arena__cold(a)->retained;
-    uint32_t i, j, pass;
+    uint32_t i, j, age = 0, next, b = arena__cold(a)->batch;
 
     for (i = a->nused; i < a->nchunks; i++)
         if (a->chunks[i].base != a->buf)
             kept -= usable(a, &a->chunks[i]);
-    for (pass = 0; pass < 2; pass++) {
+    do {
+        next = UINT32_MAX;
         for (i = j = a->nused; i < a->nchunks; i++) {
             struct entry e = get_entry(a, i);
             size_t cap = usable(a, &e.chunk);
-            bool used = e.slot.last == arena__cold(a)->batch;
-            if (used == (pass == 0) && e.chunk.base != a->buf) {
+            uint32_t since = b - e.slot.last;
+            if (since == age && e.chunk.base != a->buf) {
                 if (kept > limit || cap > limit - kept) {
                     arena__cold(a)->retained -= cap;
                     free_chunk(a, e.chunk);
                     continue;
                 }
                 kept += cap;
+            } else if (since > age && since < next) {
+                next = since;
             }
             put_entry(a, j++, e);
         }
         a->nchunks = j;
-    }
+        age = next;
+    } while (age != UINT32_MAX);
 }
 
-/* Frees the spare chunks (at [nused, nchunks)) at index `keep` or beyond
- * (those unused longest, at a reset), then, while the arena retains more
- * than `limit` bytes, keeps the spares that fit the limit (keep_within())
- * and frees the others.  The caller's buffer is never freed (and counts).
- * An arena left with one chunk or none gives its heap index back too.  O(1)
- * when there is nothing to free. */
-static void free_spares(arena *a, size_t limit, uint32_t keep)
+static bool expired(const arena *a, uint32_t i);
+
+/* Frees the spares (at [nused, nchunks)) that the policy gives back whatever
+ * their size (expired()) when `reset` is set; then, while the arena retains
+ * more than `limit` bytes, keeps the spares that fit the limit
+ * (keep_within()) and frees the others.  The caller's buffer is never freed
+ * (and counts).  An arena left with one chunk or none gives its heap index
+ * back too.  The spares keep their order.  O(1) when there is nothing to
+ * free but for a reset's O(spares). */
+static void free_spares(arena *a, size_t limit, bool reset)
 {
-    while (a->nchunks > a->nused && a->nchunks > keep) {
-        struct arena__chunk c = a->chunks[a->nchunks - 1];
-        if (c.base == a->buf)
-            break;
-        arena__cold(a)->retained -= usable(a, &c);
-        forget_spare(a, a->nchunks - 1);
-        free_chunk(a, c);
+    uint32_t i, j;
+
+    for (i = j = a->nused; reset && i < a->nchunks; i++) {
+        struct entry e = get_entry(a, i);
+        if (e.chunk.base != a->buf && expired(a, i)) {
+            arena__cold(a)->retained -= usable(a, &e.chunk);
+            free_chunk(a, e.chunk);
+            continue;
+        }
+        put_entry(a, j++, e);
     }
+    if (reset)
+        a->nchunks = j;
     if (arena__cold(a)->retained > limit && a->nchunks > a->nused)
         keep_within(a, limit);
     shrink_index(a);
 }
 
-/* At the end of a batch, every chunk a spare in the spares' order: puts
- * the chunks the batch used first, then the others, each in that order, and
- * makes this the spares' order.  A batch of the same shape then meets, at
- * each step, the spares in the order the last one met them (those it did
- * not use aside, which it would not use either), so it takes the same
- * chunks; and the index is in order of last use, by batch (the others stood
- * so at the last reset).  Returns how many the batch used.  O(chunks): each
- * entry goes to its place. */
-static uint32_t order_by_use(arena *a)
+/* At the end of a batch, every chunk a spare in the spares' order:
+ * renumbers their keys (0, 1, ...).  O(chunks). */
+static void renumber(arena *a)
 {
-    struct arena__slot *s = slots(a);
-    uint32_t i, n = a->nchunks, used = 0, other;
-
-    for (i = 0; i < n; i++)
-        used += s[i].last == arena__cold(a)->batch;
-    for (i = 0, other = used; i < n; i++)
-        s[i].key = s[i].last == arena__cold(a)->batch ? i - (other - used) : other++;
-    for (i = 0; i < n; i++)
-        while (s[i].key != i)
-            swap_entries(a, i, (uint32_t)s[i].key);
-    arena__cold(a)->nkeys = arena__cold(a)->born = n;
-    return used;
+    uint32_t i;
+    for (i = 0; i < a->nchunks; i++)
+        slots(a)[i].key = i;
+    arena__cold(a)->nkeys = arena__cold(a)->born = a->nchunks;
 }
 
 /* Makes the arena empty (size 0, every mark expired), every chunk a spare,
@@ -1034,13 +1026,14 @@ static void reopen(arena *a)
  * spike goes back at the reset that ends the ARENA_RETAIN_BATCHES-th batch
  * after it.  The target is the demand of one of the last
  * 2 * ARENA_RETAIN_BATCHES - 1 batches.  Returns the byte bound. */
-static size_t retention_target(arena *a, uint32_t used)
+static size_t retention_target(arena *a)
 {
     size_t demand = 0;
     uint32_t i;
 
-    for (i = 0; i < used; i++)
-        demand += usable(a, &a->chunks[i]);
+    for (i = 0; i < a->nchunks; i++)
+        if (used_now(a, i))
+            demand += usable(a, &a->chunks[i]);
     if (demand >= arena__cold(a)->peak) {
         arena__cold(a)->peak = demand;
         arena__cold(a)->runner = 0;
@@ -1060,17 +1053,11 @@ static size_t retention_target(arena *a, uint32_t used)
     return arena__cold(a)->peak > SIZE_MAX / 2 ? SIZE_MAX : 2 * arena__cold(a)->peak;
 }
 
-/* The index of the first chunk, in the order of order_by_use(), that the
- * policy gives back whatever its size: the chunks after the batch's own are
- * in order of last use, so those last used before the window are the
- * last. */
-static uint32_t kept_by_policy(const arena *a, uint32_t used)
+/* True when chunk i was last used before the batches the policy covers
+ * (the window). */
+static bool expired(const arena *a, uint32_t i)
 {
-    uint32_t n = a->nchunks;
-    while (n > used &&
-           (uint32_t)(slots(a)[n - 1].last - arena__cold(a)->win_from) >= 0x80000000u)
-        n--;
-    return n;
+    return (uint32_t)(slots(a)[i].last - arena__cold(a)->win_from) >= 0x80000000u;
 }
 
 /* Counts the batch as ended: the next one begins. */
@@ -1087,16 +1074,16 @@ static void end_batch(arena *a)
 static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
 {
     size_t most;
-    uint32_t in_use, used;
+    uint32_t in_use;
 
     sync(a);
     arena__buffer_reused(a);
     in_use = a->nused;
     drop_chunks_from(a, 0);
     restore_spares(a, 0, in_use);
-    used = order_by_use(a);
-    most = retention_target(a, used);
-    free_spares(a, most < retain_limit ? most : retain_limit, kept_by_policy(a, used));
+    renumber(a);
+    most = retention_target(a);
+    free_spares(a, most < retain_limit ? most : retain_limit, true);
     end_batch(a);
     reopen(a);
 }
@@ -1117,7 +1104,7 @@ void arena_reset_to(arena *a, size_t retain_limit)
 void arena_trim(arena *a, size_t max_retained)
 {
     sync(a);
-    free_spares(a, max_retained, UINT32_MAX);
+    free_spares(a, max_retained, false);
 }
 
 /* ---- Marks ----------------------------------------------------------------------------------

@@ -45,12 +45,12 @@
  * one thus takes, at each step, the chunk the last one took there (the
  * chunks before it in the order did not suit the last one either, or were in
  * use, as they are now, and those it allocated come after them): no backing
- * call and no page fault once warm, whatever the sizes.  A new oversized chunk frees the
- * largest spare of the batch that a rewind of it left too small for it
- * (free_outgrown()), so that scopes of a growing value do not hoard chunks.
- * A reset keeps the chunks that recent batches used, within a bound that
- * follows their demand (retention_target()), and frees the rest, those
- * unused longest first.
+ * call and no page fault once warm, whatever the sizes.  A new oversized
+ * chunk frees the largest spare of the batch that a rewind of it left too
+ * small for it (free_outgrown()), so that scopes of a growing value do not
+ * hoard chunks.  A reset keeps the chunks that recent batches used, within
+ * a bound that follows their demand (retention_target()), and frees the
+ * rest.
  *
  * The index lives in the arena struct (`first`) while it has one slot, so a
  * one-chunk arena, and a caller-buffer arena, costs no bookkeeping allocation.
@@ -881,6 +881,8 @@ void arena__init_buffer_slow(arena *a, void *buf, size_t len, const arena_alloca
     }
 }
 
+static void note_batches(arena *a, size_t demand, uint32_t k);
+
 void arena__release_slow(arena *a)
 {
     size_t bufcap = a->buf ? a->chunks[0].cap : 0;
@@ -899,11 +901,12 @@ void arena__release_slow(arena *a)
     a->chunks = NULL;
     arena__cold(a)->ncap = a->nchunks = a->nused = 0;
     arena__cold(a)->retained = 0;
-    arena__cold(a)->peak = arena__cold(a)->runner = 0;
-    arena__cold(a)->age = 0;
     arena__cold(a)->nkeys = arena__cold(a)->born = 0;
     arena__cold(a)->flags &= ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
-    arena__cold(a)->run_from = arena__cold(a)->win_from = arena__cold(a)->batch;
+    /* The history is forgotten: as if the last ARENA_RETAIN_BATCHES batches
+     * had used only what stays, the caller's buffer. */
+    note_batches(a, bufcap, ARENA_RETAIN_BATCHES);
+    arena__cold(a)->batch += ARENA_RETAIN_BATCHES;
     a->size = 0;
     a->expired = a->saves;
     leave_chunks(a);
@@ -1012,52 +1015,67 @@ static void reopen(arena *a)
         arena_check(a);
 }
 
-/* The retention policy, at the end of a batch.  A batch's demand is the
- * capacity of the chunks it used, those of rewound scopes included: what the
- * same batch needs to run again without a backing call.  A batch that
- * demands at least the target (`peak`) raises it to its demand; the target
- * comes down only when ARENA_RETAIN_BATCHES batches in a row demanded less:
- * then to the largest of their demands.  A reset keeps the chunks used since
- * the target last came down (the window: from batch `win_from` on), and only
- * those once it comes down, up to twice the target; it frees the rest, the
- * least recently used first.  So a steady workload keeps exactly what it
- * uses, a workload that alternates between shapes keeps what each needs, a
- * spike that recurs within ARENA_RETAIN_BATCHES batches stays, and a one-off
- * spike goes back at the reset that ends the ARENA_RETAIN_BATCHES-th batch
- * after it.  The target is the demand of one of the last
- * 2 * ARENA_RETAIN_BATCHES - 1 batches.  Returns the byte bound. */
+/* The retention policy.  A batch's demand is the capacity of the chunks it
+ * used, those of rewound scopes included: what the same batch needs to run
+ * again without a backing call.  The arena keeps the largest demand of each
+ * block of ARENA__BLOCK batches (counted from the arena's start, `batch`),
+ * for the latest ARENA__BLOCKS blocks, the block under way included: O(1)
+ * per batch, in a fixed few words.  Those blocks are the batches the policy
+ * covers at a reset: the last 225 to 256 (ARENA_RETAIN_BATCHES), as the
+ * batch is early or late in its block.  The target is the largest demand in
+ * them; a reset keeps the chunks they used, the most recently used first, up
+ * to twice the target in all, and frees the others (those last used before
+ * them first).  So a steady workload keeps exactly what it uses; a shape
+ * that recurs within ARENA_RECUR_BATCHES batches (and in fact within 225)
+ * keeps its chunks, its demand in the target; a workload that alternates
+ * between shapes keeps what each needs, both within twice the larger; a spike
+ * that does not recur goes back once its batch leaves the blocks (after 225
+ * to 256 batches), or earlier if the chunks of the batches since outgrow
+ * twice the target; and what a reset keeps is at most twice the largest
+ * demand of the last ARENA_RETAIN_BATCHES batches. */
+
+/* Notes `k` batches that each demanded `demand`, from `batch` on (the
+ * caller moves `batch` on).  O(blocks): a block begun anew forgets the
+ * demand of the block it replaces. */
+static void note_batches(arena *a, size_t demand, uint32_t k)
+{
+    uint32_t b = arena__cold(a)->batch;
+
+    while (k > 0) {
+        uint32_t in = b % ARENA__BLOCK, n = ARENA__BLOCK - in;
+        size_t *most = &arena__cold(a)->demand[b / ARENA__BLOCK % ARENA__BLOCKS];
+        if (in == 0 || demand > *most)
+            *most = demand;
+        if (n > k)
+            n = k;
+        b += n;
+        k -= n;
+    }
+}
+
+/* At the end of a batch: notes its demand, and returns the byte bound,
+ * twice the target. */
 static size_t retention_target(arena *a)
 {
-    size_t demand = 0;
+    size_t demand = 0, most = 0;
     uint32_t i;
 
     for (i = 0; i < a->nchunks; i++)
         if (used_now(a, i))
             demand += usable(a, &a->chunks[i]);
-    if (demand >= arena__cold(a)->peak) {
-        arena__cold(a)->peak = demand;
-        arena__cold(a)->runner = 0;
-        arena__cold(a)->age = 0;
-        arena__cold(a)->run_from = arena__cold(a)->batch + 1;
-    } else {
-        if (demand > arena__cold(a)->runner)
-            arena__cold(a)->runner = demand;
-        if (++arena__cold(a)->age >= ARENA_RETAIN_BATCHES) {
-            arena__cold(a)->peak = arena__cold(a)->runner;
-            arena__cold(a)->runner = 0;
-            arena__cold(a)->age = 0;
-            arena__cold(a)->win_from = arena__cold(a)->run_from;
-            arena__cold(a)->run_from = arena__cold(a)->batch + 1;
-        }
-    }
-    return arena__cold(a)->peak > SIZE_MAX / 2 ? SIZE_MAX : 2 * arena__cold(a)->peak;
+    note_batches(a, demand, 1);
+    for (i = 0; i < ARENA__BLOCKS; i++)
+        if (arena__cold(a)->demand[i] > most)
+            most = arena__cold(a)->demand[i];
+    return most > SIZE_MAX / 2 ? SIZE_MAX : 2 * most;
 }
 
-/* True when chunk i was last used before the batches the policy covers
- * (the window). */
+/* True when chunk i, in batch `batch`, was last used before the blocks the
+ * policy covers. */
 static bool expired(const arena *a, uint32_t i)
 {
-    return (uint32_t)(slots(a)[i].last - arena__cold(a)->win_from) >= 0x80000000u;
+    uint32_t b = arena__cold(a)->batch;
+    return b - slots(a)[i].last > b % ARENA__BLOCK + (ARENA__BLOCKS - 1) * ARENA__BLOCK;
 }
 
 /* Counts the batch as ended: the next one begins. */
@@ -1271,14 +1289,17 @@ size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : arena__c
 
 #define CORRUPT(...) (arena__report(ARENA_ERR_CORRUPT, __VA_ARGS__), false)
 
-/* The invariant of the slots: the chunks in use were used this batch, and
- * the spares stand in their order (keys increasing, below nkeys). */
+/* The invariant of the slots: the chunks in use were used this batch, none
+ * was last used more than ARENA_RETAIN_BATCHES batches ago (a reset gives it
+ * back first), and the spares stand in their order (keys increasing, below
+ * nkeys). */
 static bool slots_ordered(const arena *a)
 {
     uint32_t i;
     for (i = 0; i < a->nchunks; i++) {
         const struct arena__slot *s = &slots(a)[i];
         if ((i < a->nused && !used_now(a, i)) || s->key >= arena__cold(a)->nkeys ||
+            arena__cold(a)->batch - s->last > ARENA_RETAIN_BATCHES ||
             (i > a->nused && s->key <= slots(a)[i - 1].key))
             return false;
     }

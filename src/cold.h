@@ -14,6 +14,12 @@ struct arena__span {
     uint64_t from, to;
 };
 
+/* The history of demand the retention policy keeps: the largest demand of
+ * each block of ARENA__BLOCK batches, for the latest ARENA__BLOCKS blocks
+ * (ARENA_RETAIN_BATCHES batches in all). */
+#define ARENA__BLOCK 32u
+#define ARENA__BLOCKS (ARENA_RETAIN_BATCHES / ARENA__BLOCK)
+
 /* Spans an arena remembers (see arena_rewind()). */
 #define ARENA__DEAD_SPANS 4
 
@@ -35,16 +41,13 @@ struct arena__cold {
     uint32_t batch;               /* the batch in progress, counted from the start */
     uint64_t nkeys;               /* `key` of the next new chunk */
     uint64_t born;                /* keys from `born` on: chunks allocated this batch */
-    uint32_t age;                 /* resets since the target was set */
-    uint32_t run_from;            /* the first batch since the target was set */
-    uint32_t win_from;            /* the first batch since it last came down */
     uint32_t flags;               /* ARENA__FIXED, ARENA__BUF_OPEN; the checked build's
                                      tag serial in bits 8-31 */
     size_t retained;              /* arena_retained() */
     size_t budget;                /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
     arena_allocator backing;      /* alloc == NULL: malloc */
-    size_t peak;                  /* the retention target: see arena_reset() */
-    size_t runner;                /* the largest demand of the batches since */
+    size_t demand[ARENA__BLOCKS]; /* the largest demand of each of the latest blocks
+                                     of ARENA__BLOCK batches (see retention_target()) */
     struct arena__reuse *reuse;   /* blocks given back for reuse (src/reuse.c); NULL: none yet */
     struct arena__slot first_slot; /* the slot of `first` while the index is there */
     uint32_t ndead;               /* spans in `dead` */

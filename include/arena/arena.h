@@ -54,10 +54,17 @@ extern "C" {
 /** Default chunk budget, in bytes of capacity. */
 #define ARENA_DEFAULT_CHUNK 65536
 
-/** How many smaller batches a spike in memory outlives: it is given back by
- *  the reset that ends the ARENA_RETAIN_BATCHES-th batch after it that
- *  demanded less (see arena_reset()). */
-#define ARENA_RETAIN_BATCHES 8
+/** The reach of a reset's memory, in batches: a chunk that no batch has
+ *  used for ARENA_RETAIN_BATCHES batches (a one-off spike's) is given back
+ *  by then, and what a reset keeps never exceeds twice the largest demand of
+ *  the last ARENA_RETAIN_BATCHES batches (see arena_reset()). */
+#define ARENA_RETAIN_BATCHES 256
+
+/** A batch shape that recurs at least once every ARENA_RECUR_BATCHES
+ *  batches (a large request among smaller ones) keeps its chunks: once warm
+ *  it makes no backing-allocator call, hence no page fault (see
+ *  arena_reset()). */
+#define ARENA_RECUR_BATCHES 64
 
 /** Alignment of arena_alloc(), of chunks and of what a backing allocator
  *  returns: alignof(max_align_t). */
@@ -365,23 +372,33 @@ static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
  * next batch, by a policy that needs no tuning:
  *   - a batch's demand is the capacity of the chunks it used, those of scopes
  *     rewound within it included;
- *   - the retention target rises at once to a demand above it, and comes
- *     down only after ARENA_RETAIN_BATCHES batches in a row demanded less:
- *     to the largest of their demands;
- *   - a reset keeps the chunks used since the target last came down, up to
- *     twice the target in all, and frees the others, those unused longest
- *     first.  The caller's buffer is always kept.
+ *   - the policy covers the latest batches by blocks of 32: those of the
+ *     last ARENA_RETAIN_BATCHES / 32 blocks, the one under way included (the
+ *     last 225 to ARENA_RETAIN_BATCHES batches); its target is the largest
+ *     demand among them;
+ *   - a reset keeps the chunks those batches used, the most recently used
+ *     first, up to twice the target in all, and frees the others.  The
+ *     caller's buffer is always kept.
  *
  * A value that does not fit the current chunk takes a kept chunk that holds
- * it and is at most twice what a new chunk for it would be, if any.  Hence
- * batches of one shape reach, from the second or third on, a steady state
- * with no backing-allocator call and no page fault, values larger than the
- * budget included; a workload alternating between shapes keeps what each
- * needs; a spike that recurs within ARENA_RETAIN_BATCHES batches stays; a
- * one-off spike is kept through ARENA_RETAIN_BATCHES - 1 smaller batches
- * and given back by the reset that ends the ARENA_RETAIN_BATCHES-th.  What a
- * reset keeps never exceeds twice the largest demand of the last
- * 2 * ARENA_RETAIN_BATCHES - 1 batches.
+ * it and is at most twice what a new chunk for it would be, if any: the
+ * first in the order they were allocated, which is the one the last batch
+ * of its shape took.  Hence:
+ *   - batches of one shape reach, from the second or third on, a steady
+ *     state with no backing-allocator call and no page fault, values larger
+ *     than the budget included;
+ *   - a batch shape that recurs at least once every ARENA_RECUR_BATCHES
+ *     batches among steady smaller ones (a large document among requests)
+ *     keeps its chunks, and reaches the same steady state once warm; so does
+ *     a workload alternating between shapes;
+ *   - a spike that does not recur is given back within
+ *     ARENA_RETAIN_BATCHES smaller batches;
+ *   - what a reset keeps never exceeds twice the largest demand of the last
+ *     ARENA_RETAIN_BATCHES batches.
+ * A release forgets the history: the batches before it count as if they had
+ * used nothing but the caller's buffer.  The same holds for the arenas of an
+ * arena_cache (arena_cache_recycle()) and for arena_shared_reset()
+ * (thread.h).
  *
  * Every value, pointer, ref and mark expires.  Never fails.  Inline when the
  * arena holds one chunk (a few stores); O(chunks) otherwise.  Checked build:

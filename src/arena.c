@@ -159,6 +159,42 @@ static ARENA__NOINLINE void write_cold(arena *a)
     arena__cold(a)->budget = ARENA_DEFAULT_CHUNK;
 }
 
+static void note_batches(arena *a, size_t demand, uint32_t k);
+static void forget_history(arena *a, size_t keep);
+static struct arena__slot *slots(const arena *a);
+
+/* Notes what the inline paths did since the library's last call, as the
+ * library would have: the batches that arena__reset_first() counted down in
+ * `spare` (each used the one chunk the arena holds, and only it, so each
+ * demanded its capacity, and that chunk is the only one to stamp), or a
+ * release of the caller's buffer (`spare` 0), which forgets the history.
+ * An arena that holds no chunk (`arena a = {0}`, whose `spare` is 0 too)
+ * has nothing to note: forgetting an empty history changes nothing. */
+static ARENA__NOINLINE void note_inline_resets(arena *a)
+{
+    size_t cap = a->nchunks ? usable(a, &a->chunks[0]) : 0;
+    uint32_t k = a->spare <= ARENA__INLINE_RESETS ? ARENA__INLINE_RESETS + 1 - a->spare : 0;
+
+    if (a->spare == 0) {
+        forget_history(a, cap);
+    } else if (k && a->nchunks) {
+        uint32_t flags = arena__cold(a)->flags & ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
+        note_batches(a, cap, k);
+        arena__cold(a)->batch += k;
+        /* The batch under way at the last call may have freed an outgrown
+         * chunk (free_outgrown()); the k - 1 after it did not. */
+        if (k == 1 && (arena__cold(a)->flags & ARENA__OUTGREW))
+            flags |= ARENA__OUTGREW_LAST;
+        arena__cold(a)->flags = flags;
+    }
+    a->spare = ARENA__INLINE_RESETS + 1;
+    if (a->nchunks == 1) {
+        slots(a)[0].key = 0;
+        slots(a)[0].last = arena__cold(a)->batch;
+        arena__cold(a)->nkeys = arena__cold(a)->born = 1;
+    }
+}
+
 /* Every entry point that reads `cold` calls it first (most through sync()). */
 static void wake(arena *a)
 {
@@ -178,6 +214,8 @@ static void wake_const(const arena *a) { wake((arena *)(uintptr_t)a); }
 static void sync(arena *a)
 {
     wake(a);
+    if (ARENA__UNLIKELY(a->spare != ARENA__INLINE_RESETS + 1))
+        note_inline_resets(a);
     a->size = arena_size(a);
     a->run = a->ptr;
 }
@@ -843,6 +881,7 @@ void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocator *backing)
 {
     *a = empty_arena;
+    a->spare = ARENA__INLINE_RESETS + 1;
     if (chunk_bytes > ARENA_REF_MAX)
         chunk_bytes = ARENA_REF_MAX;
     arena__cold(a)->budget = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
@@ -881,12 +920,11 @@ void arena__init_buffer_slow(arena *a, void *buf, size_t len, const arena_alloca
     }
 }
 
-static void note_batches(arena *a, size_t demand, uint32_t k);
-
 void arena__release_slow(arena *a)
 {
     size_t bufcap = a->buf ? a->chunks[0].cap : 0;
     uint32_t i;
+
     sync(a);
 
     if (a->buf)
@@ -902,11 +940,7 @@ void arena__release_slow(arena *a)
     arena__cold(a)->ncap = a->nchunks = a->nused = 0;
     arena__cold(a)->retained = 0;
     arena__cold(a)->nkeys = arena__cold(a)->born = 0;
-    arena__cold(a)->flags &= ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
-    /* The history is forgotten: as if the last ARENA_RETAIN_BATCHES batches
-     * had used only what stays, the caller's buffer. */
-    note_batches(a, bufcap, ARENA_RETAIN_BATCHES);
-    arena__cold(a)->batch += ARENA_RETAIN_BATCHES;
+    forget_history(a, bufcap);
     a->size = 0;
     a->expired = a->saves;
     leave_chunks(a);
@@ -1033,6 +1067,18 @@ static void reopen(arena *a)
  * to 256 batches), or earlier if the chunks of the batches since outgrow
  * twice the target; and what a reset keeps is at most twice the largest
  * demand of the last ARENA_RETAIN_BATCHES batches. */
+
+/* Forgets the history, as a release does: as if the last
+ * ARENA_RETAIN_BATCHES batches had used only `keep` bytes (what stays: the
+ * caller's buffer), counting batches from 0 again. */
+static void forget_history(arena *a, size_t keep)
+{
+    uint32_t i;
+    for (i = 0; i < ARENA__BLOCKS; i++)
+        arena__cold(a)->demand[i] = keep;
+    arena__cold(a)->batch = 0;
+    arena__cold(a)->flags &= ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
+}
 
 /* Notes `k` batches that each demanded `demand`, from `batch` on (the
  * caller moves `batch` on).  O(blocks): a block begun anew forgets the

@@ -173,8 +173,8 @@ typedef union arena__cold_space {
  * arena_retained() and the like report them); those before `cold` are
  * visible because the inline functions use them: ptr, end, size and run on
  * every allocation, chunks and cur for refs, pos, cur, nused and saves for
- * marks, nchunks, buf, first and expired for the one-chunk reset and
- * release, and all of these and lazy for the inline arena_init_buffer().
+ * marks, nchunks, buf, first, expired and spare for the one-chunk reset
+ * and release, and all of these and lazy for the inline arena_init_buffer().
  * `cold` holds the library's own bookkeeping.
  * `arena a = {0};` is a valid empty arena (64 KiB chunks, malloc backing).
  *
@@ -202,7 +202,9 @@ typedef struct arena {
     uint32_t pending;             /* nonzero: the library holds state that a reset or
                                      rewind must see (blocks given back for reuse), so
                                      the inline reset and rewind call it */
-    uint32_t spare;               /* reserved: zero */
+    uint32_t spare;               /* 1 + the resets the inline path may still make
+                                     before the library's next call; 0: released
+                                     inline (see arena__reset_first()) */
     char *buf;                    /* the caller's first chunk, or NULL */
     struct arena__chunk first;    /* the index while it has one slot */
     uint64_t saves;               /* marks taken: the serial of the latest */
@@ -278,6 +280,10 @@ static inline void arena_init_buffer(arena *a, void *buf, size_t len,
 
 ARENA_API void arena__init_buffer_slow(arena *a, void *buf, size_t len,
                                        const arena_allocator *backing);
+
+/* How many resets the inline path may make between two of the library's
+ * calls (`spare` counts them down: see arena__reset_first()). */
+#define ARENA__INLINE_RESETS ((uint32_t)256)
 ARENA_API void arena__release_slow(arena *a);
 ARENA_API void arena__reset_slow(arena *a);
 
@@ -311,6 +317,7 @@ static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, si
             a->nchunks = 1;
             a->lazy = 1;
             a->pending = 0;
+            a->spare = ARENA__INLINE_RESETS + 1;
             a->buf = base;
             a->first.base = base;
             a->first.cap = cap;
@@ -322,12 +329,6 @@ static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, si
     arena__init_buffer_slow(a, buf, len, backing);
 }
 
-/* Reset of an arena that holds one chunk, in use, with the inline window
- * open on it (so nothing is instrumented, and the chunk is regular or the
- * caller's buffer): size 0, marks expired, the position back at the chunk's
- * start.  There is nothing for the retention policy to give back.  False
- * when the arena is in any other state (spares included), which the slow
- * path handles. */
 /* Empties an arena whose one chunk, in use, starts at `base`, with the
  * inline window open on it: size 0, marks expired, the position at `base`. */
 static inline void arena__empty_first(arena *a, char *base)
@@ -339,10 +340,21 @@ static inline void arena__empty_first(arena *a, char *base)
     a->run = base;
 }
 
+/* Reset of an arena that holds one chunk, in use, with the inline window
+ * open on it (so nothing is instrumented, and the chunk is regular or the
+ * caller's buffer): size 0, marks expired, the position back at the chunk's
+ * start.  There is nothing for the retention policy to give back, but it
+ * counts batches: `spare` counts this one down (the library, which sets it
+ * to ARENA__INLINE_RESETS + 1, notes at its next call the batches counted
+ * down, each of which used that chunk alone).  False when the arena is in
+ * any other state (spares included), or when `spare` is 1 (no count left:
+ * the library notes them first) or 0 (released inline: the library forgets
+ * its history first), which the slow path handles. */
 static inline bool arena__reset_first(arena *a)
 {
-    if (!a->ptr || a->nchunks != 1)
+    if (!a->ptr || a->nchunks != 1 || a->spare <= 1)
         return false;
+    a->spare--;
     arena__empty_first(a, a->chunks[0].base);
     return true;
 }
@@ -361,9 +373,15 @@ static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
         arena__empty_first(a, a->first.base);
         return;
     }
-    if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first &&
-        arena__reset_first(a))
+    if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first && a->ptr) {
+        /* The buffer alone, the window open on it: a release is a reset
+         * that forgets the retention policy's history, which `spare` 0
+         * tells the library (the batches counted down since its last call
+         * are forgotten with the rest). */
+        a->spare = 0;
+        arena__empty_first(a, a->first.base);
         return;
+    }
     arena__release_slow(a);
 }
 
@@ -401,7 +419,8 @@ static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
  * (thread.h).
  *
  * Every value, pointer, ref and mark expires.  Never fails.  Inline when the
- * arena holds one chunk (a few stores); O(chunks) otherwise.  Checked build:
+ * arena holds one chunk (a few stores; one such reset in 256 calls the
+ * library, which counts the batches); O(chunks) otherwise.  Checked build:
  * verifies every guard and header, and arena_check(), before it forgets.
  */
 static inline void arena_reset(arena *a);

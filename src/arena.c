@@ -11,31 +11,46 @@
  * (chunk index, offset) resolves in O(1).  The array is split in two:
  *
  *     [0, nused)        chunks holding values of this batch, in the order they
- *                       were first used: regular chunks (the budget's
+ *                       were taken into use: regular chunks (the budget's
  *                       capacity, or a kept chunk of up to twice it),
  *                       oversized chunks (one value each) and the caller's
  *                       buffer (always index 0 when there is one);
- *     [nused, nchunks)  spares, kept by a reset or rewind: the chunks used
- *                       last come first, those unused longest come last.
+ *     [nused, nchunks)  spares, kept by a reset or rewind, in the spares'
+ *                       order (below).
  *
- * A chunk taken into use is always placed at index `nused` (the spare
- * standing there moves to where it was), so everything stored after a mark
- * lives at indices >= the mark's nused.  Rewinding turns the chunks in
- * [mark.nused, nused) into spares; reset is a rewind to nothing that reopens
- * a regular chunk as chunk 0.  Entries below a mark's nused never move while
- * the mark is valid, so live refs stay valid.
+ * A chunk taken into use is always placed at index `nused` (the spares before
+ * it move up one place), so everything stored after a mark lives at indices
+ * >= the mark's nused.  Rewinding turns the chunks in [mark.nused, nused) into
+ * spares; reset is a rewind to nothing that reopens a regular chunk as chunk
+ * 0.  Entries below a mark's nused never move while the mark is valid, so
+ * live refs stay valid.  Beside each entry the library keeps a slot (cold.h:
+ * the index's block holds them after its entries; `first`'s is in the
+ * bookkeeping): the chunk's place in the spares' order, and the last batch
+ * that used it.
+ *
+ * The spares' order is the order in which the chunks were allocated, the
+ * oldest first: a chunk taken into use leaves it, and a rewind (or the next
+ * reset) puts it back in its place.  So a rewind leaves the spares as they
+ * were at its mark, and a batch of the same shape as the last one meets the
+ * spares in the order the last one met them.  (An order by last use would
+ * do for the latter, but there a shape that comes after another meets the
+ * other's chunks first, and may take one for a role its own chunk played
+ * when it came first, which then goes unused until the policy gives it
+ * back: in workloads of alternating shapes, most did once.)
  *
  * Growth and retention.  A value that does not fit the current chunk takes
- * the spare at `nused` when it suits (holds it, and is at most twice what a
- * new chunk for it would be), else the smallest spare that suits, else a new
- * chunk: the budget for a value that fits one, its own size for a larger
- * one.  A batch of the same shape as the last one thus meets, at each step,
- * the chunk the last one used there: no backing call and no page fault once
- * warm, whatever the sizes.  A new oversized chunk frees the largest spare
- * that a rewind of the batch left too small for it (free_outgrown()), so
- * that scopes of a growing value do not hoard chunks.  A reset keeps the
- * chunks that recent batches used, within a bound that follows their demand
- * (retention_target()), and frees the rest, those unused longest first.
+ * the first spare that suits (holds it, and is at most twice what a new
+ * chunk for it would be), else a new chunk: the budget for a value that fits
+ * one, its own size for a larger one.  A batch of the same shape as the last
+ * one thus takes, at each step, the chunk the last one took there (the
+ * chunks before it in the order did not suit the last one either, or were in
+ * use, as they are now, and those it allocated come after them): no backing
+ * call and no page fault once warm, whatever the sizes.  A new oversized
+ * chunk frees the largest spare of the batch that a rewind of it left too
+ * small for it (free_outgrown()), so that scopes of a growing value do not
+ * hoard chunks.  A reset keeps the chunks that recent batches used, within
+ * a bound that follows their demand (retention_target()), and frees the
+ * rest.
  *
  * The index lives in the arena struct (`first`) while it has one slot, so a
  * one-chunk arena, and a caller-buffer arena, costs no bookkeeping allocation.
@@ -44,8 +59,9 @@
  *
  * Costs: the inline path is O(1) with no call; a new chunk costs one backing
  * allocation (two when the index doubles); taking a spare is O(1) when it is
- * the one the last batch used at that step, O(spares) otherwise; reset and
- * rewind are O(chunks).
+ * the first (as the one the last batch took at that step mostly is), and
+ * otherwise O(the spares before it), as is its way back; reset and rewind
+ * are O(chunks).
  *
  * Instrumentation (sanitizers, Valgrind, the checked build's headers and
  * guards) lives in instrument.c: this file calls its hooks (internal.h) at
@@ -146,9 +162,12 @@ static void set_cursor(arena *a, char *pos)
  * buffer of capacity `cap`: attach_buffer() and write_cold() share it. */
 static void buffer_cold(arena *a, size_t cap)
 {
+    struct arena__slot *s = &arena__cold(a)->first_slot;
     arena__cold(a)->ncap = 1;
     arena__cold(a)->retained = cap;
-    arena__cold(a)->ntouched = arena__cold(a)->nrun = arena__cold(a)->nwin = 1;
+    arena__cold(a)->nkeys = 1;
+    s->key = 0;
+    s->last = arena__cold(a)->batch;
 }
 
 /* Writes the bookkeeping of an arena the inline arena_init_buffer() set up
@@ -164,6 +183,42 @@ static ARENA__NOINLINE void write_cold(arena *a)
     arena__cold(a)->lim = a->buf + a->first.cap;
     arena__cold(a)->flags = ARENA__FIXED;
     arena__cold(a)->budget = ARENA_DEFAULT_CHUNK;
+}
+
+static void note_batches(arena *a, size_t demand, uint32_t k);
+static void forget_history(arena *a, size_t keep);
+static struct arena__slot *slots(const arena *a);
+
+/* Notes what the inline paths did since the library's last call, as the
+ * library would have: the batches that arena__reset_first() counted down in
+ * `spare` (each used the one chunk the arena holds, and only it, so each
+ * demanded its capacity, and that chunk is the only one to stamp), or a
+ * release of the caller's buffer (`spare` 0), which forgets the history.
+ * An arena that holds no chunk (`arena a = {0}`, whose `spare` is 0 too)
+ * has nothing to note: forgetting an empty history changes nothing. */
+static ARENA__NOINLINE void note_inline_resets(arena *a)
+{
+    size_t cap = a->nchunks ? usable(a, &a->chunks[0]) : 0;
+    uint32_t k = a->spare <= ARENA__INLINE_RESETS ? ARENA__INLINE_RESETS + 1 - a->spare : 0;
+
+    if (a->spare == 0) {
+        forget_history(a, cap);
+    } else if (k && a->nchunks) {
+        uint32_t flags = arena__cold(a)->flags & ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
+        note_batches(a, cap, k);
+        arena__cold(a)->batch += k;
+        /* The batch under way at the last call may have freed an outgrown
+         * chunk (free_outgrown()); the k - 1 after it did not. */
+        if (k == 1 && (arena__cold(a)->flags & ARENA__OUTGREW))
+            flags |= ARENA__OUTGREW_LAST;
+        arena__cold(a)->flags = flags;
+    }
+    a->spare = ARENA__INLINE_RESETS + 1;
+    if (a->nchunks == 1) {
+        slots(a)[0].key = 0;
+        slots(a)[0].last = arena__cold(a)->batch;
+        arena__cold(a)->nkeys = arena__cold(a)->born = 1;
+    }
 }
 
 /* Every entry point that reads `cold` calls it first (most through sync()). */
@@ -185,6 +240,8 @@ static void wake_const(const arena *a) { wake((arena *)(uintptr_t)a); }
 static void sync(arena *a)
 {
     wake(a);
+    if (ARENA__UNLIKELY(a->spare != ARENA__INLINE_RESETS + 1))
+        note_inline_resets(a);
     a->size = arena_size(a);
     a->run = a->ptr;
 }
@@ -206,6 +263,33 @@ static void leave_chunks(arena *a)
 
 /* ---- The chunk index ------------------------------------------------------------------ */
 
+/* The slots of the index's entries: in the arena's bookkeeping while the
+ * index is `first`, else after the ncap entries of the index's block. */
+static struct arena__slot *slots(const arena *a)
+{
+    if (a->chunks == &a->first)
+        return &arena__cold(a)->first_slot;
+    return (struct arena__slot *)(void *)(a->chunks + arena__cold(a)->ncap);
+}
+
+/* Bytes of an index block of `ncap` entries and their slots; 0 when that
+ * does not fit a size_t. */
+static size_t index_bytes(uint32_t ncap)
+{
+    size_t bytes;
+    if (ARENA__MUL_OVERFLOWS((size_t)ncap, sizeof(struct arena__chunk) + sizeof(struct arena__slot),
+                             &bytes))
+        return 0;
+    return bytes;
+}
+
+/* Gives a heap index block back. */
+static void free_index(arena *a)
+{
+    if (a->chunks && a->chunks != &a->first)
+        back_free(a, a->chunks, index_bytes(arena__cold(a)->ncap));
+}
+
 /* Makes room for one more entry.  False (arena unchanged) on failure. */
 static bool index_reserve(arena *a)
 {
@@ -223,17 +307,64 @@ static bool index_reserve(arena *a)
     if (arena__cold(a)->ncap > UINT32_MAX / 2)
         return false;
     ncap = arena__cold(a)->ncap < 8 ? 8 : arena__cold(a)->ncap * 2;
-    if (ARENA__MUL_OVERFLOWS((size_t)ncap, sizeof *grown, &bytes))
+    bytes = index_bytes(ncap);
+    if (!bytes)
         return false;
     grown = (struct arena__chunk *)back_alloc(a, bytes);
     if (!grown)
         return false;
     memcpy(grown, a->chunks, a->nchunks * sizeof *grown);
-    if (a->chunks != &a->first)
-        back_free(a, a->chunks, arena__cold(a)->ncap * sizeof *grown);
+    memcpy(grown + ncap, slots(a), a->nchunks * sizeof(struct arena__slot));
+    free_index(a);
     a->chunks = grown;
     arena__cold(a)->ncap = ncap;
     return true;
+}
+
+/* Gives the heap index back, the one entry left (if any) moving into the
+ * struct, when the arena holds one chunk or none. */
+static void shrink_index(arena *a)
+{
+    if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
+        if (a->nchunks) {
+            a->first = a->chunks[0];
+            arena__cold(a)->first_slot = slots(a)[0];
+        }
+        free_index(a);
+        a->chunks = &a->first;
+        arena__cold(a)->ncap = 1;
+    }
+    if (a->nchunks == 0) {
+        a->chunks = NULL;
+        arena__cold(a)->ncap = 0;
+    }
+}
+
+/* An entry of the index with its slot, as it is moved around. */
+struct entry {
+    struct arena__chunk chunk;
+    struct arena__slot slot;
+};
+
+static struct entry get_entry(const arena *a, uint32_t i)
+{
+    struct entry e;
+    e.chunk = a->chunks[i];
+    e.slot = slots(a)[i];
+    return e;
+}
+
+static void put_entry(arena *a, uint32_t i, struct entry e)
+{
+    a->chunks[i] = e.chunk;
+    slots(a)[i] = e.slot;
+}
+
+/* Moves the `n` entries at `from` to `to`, slots along. */
+static void move_entries(arena *a, uint32_t to, uint32_t from, uint32_t n)
+{
+    memmove(&a->chunks[to], &a->chunks[from], n * sizeof *a->chunks);
+    memmove(&slots(a)[to], &slots(a)[from], n * sizeof(struct arena__slot));
 }
 
 static uint32_t take_spare(arena *a, uint32_t i);
@@ -247,6 +378,7 @@ static uint32_t take_spare(arena *a, uint32_t i);
 static uint32_t add_chunk(arena *a, size_t cap)
 {
     size_t extra = arena__chunk_extra(cap, budget(a));
+    struct arena__slot *s;
     char *base;
 
     if ((arena__cold(a)->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra || !index_reserve(a))
@@ -257,6 +389,9 @@ static uint32_t add_chunk(arena *a, size_t cap)
     arena__chunk_made(base, cap + extra);
     a->chunks[a->nchunks].base = base;
     a->chunks[a->nchunks].cap = cap + extra;
+    s = &slots(a)[a->nchunks];
+    s->key = arena__cold(a)->nkeys++;
+    s->last = arena__cold(a)->batch;
     a->nchunks++;
     arena__cold(a)->retained += cap;
     return take_spare(a, a->nchunks - 1);
@@ -269,8 +404,8 @@ static void free_chunk(arena *a, struct arena__chunk c)
     back_free(a, c.base, c.cap);
 }
 
-/* Forgets the chunks at [from, nused): they become the first spares, in
- * their order.  Sets nused = from. */
+/* Forgets the chunks at [from, nused): they become spares.  Sets nused =
+ * from; the caller puts them in their place among the spares. */
 static void drop_chunks_from(arena *a, uint32_t from)
 {
     uint32_t i;
@@ -282,115 +417,114 @@ static void drop_chunks_from(arena *a, uint32_t from)
 
 /* ---- Spares ------------------------------------------------------------------------- */
 
-/* The smallest spare that suits a value needing `need` bytes of a fresh
- * chunk (a capacity from `need` to `most`); UINT32_MAX when none does. */
-static uint32_t find_spare(const arena *a, size_t need, size_t most)
-{
-    size_t least = need > budget(a) ? need : budget(a), best_cap = SIZE_MAX;
-    uint32_t i, best = UINT32_MAX;
+/* The spares stand in one order, their slots' `key`: the order in which
+ * the chunks were allocated.  A chunk taken into use leaves it (the others
+ * keep theirs), and goes back to its place when a rewind or reset drops it.
+ * So a rewind leaves the spares as they were at its mark, and the next value
+ * meets the spare it would have met then; and each value of a batch shaped
+ * like the last one meets, first, the chunk the last one took for it. */
 
-    for (i = a->nused; i < a->nchunks; i++) {
-        size_t cap = usable(a, &a->chunks[i]);
-        if (cap < need || cap > most || cap >= best_cap)
-            continue;
-        best = i;
-        best_cap = cap;
-        if (cap == least) /* no chunk can suit better */
-            break;
-    }
-    return best;
+/* True when chunk i was used this batch. */
+static bool used_now(const arena *a, uint32_t i)
+{
+    return slots(a)[i].last == arena__cold(a)->batch;
 }
 
-static void swap_chunks(arena *a, uint32_t i, uint32_t j)
-{
-    struct arena__chunk c = a->chunks[i];
-    a->chunks[i] = a->chunks[j];
-    a->chunks[j] = c;
-}
-
-/* The index is kept in order of last use, by batch: [0, ntouched) holds
- * the chunks used since the batch began (in use or not), [0, nrun) those
- * used by the batches since the retention target was last set, [0, nwin)
- * those used by the batches the target covers (see retention_target()).
- * Moves chunk i (>= ntouched: not used yet this batch) to index ntouched,
- * the chunks between shifting up one place, so that each of the three is
- * still a prefix.  O(1) when i == ntouched, as when a batch repeats the
- * last one. */
-static void touch(arena *a, uint32_t i)
-{
-    if (i != arena__cold(a)->ntouched) {
-        struct arena__chunk c = a->chunks[i];
-        memmove(&a->chunks[arena__cold(a)->ntouched + 1], &a->chunks[arena__cold(a)->ntouched],
-                (i - arena__cold(a)->ntouched) * sizeof c);
-        a->chunks[arena__cold(a)->ntouched] = c;
-    }
-    arena__cold(a)->ntouched++;
-    if (i >= arena__cold(a)->nrun)
-        arena__cold(a)->nrun++;
-    if (i >= arena__cold(a)->nwin)
-        arena__cold(a)->nwin++;
-}
-
-/* Takes spare `i` into use at index nused (the spare there moves to where
- * it was), and returns that index. */
+/* Takes spare `i` into use at index nused (the spares from nused to i move
+ * up one place, keeping their order), and returns that index. */
 static uint32_t take_spare(arena *a, uint32_t i)
 {
-    if (i >= arena__cold(a)->ntouched) {
-        touch(a, i);
-        i = arena__cold(a)->ntouched - 1;
+    slots(a)[i].last = arena__cold(a)->batch;
+    if (i != a->nused) {
+        struct entry e = get_entry(a, i);
+        move_entries(a, a->nused + 1, a->nused, i - a->nused);
+        put_entry(a, a->nused, e);
     }
-    if (i != a->nused)
-        swap_chunks(a, i, a->nused);
     return a->nused++;
 }
 
-/* Takes into use the spare that serves a value needing `need` bytes of a
- * fresh chunk, whose capacity must not exceed `most`: the one at nused if it
- * suits (in a batch shaped like the last one, the chunk the last one used at
- * this step: two comparisons), else the smallest that suits.  Returns its
- * index, UINT32_MAX when none suits. */
+/* Takes into use the first spare, in their order, that serves a value
+ * needing `need` bytes of a fresh chunk: one of a capacity from `need` to
+ * `most`.  In a batch shaped like the last one, that is the chunk the last
+ * one used at this step, which usually stands first (two comparisons).
+ * Returns its index, UINT32_MAX when none suits. */
 static uint32_t use_spare(arena *a, size_t need, size_t most)
 {
-    uint32_t i = a->nused;
-    size_t cap;
+    uint32_t i;
 
-    if (i >= a->nchunks)
-        return UINT32_MAX;
-    cap = usable(a, &a->chunks[i]);
-    if (cap < need || cap > most) {
-        i = find_spare(a, need, most);
-        if (i == UINT32_MAX)
-            return i;
+    for (i = a->nused; i < a->nchunks; i++) {
+        size_t cap = usable(a, &a->chunks[i]);
+        if (cap >= need && cap <= most)
+            return take_spare(a, i);
     }
-    return take_spare(a, i);
+    return UINT32_MAX;
+}
+
+/* The chunk of [from, to) to make current when none is: the first of the
+ * budget's size, else the first regular one; `to` when none is regular. */
+static uint32_t pick_current(const arena *a, uint32_t from, uint32_t to)
+{
+    uint32_t i, pick = to;
+
+    for (i = from; i < to; i++) {
+        size_t cap = usable(a, &a->chunks[i]);
+        if (cap == budget(a))
+            return i;
+        if (cap <= regular_max(a) && pick == to)
+            pick = i;
+    }
+    return pick;
+}
+
+/* Puts the chunks a rewind dropped, at [from, upto), back in their places
+ * among the spares after them (in their order): each moves up past the
+ * spares that come before it.  O(dropped + the places they move). */
+static void restore_spares(arena *a, uint32_t from, uint32_t upto)
+{
+    uint32_t i, j;
+
+    for (i = upto; i-- > from;) {
+        struct entry e = get_entry(a, i);
+        for (j = i; j + 1 < a->nchunks && slots(a)[j + 1].key < e.slot.key; j++)
+            ;
+        if (j != i) {
+            move_entries(a, i, i + 1, j - i);
+            put_entry(a, j, e);
+        }
+    }
 }
 
 /* Forgets the entry at index i (>= nused) of a chunk being freed. */
 static void forget_spare(arena *a, uint32_t i)
 {
-    memmove(&a->chunks[i], &a->chunks[i + 1], (a->nchunks - i - 1) * sizeof *a->chunks);
+    move_entries(a, i, i + 1, a->nchunks - i - 1);
     a->nchunks--;
-    arena__cold(a)->ntouched -= i < arena__cold(a)->ntouched;
-    arena__cold(a)->nrun -= i < arena__cold(a)->nrun;
-    arena__cold(a)->nwin -= i < arena__cold(a)->nwin;
 }
 
 /* After a new chunk of `cap` bytes for an oversized value: the largest spare
- * that a rewind of this batch left, smaller than it and too large to serve
- * as a regular chunk, goes back to the backing, so that scopes of a value
- * growing from one to the next leave one chunk behind, not one per size (a
- * batch that never ends has no reset to bound it).  Spares of earlier
- * batches are left to the retention policy: the workload may still need
- * them.  Spares keep their order. */
+ * allocated in this batch (a rewind of it left it), smaller than the new one
+ * and too large to serve as a regular chunk, goes back to the backing, so
+ * that scopes of a value growing from one to the next leave one chunk
+ * behind, not one per size (a batch that never ends has no reset to bound
+ * it).  Spares of earlier batches are left to the retention policy: the
+ * workload may still need them.  And nothing goes back in a batch that
+ * follows one that gave chunks back so: if it is of the same shape, it
+ * allocates again, at their steps, the chunks the last one gave back, and
+ * would otherwise give back in turn some it used before, for the next batch
+ * to allocate again; once it keeps them, the next one needs no new chunk.
+ * Spares keep their order. */
 static void free_outgrown(arena *a, size_t cap)
 {
     size_t most = 0;
     uint32_t i, worst = UINT32_MAX;
     struct arena__chunk c;
 
-    for (i = a->nused; i < arena__cold(a)->ntouched; i++) {
+    if (arena__cold(a)->flags & ARENA__OUTGREW_LAST)
+        return;
+    for (i = a->nused; i < a->nchunks; i++) {
         size_t u = usable(a, &a->chunks[i]);
-        if (u < cap && u > regular_max(a) && u > most) {
+        if (slots(a)[i].key >= arena__cold(a)->born && u < cap && u > regular_max(a) &&
+            u > most) {
             most = u;
             worst = i;
         }
@@ -401,9 +535,29 @@ static void free_outgrown(arena *a, size_t cap)
     forget_spare(a, worst);
     arena__cold(a)->retained -= most;
     free_chunk(a, c);
+    arena__cold(a)->flags |= ARENA__OUTGREW;
 }
 
 /* ---- Placing values -------------------------------------------------------------------- */
+
+/* Undoes place()'s opening of a chunk, the last one taken into use: back to
+ * the backing if it was allocated for it (`spare` false), else back among
+ * the spares, `last` the batch that last used it. */
+static void unopen(arena *a, bool spare, uint32_t last)
+{
+    uint32_t i = --a->nused;
+    leave_chunks(a);
+    if (!spare) {
+        struct arena__chunk c = a->chunks[i];
+        arena__cold(a)->retained -= usable(a, &c);
+        forget_spare(a, i);
+        arena__cold(a)->nkeys--;
+        free_chunk(a, c);
+    } else {
+        slots(a)[i].last = last;
+        restore_spares(a, i, i + 1);
+    }
+}
 
 /* `p` rounded up to `align` (a power of two), by pointer arithmetic. */
 static char *align_ptr(char *p, size_t align)
@@ -417,13 +571,40 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
 {
     char *pos;
     size_t worst, need;
-    uint32_t i;
+    uint32_t i, last = 0;
+    bool opened = false, spare = false;
     char *p;
 
     /* Every size computation below stays clear of SIZE_MAX. */
     if (size > SIZE_MAX - arena__hdr() - 2 * ARENA__GRANULE - align)
         return NULL;
     align = arena__placing(a, align);
+
+    /* The padding a fresh ARENA_ALIGN-aligned chunk may need for `align`
+     * (the header and guard come out of the chunk's arena__chunk_extra()). */
+    worst = align > ARENA_ALIGN ? align - ARENA_ALIGN : 0;
+    need = size + worst;
+
+    /* No chunk current (a fresh arena, or a scope begun on an empty one),
+     * and a value no larger than the budget: the chunk that a reset would
+     * make current becomes current first (reopen()), so that the value goes
+     * where it goes in a later batch of the same shape, which begins with
+     * that chunk current.  One that only its alignment may keep from
+     * fitting it takes a chunk of its own if it does not, below. */
+    if (!arena__cold(a)->lim && size <= budget(a)) {
+        i = pick_current(a, a->nused, a->nchunks);
+        spare = i < a->nchunks;
+        if (spare) {
+            last = slots(a)[i].last;
+            i = take_spare(a, i);
+        } else {
+            i = add_chunk(a, budget(a));
+            if (i == UINT32_MAX)
+                return NULL;
+        }
+        enter_chunk(a, i, a->chunks[i].base);
+        opened = true;
+    }
     pos = cursor(a);
     if (arena__cold(a)->lim) {
         size_t pad = (size_t)(-((uintptr_t)pos + arena__hdr()) & (uintptr_t)(align - 1)) +
@@ -437,17 +618,15 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
         }
     }
 
-    /* The padding a fresh ARENA_ALIGN-aligned chunk may need for `align`
-     * (the header and guard come out of the chunk's arena__chunk_extra()). */
-    worst = align > ARENA_ALIGN ? align - ARENA_ALIGN : 0;
-    need = size + worst;
-
     if (need > budget(a)) {
         i = use_spare(a, need, need > SIZE_MAX / 2 ? SIZE_MAX : 2 * need);
         if (i == UINT32_MAX) {
             i = add_chunk(a, need);
-            if (i == UINT32_MAX)
+            if (i == UINT32_MAX) {
+                if (opened)
+                    unopen(a, spare, last);
                 return NULL;
+            }
             free_outgrown(a, need);
         }
         p = align_ptr(a->chunks[i].base + arena__hdr(), align);
@@ -949,6 +1128,7 @@ void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocator *backing)
 {
     *a = empty_arena;
+    a->spare = ARENA__INLINE_RESETS + 1;
     if (chunk_bytes > ARENA_REF_MAX)
         chunk_bytes = ARENA_REF_MAX;
     arena__cold(a)->budget = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
@@ -991,6 +1171,7 @@ void arena__release_slow(arena *a)
 {
     size_t bufcap = a->buf ? a->chunks[0].cap : 0;
     uint32_t i;
+
     sync(a);
     arena__reuse_release(a);
 
@@ -1002,13 +1183,12 @@ void arena__release_slow(arena *a)
         if (a->chunks[i].base != a->buf)
             free_chunk(a, a->chunks[i]);
     }
-    if (a->chunks && a->chunks != &a->first)
-        back_free(a, a->chunks, arena__cold(a)->ncap * sizeof *a->chunks);
+    free_index(a);
     a->chunks = NULL;
     arena__cold(a)->ncap = a->nchunks = a->nused = 0;
     arena__cold(a)->retained = 0;
-    arena__cold(a)->peak = arena__cold(a)->runner = 0;
-    arena__cold(a)->ntouched = arena__cold(a)->nrun = arena__cold(a)->nwin = arena__cold(a)->age = 0;
+    arena__cold(a)->nkeys = arena__cold(a)->born = 0;
+    forget_history(a, bufcap);
     a->size = 0;
     a->expired = a->saves;
     leave_chunks(a);
@@ -1018,70 +1198,79 @@ void arena__release_slow(arena *a)
     }
 }
 
-/* Keeps the spares in index order while they fit `limit` beside the chunks
- * in use (and the caller's buffer), frees the others, and closes up the
- * index.  O(spares). */
+/* Keeps the spares that fit `limit` beside the chunks in use (and the
+ * caller's buffer), taken in order of use: those this batch used first,
+ * then by the batch that last used them, the latest first, each in index
+ * order; frees the rest, and closes up the index, whose order stays.
+ * O(spares) for each batch that spares were last used in. */
 static void keep_within(arena *a, size_t limit)
 {
     size_t kept = arena__cold(a)->retained;
-    uint32_t i, j = a->nused;
-    uint32_t t = arena__cold(a)->ntouched < j ? arena__cold(a)->ntouched : j;
-    uint32_t r = arena__cold(a)->nrun < j ? arena__cold(a)->nrun : j, w = arena__cold(a)->nwin < j ? arena__cold(a)->nwin : j;
+    uint32_t i, j, age = 0, next, b = arena__cold(a)->batch;
 
     for (i = a->nused; i < a->nchunks; i++)
         if (a->chunks[i].base != a->buf)
             kept -= usable(a, &a->chunks[i]);
-    for (i = a->nused; i < a->nchunks; i++) {
-        struct arena__chunk c = a->chunks[i];
-        size_t cap = usable(a, &c);
-        if (c.base != a->buf) {
-            if (kept > limit || cap > limit - kept) {
-                arena__cold(a)->retained -= cap;
-                free_chunk(a, c);
-                continue;
+    do {
+        next = UINT32_MAX;
+        for (i = j = a->nused; i < a->nchunks; i++) {
+            struct entry e = get_entry(a, i);
+            size_t cap = usable(a, &e.chunk);
+            uint32_t since = b - e.slot.last;
+            if (since == age && e.chunk.base != a->buf) {
+                if (kept > limit || cap > limit - kept) {
+                    arena__cold(a)->retained -= cap;
+                    free_chunk(a, e.chunk);
+                    continue;
+                }
+                kept += cap;
+            } else if (since > age && since < next) {
+                next = since;
             }
-            kept += cap;
+            put_entry(a, j++, e);
         }
-        t += i < arena__cold(a)->ntouched;
-        r += i < arena__cold(a)->nrun;
-        w += i < arena__cold(a)->nwin;
-        a->chunks[j++] = c;
-    }
-    a->nchunks = j;
-    arena__cold(a)->ntouched = t;
-    arena__cold(a)->nrun = r;
-    arena__cold(a)->nwin = w;
+        a->nchunks = j;
+        age = next;
+    } while (age != UINT32_MAX);
 }
 
-/* Frees the spare chunks (at [nused, nchunks)) at index `keep` or beyond
- * (those unused longest), then, while the arena retains more than `limit`
- * bytes, keeps the spares in index order while they fit the limit beside
- * the chunks in use and frees the others.  The caller's buffer is never
- * freed (and counts).  An arena left with one chunk or none gives its heap
- * index back too.  O(1) when there is nothing to free. */
-static void free_spares(arena *a, size_t limit, uint32_t keep)
+static bool expired(const arena *a, uint32_t i);
+
+/* Frees the spares (at [nused, nchunks)) that the policy gives back whatever
+ * their size (expired()) when `reset` is set; then, while the arena retains
+ * more than `limit` bytes, keeps the spares that fit the limit
+ * (keep_within()) and frees the others.  The caller's buffer is never freed
+ * (and counts).  An arena left with one chunk or none gives its heap index
+ * back too.  The spares keep their order.  O(1) when there is nothing to
+ * free but for a reset's O(spares). */
+static void free_spares(arena *a, size_t limit, bool reset)
 {
-    while (a->nchunks > a->nused && a->nchunks > keep) {
-        struct arena__chunk c = a->chunks[a->nchunks - 1];
-        if (c.base == a->buf)
-            break;
-        arena__cold(a)->retained -= usable(a, &c);
-        forget_spare(a, a->nchunks - 1);
-        free_chunk(a, c);
+    uint32_t i, j;
+
+    for (i = j = a->nused; reset && i < a->nchunks; i++) {
+        struct entry e = get_entry(a, i);
+        if (e.chunk.base != a->buf && expired(a, i)) {
+            arena__cold(a)->retained -= usable(a, &e.chunk);
+            free_chunk(a, e.chunk);
+            continue;
+        }
+        put_entry(a, j++, e);
     }
+    if (reset)
+        a->nchunks = j;
     if (arena__cold(a)->retained > limit && a->nchunks > a->nused)
         keep_within(a, limit);
-    if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
-        if (a->nchunks)
-            a->first = a->chunks[0];
-        back_free(a, a->chunks, arena__cold(a)->ncap * sizeof *a->chunks);
-        a->chunks = &a->first;
-        arena__cold(a)->ncap = 1;
-    }
-    if (a->nchunks == 0) {
-        a->chunks = NULL;
-        arena__cold(a)->ncap = 0;
-    }
+    shrink_index(a);
+}
+
+/* At the end of a batch, every chunk a spare in the spares' order:
+ * renumbers their keys (0, 1, ...).  O(chunks). */
+static void renumber(arena *a)
+{
+    uint32_t i;
+    for (i = 0; i < a->nchunks; i++)
+        slots(a)[i].key = i;
+    arena__cold(a)->nkeys = arena__cold(a)->born = a->nchunks;
 }
 
 /* Makes the arena empty (size 0, every mark expired), every chunk a spare,
@@ -1090,22 +1279,14 @@ static void free_spares(arena *a, size_t limit, uint32_t keep)
  * oversized: the first value then picks one). */
 static void reopen(arena *a)
 {
-    uint32_t i, pick = a->buf ? 0 : UINT32_MAX;
+    uint32_t pick = a->buf ? 0 : UINT32_MAX;
 
     a->size = 0;
     a->expired = a->saves;
-    arena__cold(a)->ntouched = 0;
     /* chunks is never NULL while nchunks > 0; testing both keeps gcc's
      * -fanalyzer, which loses that link across free_spares(), convinced. */
-    for (i = 0; !a->buf && a->chunks && i < a->nchunks; i++) {
-        size_t cap = usable(a, &a->chunks[i]);
-        if (cap == budget(a)) {
-            pick = i;
-            break;
-        }
-        if (cap <= regular_max(a) && pick == UINT32_MAX)
-            pick = i;
-    }
+    if (!a->buf && a->chunks)
+        pick = pick_current(a, 0, a->nchunks);
     if (pick < a->nchunks && a->chunks) {
         take_spare(a, pick);
         enter_chunk(a, 0, a->chunks[0].base);
@@ -1116,50 +1297,96 @@ static void reopen(arena *a)
         arena_check(a);
 }
 
-/* The retention policy, at the end of a batch.  A batch's demand is the
- * capacity of the chunks it used, those of rewound scopes included: what the
- * same batch needs to run again without a backing call.  A batch that
- * demands at least the target (`peak`) raises it to its demand; the target
- * comes down only when ARENA_RETAIN_BATCHES batches in a row demanded less:
- * then to the largest of their demands.  A reset keeps the chunks used since
- * the target last came down (the window: [0, nwin)), and only those once it
- * comes down, up to twice the target; it frees the rest, the least recently
- * used first.  So a steady workload keeps exactly what it uses, a workload
- * that alternates between shapes keeps what each needs, a spike that recurs
- * within ARENA_RETAIN_BATCHES batches stays, and a one-off spike goes back
- * at the reset that ends the ARENA_RETAIN_BATCHES-th batch after it.  The
- * target is the demand of one of the last 2 * ARENA_RETAIN_BATCHES - 1
- * batches.  Returns the byte bound. */
+/* The retention policy.  A batch's demand is the capacity of the chunks it
+ * used, those of rewound scopes included: what the same batch needs to run
+ * again without a backing call.  The arena keeps the largest demand of each
+ * block of ARENA__BLOCK batches (counted from the arena's start, `batch`),
+ * for the latest ARENA__BLOCKS blocks, the block under way included: O(1)
+ * per batch, in a fixed few words.  Those blocks are the batches the policy
+ * covers at a reset: the last 225 to 256 (ARENA_RETAIN_BATCHES), as the
+ * batch is early or late in its block.  The target is the largest demand in
+ * them; a reset keeps the chunks they used, the most recently used first, up
+ * to twice the target in all, and frees the others (those last used before
+ * them first).  So a steady workload keeps exactly what it uses; a shape
+ * that recurs within ARENA_RECUR_BATCHES batches (and in fact within 225)
+ * keeps its chunks, its demand in the target; a workload that alternates
+ * between shapes keeps what each needs, both within twice the larger; a spike
+ * that does not recur goes back once its batch leaves the blocks (after 225
+ * to 256 batches), or earlier if the chunks of the batches since outgrow
+ * twice the target; and what a reset keeps is at most twice the largest
+ * demand of the last ARENA_RETAIN_BATCHES batches. */
+
+/* Forgets the history, as a release does: as if the last
+ * ARENA_RETAIN_BATCHES batches had used only `keep` bytes (what stays: the
+ * caller's buffer), counting batches from 0 again. */
+static void forget_history(arena *a, size_t keep)
+{
+    uint32_t i;
+    for (i = 0; i < ARENA__BLOCKS; i++)
+        arena__cold(a)->demand[i] = keep;
+    arena__cold(a)->batch = 0;
+    arena__cold(a)->flags &= ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
+}
+
+/* Notes `k` batches that each demanded `demand`, from `batch` on (the
+ * caller moves `batch` on).  O(blocks): a block begun anew forgets the
+ * demand of the block it replaces. */
+static void note_batches(arena *a, size_t demand, uint32_t k)
+{
+    uint32_t b = arena__cold(a)->batch;
+
+    while (k > 0) {
+        uint32_t in = b % ARENA__BLOCK, n = ARENA__BLOCK - in;
+        size_t *most = &arena__cold(a)->demand[b / ARENA__BLOCK % ARENA__BLOCKS];
+        if (in == 0 || demand > *most)
+            *most = demand;
+        if (n > k)
+            n = k;
+        b += n;
+        k -= n;
+    }
+}
+
+/* At the end of a batch: notes its demand, and returns the byte bound,
+ * twice the target. */
 static size_t retention_target(arena *a)
 {
-    size_t demand = 0;
+    size_t demand = 0, most = 0;
     uint32_t i;
 
-    for (i = 0; i < arena__cold(a)->ntouched; i++)
-        demand += usable(a, &a->chunks[i]);
-    if (demand >= arena__cold(a)->peak) {
-        arena__cold(a)->peak = demand;
-        arena__cold(a)->runner = 0;
-        arena__cold(a)->age = 0;
-        arena__cold(a)->nrun = 0;
-    } else {
-        if (demand > arena__cold(a)->runner)
-            arena__cold(a)->runner = demand;
-        if (++arena__cold(a)->age >= ARENA_RETAIN_BATCHES) {
-            arena__cold(a)->peak = arena__cold(a)->runner;
-            arena__cold(a)->runner = 0;
-            arena__cold(a)->age = 0;
-            arena__cold(a)->nwin = arena__cold(a)->nrun;
-            arena__cold(a)->nrun = 0;
-        }
-    }
-    return arena__cold(a)->peak > SIZE_MAX / 2 ? SIZE_MAX : 2 * arena__cold(a)->peak;
+    for (i = 0; i < a->nchunks; i++)
+        if (used_now(a, i))
+            demand += usable(a, &a->chunks[i]);
+    note_batches(a, demand, 1);
+    for (i = 0; i < ARENA__BLOCKS; i++)
+        if (arena__cold(a)->demand[i] > most)
+            most = arena__cold(a)->demand[i];
+    return most > SIZE_MAX / 2 ? SIZE_MAX : 2 * most;
+}
+
+/* True when chunk i, in batch `batch`, was last used before the blocks the
+ * policy covers. */
+static bool expired(const arena *a, uint32_t i)
+{
+    uint32_t b = arena__cold(a)->batch;
+    return b - slots(a)[i].last > b % ARENA__BLOCK + (ARENA__BLOCKS - 1) * ARENA__BLOCK;
+}
+
+/* Counts the batch as ended: the next one begins. */
+static void end_batch(arena *a)
+{
+    uint32_t flags = arena__cold(a)->flags & ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
+    if (arena__cold(a)->flags & ARENA__OUTGREW)
+        flags |= ARENA__OUTGREW_LAST;
+    arena__cold(a)->flags = flags;
+    arena__cold(a)->batch++;
 }
 
 /* A reset that keeps what the policy keeps, and at most `retain_limit`. */
 static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
 {
     size_t most;
+    uint32_t in_use;
 
     sync(a);
     if (retain_limit == 0)
@@ -1167,9 +1394,13 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     else
         arena__reuse_forget(a, 0);
     arena__buffer_reused(a);
+    in_use = a->nused;
     drop_chunks_from(a, 0);
+    restore_spares(a, 0, in_use);
+    renumber(a);
     most = retention_target(a);
-    free_spares(a, most < retain_limit ? most : retain_limit, arena__cold(a)->nwin);
+    free_spares(a, most < retain_limit ? most : retain_limit, true);
+    end_batch(a);
     reopen(a);
 }
 
@@ -1189,7 +1420,7 @@ void arena_reset_to(arena *a, size_t retain_limit)
 void arena_trim(arena *a, size_t max_retained)
 {
     sync(a);
-    free_spares(a, max_retained, UINT32_MAX);
+    free_spares(a, max_retained, false);
 }
 
 /* ---- Marks ----------------------------------------------------------------------------------
@@ -1291,7 +1522,9 @@ static bool mark_valid(const arena *a, arena_mark m)
 
 bool arena__rewind(arena *a, arena_mark m)
 {
-    uint32_t in_use;
+    uint32_t in_use, i;
+    uint64_t taken = 0;
+    bool regular = false;
 
     /* Reported before wake() and sync(): the arena's bytes stay as they were. */
     if (!mark_valid(a, m)) {
@@ -1306,7 +1539,15 @@ bool arena__rewind(arena *a, arena_mark m)
     arena__reuse_forget(a, m.serial);
     arena__buffer_reused(a);
     in_use = a->nused;
+    if (!m.pos) {
+        i = pick_current(a, m.nused, in_use);
+        if (i < in_use) {
+            taken = slots(a)[i].key;
+            regular = true;
+        }
+    }
     drop_chunks_from(a, m.nused);
+    restore_spares(a, m.nused, in_use);
     a->size = m.size;
     if (m.pos) {
         /* Chunks between m.cur and m.nused hold only oversized values stored
@@ -1317,14 +1558,18 @@ bool arena__rewind(arena *a, arena_mark m)
         char *from = arena__cut(a, m.cur, m.pos, m.serial);
         enter_chunk(a, m.cur, m.pos);
         arena__expired(a, m.cur, from);
-    } else if (m.nused < in_use && usable(a, &a->chunks[m.nused]) <= regular_max(a)) {
+    } else if (regular) {
         /* No chunk was current at the mark (a scope begun on an empty
-         * arena, as a scratch arena is between scopes): the first regular
-         * chunk taken since stays current, empty, as a reset leaves one.
+         * arena, as a scratch arena is between scopes): of the chunks taken
+         * since, the one a reset would pick stays current, empty, as a reset
+         * leaves it (so a batch that begins so goes on as the next one, which
+         * begins with a reset, will).
          * The next such scope then stores into it through the inline window
          * and ends with the inline rewind, instead of taking it back from
          * the spares at its first value and giving it back at its end. */
-        take_spare(a, m.nused);
+        for (i = m.nused; slots(a)[i].key != taken; i++)
+            ;
+        take_spare(a, i);
         enter_chunk(a, m.nused, a->chunks[m.nused].base);
     } else {
         leave_chunks(a);
@@ -1342,6 +1587,23 @@ size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : arena__c
 /* ---- Consistency ------------------------------------------------------------------------------ */
 
 #define CORRUPT(...) (arena__report(ARENA_ERR_CORRUPT, __VA_ARGS__), false)
+
+/* The invariant of the slots: the chunks in use were used this batch, none
+ * was last used more than ARENA_RETAIN_BATCHES batches ago (a reset gives it
+ * back first), and the spares stand in their order (keys increasing, below
+ * nkeys). */
+static bool slots_ordered(const arena *a)
+{
+    uint32_t i;
+    for (i = 0; i < a->nchunks; i++) {
+        const struct arena__slot *s = &slots(a)[i];
+        if ((i < a->nused && !used_now(a, i)) || s->key >= arena__cold(a)->nkeys ||
+            arena__cold(a)->batch - s->last > ARENA_RETAIN_BATCHES ||
+            (i > a->nused && s->key <= slots(a)[i - 1].key))
+            return false;
+    }
+    return true;
+}
 
 bool arena_check(const arena *a)
 {
@@ -1381,12 +1643,10 @@ bool arena_check(const arena *a)
     if (held != arena__cold(a)->retained)
         return CORRUPT("arena_check: arena %p: retained %zu but chunks hold %zu",
                        (const void *)a, arena__cold(a)->retained, held);
-    if (arena__cold(a)->ntouched < a->nused || arena__cold(a)->nrun < arena__cold(a)->ntouched ||
-        arena__cold(a)->nwin < arena__cold(a)->nrun || arena__cold(a)->nwin > a->nchunks)
-        return CORRUPT("arena_check: arena %p: recency counts out of order (in use %u, used "
-                       "this batch %u, since the target %u, in its window %u, held %u)",
-                       (const void *)a, (unsigned)a->nused, (unsigned)arena__cold(a)->ntouched,
-                       (unsigned)arena__cold(a)->nrun, (unsigned)arena__cold(a)->nwin, (unsigned)a->nchunks);
+    if (!slots_ordered(a))
+        return CORRUPT("arena_check: arena %p: the order of its chunks is malformed (in use %u, "
+                       "held %u)",
+                       (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks);
     /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
     if (!arena__instrumented() && arena_size(a) > used)
         return CORRUPT("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",

@@ -125,8 +125,10 @@ static inline bool arena__instrumented(void)
 /* Bits of the arena's flags; the checked build's tag serial is in bits 8-31. */
 enum {
     ARENA__FIXED = 1u,   /* caller's buffer without backing: never allocate */
-    ARENA__BUF_OPEN = 2u /* instrumented: the caller's buffer is open (after a
-                            release) until the arena next stores into it */
+    ARENA__BUF_OPEN = 2u, /* instrumented: the caller's buffer is open (after a
+                             release) until the arena next stores into it */
+    ARENA__OUTGREW = 4u,  /* this batch gave an outgrown chunk back (free_outgrown()) */
+    ARENA__OUTGREW_LAST = 8u /* the last batch did */
 };
 
 /* ASan's shadow granularity: an instrumented value starts on one, and its

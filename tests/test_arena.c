@@ -437,20 +437,25 @@ static void test_reset_keeps_uniform_chunks(void **state)
     assert_int_equal(tb.calls, calls);
     assert_int_equal(arena_retained(&a), retained_all);
 
-    /* Reset is idempotent.  Batches without the oversized values (this one
-     * and the empty ones) keep their chunks for ARENA_RETAIN_BATCHES - 1
-     * resets, and the reset ending the ARENA_RETAIN_BATCHES-th gives them
-     * back; the uniform chunks, used by one of those batches, stay. */
+    /* Reset is idempotent.  Through batches without the oversized values
+     * (this one and the empty ones) their chunks stay while they might
+     * recur within the promise (ARENA_RECUR_BATCHES - 1 batches), and go
+     * back by the reset ending the ARENA_RETAIN_BATCHES-th; the uniform
+     * chunks, last used one batch later, go by one reset later, all but the
+     * one every batch opens. */
     arena_reset(&a);
     arena_reset(&a);
     assert_int_equal(arena_retained(&a), retained_all);
     assert_int_equal(arena_size(&a), 0);
-    for (i = 3; i < ARENA_RETAIN_BATCHES; i++) {
+    for (i = 3; i < ARENA_RECUR_BATCHES; i++) {
         arena_reset(&a);
         assert_int_equal(arena_retained(&a), retained_all);
     }
+    for (; i <= ARENA_RETAIN_BATCHES; i++)
+        arena_reset(&a);
+    assert_true(arena_retained(&a) <= retained_uniform);
     arena_reset(&a);
-    assert_int_equal(arena_retained(&a), retained_uniform);
+    assert_int_equal(arena_retained(&a), 1000);
     assert_true(arena_check(&a));
     release_tb(&a);
 
@@ -571,7 +576,7 @@ static void test_marks_same_address(void **state)
     arena a;
     arena_mark m;
     void *p, *q;
-    size_t i;
+    size_t i, calls;
     (void)state;
 
     /* A mark of a fresh arena. */
@@ -634,6 +639,66 @@ static void test_marks_same_address(void **state)
     q = arena_alloc_aligned(&a, 24, 8);
     assert_ptr_equal(p, q);
     assert_int_equal(arena_size(&a), 4 + 24);
+    release_tb(&a);
+
+    /* Spares of 7000, 40000 and 9000 bytes, in that order, at the mark: a
+     * value of 6000 would take the first (at most twice its size).  A value
+     * of 8000 stored after the mark takes the third, out of order (the first
+     * is too small for it, the second too large); after the rewind the value
+     * of 6000 still lands where it would have at the mark, not in the third
+     * spare, which would hold it too. */
+    init_tb(&a, 1000);
+    assert_non_null(arena_alloc(&a, 100));
+    m = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 7000));
+    assert_non_null(arena_alloc(&a, 40000));
+    assert_non_null(arena_alloc(&a, 9000));
+    arena_rewind(&a, m);
+    calls = tb.calls;
+    p = arena_alloc(&a, 6000);
+    assert_non_null(p);
+    arena_rewind(&a, m);
+    assert_non_null(arena_alloc(&a, 8000));
+    arena_rewind(&a, m);
+    q = arena_alloc(&a, 6000);
+    assert_ptr_equal(p, q);
+    /* Nested: the out-of-order value inside an inner scope. */
+    arena_rewind(&a, m);
+    {
+        arena_mark inner;
+        assert_non_null(arena_alloc(&a, 300));
+        inner = arena_save(&a);
+        assert_non_null(arena_alloc(&a, 8000));
+        assert_non_null(arena_alloc(&a, 7000));
+        arena_rewind(&a, inner);
+        assert_non_null(arena_alloc(&a, 100));
+    }
+    arena_rewind(&a, m);
+    q = arena_alloc(&a, 6000);
+    assert_ptr_equal(p, q);
+    assert_int_equal(tb.calls, calls);
+    assert_true(arena_check(&a));
+    release_tb(&a);
+
+    /* At the mark the value of 6000 would take the spare of 7000, found
+     * past one of 40000; after the mark it does, and a value of 7500 takes
+     * a new chunk, which would hold the 6000 too.  After the rewind the
+     * value of 6000 takes the spare it would have taken at the mark. */
+    init_tb(&a, 1000);
+    assert_non_null(arena_alloc(&a, 100));
+    m = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 40000));
+    assert_non_null(arena_alloc(&a, 7000));
+    arena_rewind(&a, m);
+    p = arena_alloc(&a, 6000);
+    assert_non_null(p);
+    arena_rewind(&a, m);
+    assert_ptr_equal(arena_alloc(&a, 6000), p);
+    assert_non_null(arena_alloc(&a, 7500)); /* a new chunk */
+    arena_rewind(&a, m);
+    q = arena_alloc(&a, 6000);
+    assert_ptr_equal(p, q);
+    assert_true(arena_check(&a));
     release_tb(&a);
 }
 

@@ -1,14 +1,18 @@
 /*
  * Growth and retention with default settings: repeated batches of one shape
  * reach a steady state with no backing call and no page fault, values larger
- * than the chunk budget included; what a reset keeps stays within about twice
- * what the recent batches needed; a one-off spike is given back after
- * ARENA_RETAIN_BATCHES smaller batches.  For arena_reset, arena_reset_to,
- * rewinds, arena_trim and a caller's buffer; the arena cache's default is
- * tested in test_thread_cache.c.
+ * than the chunk budget included; a batch shape that recurs within
+ * ARENA_RECUR_BATCHES batches keeps its chunks; what a reset keeps stays
+ * within twice the largest demand of the last ARENA_RETAIN_BATCHES batches;
+ * a one-off spike is given back within ARENA_RETAIN_BATCHES smaller batches.
+ * For arena_reset, arena_reset_to, rewinds, arena_trim and a caller's
+ * buffer; the arena cache's and the shared arena's are tested in
+ * test_thread_cache.c and test_thread_shared.c.
  */
 #define _XOPEN_SOURCE 700
 #include "support.h"
+/* White-box: a batch's demand is read from the library's bookkeeping. */
+#include "cold.h"
 
 /* Page faults are counted with getrusage(), which Windows lacks; its own
  * count (GetProcessMemoryInfo) is always 0 under wine, where the Windows
@@ -286,6 +290,54 @@ static void test_steady_scopes(void **state)
     }
 }
 
+/* Batches that store a value, then one in a scope, then a larger value:
+ * the first batch's chunks (the scope's included) are the ones every batch
+ * uses, so no later batch makes a backing call, however long the run (past
+ * the point where the retention policy gives back what recent batches did
+ * not use). */
+static void test_steady_scope_then_a_larger_value(void **state)
+{
+    static const size_t shapes[][3] = {
+        /* before the scope, in the scope, after it */
+        {100, 70 * KIB, 100 * KIB},
+        {100, 100 * KIB, 150 * KIB},
+        {50 * KIB, 40 * KIB, 70 * KIB},
+        {50 * KIB, 60 * KIB, 100 * KIB},
+        {50 * KIB, 100 * KIB, 200 * KIB},
+        {100, 300 * KIB, 1 * MIB},
+    };
+    size_t s;
+    (void)state;
+
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        arena a;
+        size_t calls = 0, frees = 0, retained = 0;
+        int i;
+
+        init_tb(&a);
+        for (i = 0; i < ARENA_RETAIN_BATCHES + WARMUP + MEASURED; i++) {
+            arena_mark m;
+            if (i == WARMUP) {
+                calls = tb.calls;
+                frees = tb.frees;
+                retained = arena_retained(&a);
+            }
+            store(&a, shapes[s][0], 0);
+            m = arena_save(&a);
+            store(&a, shapes[s][1], 0);
+            arena_rewind(&a, m);
+            nvals--;
+            store(&a, shapes[s][2], 0);
+            check_batch(&a);
+            arena_reset(&a);
+        }
+        assert_int_equal(tb.calls, calls);
+        assert_int_equal(tb.frees, frees);
+        assert_int_equal(arena_retained(&a), retained);
+        release_tb(&a);
+    }
+}
+
 /* A caller's buffer as first chunk: it stays chunk 0, and the chunks from
  * the backing reach the same steady state. */
 static void test_steady_with_a_callers_buffer(void **state)
@@ -359,9 +411,74 @@ static void test_no_page_faults_when_warm(void **state)
 
 /* ---- Retention ------------------------------------------------------------------------- */
 
-/* One spike, then smaller batches: the spike's chunks are kept for
- * ARENA_RETAIN_BATCHES - 1 of them and given back at the reset ending the
- * ARENA_RETAIN_BATCHES-th; then the steady state resumes. */
+/* White-box: a chunk's capacity as arena_retained() counts it (without the
+ * overhead of an allocated chunk where values are instrumented: a header in
+ * the checked build, and two granules of guard after an oversized one). */
+static size_t capacity(const arena *a, const struct arena__chunk *c)
+{
+    size_t budget = arena__cold(a)->budget ? arena__cold(a)->budget : BUDGET, cap;
+    if (c->base == a->buf || !(TEST_ASAN || ARENA_CHECKED || test_on_valgrind()))
+        return c->cap;
+    cap = c->cap - TEST_LEAD;
+    return cap > budget ? cap - 16 : cap;
+}
+
+/* White-box: the demand of the batch in progress as arena_reset() counts
+ * it: the capacity of the chunks it used, those of rewound scopes included.
+ * Each chunk's slot (src/cold.h) holds the last batch that used it. */
+static size_t demand_now(const arena *a)
+{
+    const struct arena__cold *c = arena__cold(a);
+    const struct arena__slot *s =
+        a->chunks == &a->first ? &c->first_slot
+                               : (const struct arena__slot *)(const void *)(a->chunks + c->ncap);
+    size_t d = 0;
+    uint32_t i;
+    for (i = 0; i < a->nchunks; i++)
+        if (s[i].last == c->batch)
+            d += capacity(a, &a->chunks[i]);
+    return d;
+}
+
+/* The demands of the batches an arena ended, the latest
+ * ARENA_RETAIN_BATCHES of them. */
+typedef struct demand_log {
+    size_t demand[ARENA_RETAIN_BATCHES];
+    size_t batches;
+} demand_log;
+
+/* The largest demand of the last ARENA_RETAIN_BATCHES batches. */
+static size_t recent_peak(const demand_log *log)
+{
+    size_t i, most = 0;
+    for (i = 0; i < ARENA_RETAIN_BATCHES && i < log->batches; i++)
+        most = log->demand[i] > most ? log->demand[i] : most;
+    return most;
+}
+
+/* Ends the batch: notes its demand, resets (arena_reset_to(a, limit), or
+ * arena_reset() for SIZE_MAX), and checks the bound: what the reset kept is
+ * at most twice the largest demand of the last ARENA_RETAIN_BATCHES batches,
+ * and at most `limit`; the backing holds it. */
+static void end_checked(arena *a, demand_log *log, size_t limit)
+{
+    log->demand[log->batches++ % ARENA_RETAIN_BATCHES] = demand_now(a);
+    if (limit == SIZE_MAX)
+        arena_reset(a);
+    else
+        arena_reset_to(a, limit);
+    assert_int_equal(arena_size(a), 0);
+    assert_true(arena_retained(a) <= 2 * recent_peak(log));
+    assert_true(arena_retained(a) <= limit);
+    assert_true(tb.live_bytes >= arena_retained(a));
+    assert_true(arena_check(a));
+}
+
+
+/* One spike, then smaller batches: the spike's chunks are kept while it
+ * might recur within the promise (ARENA_RECUR_BATCHES - 1 smaller batches)
+ * and given back by the reset ending the ARENA_RETAIN_BATCHES-th; then the
+ * steady state resumes. */
 static void spike_then_smaller(shape_fn *normal, shape_fn *spike, end_fn *end)
 {
     arena a;
@@ -376,7 +493,7 @@ static void spike_then_smaller(shape_fn *normal, shape_fn *spike, end_fn *end)
     assert_true(spiked >= normal_retained + 16 * MIB);
     for (k = 1; k <= ARENA_RETAIN_BATCHES; k++) {
         run(&a, normal, end, 1);
-        if (k < ARENA_RETAIN_BATCHES)
+        if (k < ARENA_RECUR_BATCHES)
             assert_true(arena_retained(&a) >= spiked - 2 * BUDGET);
     }
     assert_true(arena_retained(&a) <= normal_retained);
@@ -421,7 +538,7 @@ static void test_spike_given_back(void **state)
     spike_then_smaller(shape_big, shape_spike_small, end_reset_to_64m);
 }
 
-/* A spike that comes back within ARENA_RETAIN_BATCHES batches is part of
+/* A spike that comes back within ARENA_RECUR_BATCHES batches is part of
  * the workload: its chunks stay, and nothing is allocated once warm. */
 static void test_recurring_spike_is_kept(void **state)
 {
@@ -437,7 +554,7 @@ static void test_recurring_spike_is_kept(void **state)
             frees = tb.frees;
         }
         run(&a, shape_spike_value, end_reset, 1);
-        for (k = 1; k < ARENA_RETAIN_BATCHES; k++)
+        for (k = 1; k < ARENA_RECUR_BATCHES; k++)
             run(&a, shape_big, end_reset, 1);
     }
     assert_int_equal(tb.calls, calls);
@@ -464,22 +581,22 @@ static void shape_sized(arena *a, size_t bytes, size_t big)
 }
 
 /* Batches of changing sizes: after every reset the arena retains at most
- * twice the largest batch of the last 2 * ARENA_RETAIN_BATCHES (plus two
- * chunks: the current one may be a spare of up to two budgets), and never
- * more than it holds. */
+ * twice the largest demand of the last ARENA_RETAIN_BATCHES (end_checked():
+ * a batch's demand is what its chunks hold, its size and their tails), and
+ * never more than it holds. */
 static void test_retention_within_twice_the_recent_peak(void **state)
 {
-    enum { BATCHES = 120, WINDOW = 2 * ARENA_RETAIN_BATCHES };
-    static size_t sizes[BATCHES];
+    enum { BATCHES = 3 * ARENA_RETAIN_BATCHES };
+    static demand_log log;
     uint64_t x = 0x9E3779B97F4A7C15ull;
     arena a;
     size_t most = 0;
-    int i, j;
+    int i;
     (void)state;
 
     init_tb(&a);
     for (i = 0; i < BATCHES; i++) {
-        size_t bytes, big = 0, window = 0;
+        size_t bytes, big = 0;
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -488,15 +605,10 @@ static void test_retention_within_twice_the_recent_peak(void **state)
         if ((x & 7) == 0)
             big = (size_t)(100 * KIB + (x >> 40) % (3 * MIB));
         shape_sized(&a, bytes, big);
-        sizes[i] = arena_size(&a);
-        arena_reset(&a);
-        for (j = i; j >= 0 && j > i - WINDOW; j--)
-            window = sizes[j] > window ? sizes[j] : window;
+        assert_true(demand_now(&a) >= arena_size(&a));
+        end_checked(&a, &log, SIZE_MAX);
         if (arena_retained(&a) > most)
             most = arena_retained(&a);
-        assert_true(arena_retained(&a) <= 2 * window + 2 * BUDGET);
-        assert_true(tb.live_bytes >= arena_retained(&a));
-        assert_true(arena_check(&a));
     }
     print_message("largest retained %zu KiB over %d batches\n", most / KIB, BATCHES);
     release_tb(&a);
@@ -591,6 +703,206 @@ static void test_stale_ref_into_a_reused_chunk(void **state)
     restore_errors();
 }
 
+/* ---- The policy's promises, as properties ----------------------------------------------- */
+
+#define SMALL_BUDGET ((size_t)4096)
+
+/* The steady part of a workload (4 KiB chunks): values of 40 to 900 bytes,
+ * and a scope with one of 5000. */
+static void small_batch(arena *a)
+{
+    arena_mark m;
+    unsigned i;
+    for (i = 0; i < 12; i++)
+        store(a, 40 + (i * 331u) % 861, i);
+    m = arena_save(a);
+    store(a, 700, 1);
+    store(a, 5000, 2);
+    check_values(a);
+    arena_rewind(a, m);
+    nvals -= 2;
+    for (i = 0; i < 6; i++)
+        store(a, 100 + i * 50, i + 3);
+    check_batch(a);
+}
+
+/* A large batch among the small ones (a big document among requests), in
+ * one of two shapes: about 200 KB, values past the budget in a scope too. */
+static void large_batch(arena *a, unsigned shape)
+{
+    arena_mark m;
+    unsigned i;
+    for (i = 0; i < 30; i++)
+        store(a, 200 + (i * 97u) % 700, i);
+    store(a, shape ? 48 * KIB : 20 * KIB, 4);
+    m = arena_save(a);
+    store(a, shape ? 30 * KIB : 70 * KIB, 5);
+    store(a, 9000, 0);
+    check_values(a);
+    arena_rewind(a, m);
+    nvals -= 2;
+    store(a, shape ? 100 * KIB : 90 * KIB, 1);
+    for (i = 0; i < 30; i++)
+        store(a, 300 + i * 20, i + 2);
+    check_batch(a);
+}
+
+static void init_small(arena *a)
+{
+    arena_allocator al = tb_allocator(&tb);
+    arena_init_with(a, SMALL_BUDGET, &al);
+}
+
+/* A large batch every `period` batches, the others small, from the first
+ * batch: `batches` of them, each ended by end_checked(). */
+static void recurring(arena *a, demand_log *log, unsigned period, unsigned from, unsigned batches,
+                      size_t limit)
+{
+    unsigned i;
+    for (i = from; i < from + batches; i++) {
+        if (i % period == 0)
+            large_batch(a, 0);
+        else
+            small_batch(a);
+        end_checked(a, log, limit);
+    }
+}
+
+/* A large batch that recurs at least once every ARENA_RECUR_BATCHES batches
+ * keeps its chunks: once warm (two periods), no backing call, whatever the
+ * period, through more than ARENA_RETAIN_BATCHES batches (past the point
+ * where the policy would give back a chunk that none of them used). */
+static void test_a_shape_recurring_within_the_promise_stays(void **state)
+{
+    static demand_log log;
+    unsigned period;
+    (void)state;
+
+    for (period = 1; period <= ARENA_RECUR_BATCHES; period++) {
+        arena a;
+        size_t calls, frees;
+
+        memset(&log, 0, sizeof log);
+        init_small(&a);
+        recurring(&a, &log, period, 0, 2 * period + 2, SIZE_MAX);
+        calls = tb.calls;
+        frees = tb.frees;
+        recurring(&a, &log, period, 2 * period + 2, ARENA_RETAIN_BATCHES + 2 * period, SIZE_MAX);
+        if (tb.calls != calls || tb.frees != frees)
+            fail_msg("period %u: %zu backing calls and %zu frees once warm", period,
+                     tb.calls - calls, tb.frees - frees);
+        release_tb(&a);
+    }
+}
+
+/* A large batch that stops recurring: its chunks stay while it might still
+ * recur within the promise (ARENA_RECUR_BATCHES - 1 small batches), and go
+ * back within ARENA_RETAIN_BATCHES small batches (end_checked()'s bound
+ * makes them: the last ARENA_RETAIN_BATCHES batches then are all small, and
+ * the large batch demands more than twice a small one); then the small
+ * batches run without a backing call. */
+static void test_a_shape_that_stops_recurring_goes_back(void **state)
+{
+    static const unsigned periods[] = {1, 2, 7, 20, ARENA_RECUR_BATCHES};
+    static demand_log log;
+    size_t p;
+    (void)state;
+
+    for (p = 0; p < sizeof periods / sizeof periods[0]; p++) {
+        arena a;
+        size_t with_large, calls, frees;
+        unsigned k;
+
+        memset(&log, 0, sizeof log);
+        init_small(&a);
+        recurring(&a, &log, periods[p], 0, 3 * periods[p] + 1, SIZE_MAX);
+        with_large = arena_retained(&a);
+        for (k = 1; k <= ARENA_RETAIN_BATCHES; k++) {
+            small_batch(&a);
+            end_checked(&a, &log, SIZE_MAX);
+            if (k < ARENA_RECUR_BATCHES)
+                assert_true(arena_retained(&a) >= with_large);
+        }
+        assert_true(2 * arena_retained(&a) < with_large);
+        assert_true(tb.live_bytes <= arena_retained(&a) + 4 * KIB); /* chunks went back */
+        calls = tb.calls;
+        frees = tb.frees;
+        for (k = 0; k < MEASURED; k++) {
+            small_batch(&a);
+            end_checked(&a, &log, SIZE_MAX);
+        }
+        assert_int_equal(tb.calls, calls);
+        assert_int_equal(tb.frees, frees);
+        release_tb(&a);
+    }
+}
+
+/* Shapes that alternate, in cycles of up to five batches: each keeps what it
+ * needs, and once warm no batch makes a backing call (through more than
+ * ARENA_RETAIN_BATCHES batches). */
+static void test_alternating_shapes_keep_what_each_needs(void **state)
+{
+    static const char *const cycles[] = {"sl", "ll", "lm", "slm", "ssllm", "mssss", "lsmsm"};
+    static demand_log log;
+    size_t c;
+    (void)state;
+
+    for (c = 0; c < sizeof cycles / sizeof cycles[0]; c++) {
+        size_t len = strlen(cycles[c]), calls = 0, frees = 0, i;
+        arena a;
+
+        memset(&log, 0, sizeof log);
+        init_small(&a);
+        for (i = 0; i < 2 * len + 2 + ARENA_RETAIN_BATCHES + 2 * len; i++) {
+            char shape = cycles[c][i % len];
+            if (i == 2 * len + 2) {
+                calls = tb.calls;
+                frees = tb.frees;
+            }
+            if (shape == 's')
+                small_batch(&a);
+            else
+                large_batch(&a, shape == 'm');
+            end_checked(&a, &log, SIZE_MAX);
+        }
+        if (tb.calls != calls || tb.frees != frees)
+            fail_msg("cycle %s: %zu backing calls and %zu frees once warm", cycles[c],
+                     tb.calls - calls, tb.frees - frees);
+        release_tb(&a);
+    }
+}
+
+/* arena_reset_to: the limit bounds every reset, beside the policy's bound;
+ * one above what the workload keeps changes nothing (no backing call once
+ * warm); below it, the chunks that fit stay. */
+static void test_retain_limits_with_the_policy(void **state)
+{
+    static const size_t limits[] = {0, 4 * KIB, 10 * KIB, 50 * KIB, 150 * KIB, 400 * KIB,
+                                    SIZE_MAX / 2};
+    static demand_log log;
+    size_t l;
+    (void)state;
+
+    for (l = 0; l < sizeof limits / sizeof limits[0]; l++) {
+        arena a;
+        size_t calls, frees;
+
+        memset(&log, 0, sizeof log);
+        init_small(&a);
+        recurring(&a, &log, 10, 0, 30, limits[l]);
+        calls = tb.calls;
+        frees = tb.frees;
+        recurring(&a, &log, 10, 30, ARENA_RETAIN_BATCHES + 30, limits[l]);
+        if (limits[l] >= 400 * KIB) {
+            assert_int_equal(tb.calls, calls);
+            assert_int_equal(tb.frees, frees);
+        }
+        if (limits[l] == 0)
+            assert_int_equal(tb.live, 0);
+        release_tb(&a);
+    }
+}
+
 /* ---- Failure atomicity on the new paths ------------------------------------------------- */
 
 /* A script over several batches that takes spares, replaces outgrown ones,
@@ -665,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_steady_values_above_the_budget),
         cmocka_unit_test(test_steady_mixed),
         cmocka_unit_test(test_steady_scopes),
+        cmocka_unit_test(test_steady_scope_then_a_larger_value),
         cmocka_unit_test(test_steady_with_a_callers_buffer),
 #ifdef TEST_PAGE_FAULTS
         cmocka_unit_test(test_no_page_faults_when_warm),
@@ -675,6 +988,10 @@ int main(void)
         cmocka_unit_test(test_rewinds_do_not_hoard_outgrown_chunks),
         cmocka_unit_test(test_limits_still_bound),
         cmocka_unit_test(test_stale_ref_into_a_reused_chunk),
+        cmocka_unit_test(test_a_shape_recurring_within_the_promise_stays),
+        cmocka_unit_test(test_a_shape_that_stops_recurring_goes_back),
+        cmocka_unit_test(test_alternating_shapes_keep_what_each_needs),
+        cmocka_unit_test(test_retain_limits_with_the_policy),
         cmocka_unit_test(test_failure_atomicity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -319,6 +319,112 @@ static void test_default_chunks_line_aligned(void **state)
     arena_release(&a);
 }
 
+/* ---- The retention policy on the inline paths ------------------------------------- */
+
+/* Two arenas run the same workload: `fast` ends its batches with arena_reset()
+ * and arena_release(), inline where the window is open, `slow` with the
+ * library's arena__reset_slow() and arena__release_slow().  The retention
+ * policy must see every batch and every release the same way on both: after
+ * each step they retain the same and have made the same backing calls. */
+static test_backing tb_fast, tb_slow;
+
+enum shape { ONE, BIG, X, Y, Z };
+
+/* A batch: ONE fits a 4096-byte chunk; BIG takes several and 1 MB more;
+ * X, Y and Z take chunks none of the others can use (3 of 100 KiB, one of
+ * 250 KiB, 7 of 40 KiB), together more than twice what any one demands. */
+static void shaped(arena *a, enum shape k)
+{
+    static const size_t size[] = {0, 500 * 1024, 100 * 1024, 250 * 1024, 40 * 1024};
+    static const int count[] = {0, 2, 3, 1, 7};
+    int i;
+    for (i = 0; i < (k == BIG ? 10 : 20); i++)
+        assert_non_null(arena_alloc(a, k == BIG ? 3000 : 100));
+    for (i = 0; i < count[k]; i++)
+        assert_non_null(arena_alloc(a, size[k]));
+}
+
+static void both_agree(arena *fast, arena *slow)
+{
+    assert_int_equal(arena_retained(fast), arena_retained(slow));
+    assert_int_equal(tb_fast.calls, tb_slow.calls);
+    assert_int_equal(tb_fast.frees, tb_slow.frees);
+    assert_true(arena_check(fast));
+    assert_true(arena_check(slow));
+}
+
+/* `n` batches of shape k on both, each ended by a reset. */
+static void batches(arena *fast, arena *slow, enum shape k, int n)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        shaped(fast, k);
+        shaped(slow, k);
+        arena_reset(fast);
+        arena__reset_slow(slow);
+        both_agree(fast, slow);
+    }
+}
+
+/* Cycles of X, Y and Z: what is kept follows the history, which the
+ * one-chunk batches before them (inline on `fast`) and a release shape. */
+static void cycles(arena *fast, arena *slow, int n)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        batches(fast, slow, X, 1);
+        batches(fast, slow, Y, 1);
+        batches(fast, slow, Z, 1);
+    }
+}
+
+static void test_inline_resets_and_releases_count_for_retention(void **state)
+{
+    static _Alignas(16) char buf_fast[4096], buf_slow[4096];
+    arena_allocator af = tb_allocator(&tb_fast), as = tb_allocator(&tb_slow);
+    arena fast, slow;
+    (void)state;
+
+    /* A batch cut by a limit to one chunk, one-chunk batches, then shapes
+     * whose chunks outgrow twice the demand of each. */
+    arena_init_with(&fast, 4096, &af);
+    arena_init_with(&slow, 4096, &as);
+    batches(&fast, &slow, BIG, 2);
+    shaped(&fast, BIG);
+    shaped(&slow, BIG);
+    arena_reset_to(&fast, 4096);
+    arena_reset_to(&slow, 4096);
+    both_agree(&fast, &slow);
+    assert_int_equal(arena_retained(&fast), 4096);
+    batches(&fast, &slow, ONE, ARENA_RETAIN_BATCHES + 40);
+    cycles(&fast, &slow, 40);
+    arena_release(&fast);
+    arena__release_slow(&slow);
+    both_agree(&fast, &slow);
+
+    /* A caller's buffer: a batch cut to it, one-chunk batches, a release of
+     * the buffer alone (inline on `fast`), then the same shapes. */
+    arena_init_buffer(&fast, buf_fast, sizeof buf_fast, &af);
+    arena_init_buffer(&slow, buf_slow, sizeof buf_slow, &as);
+    batches(&fast, &slow, BIG, 2);
+    shaped(&fast, BIG);
+    shaped(&slow, BIG);
+    arena_reset_to(&fast, 0);
+    arena_reset_to(&slow, 0);
+    both_agree(&fast, &slow);
+    batches(&fast, &slow, ONE, 30);
+    arena_release(&fast);
+    arena__release_slow(&slow);
+    both_agree(&fast, &slow);
+    cycles(&fast, &slow, 40);
+    batches(&fast, &slow, ONE, ARENA_RETAIN_BATCHES + 40);
+    arena_release(&fast);
+    arena__release_slow(&slow);
+    both_agree(&fast, &slow);
+    assert_int_equal(tb_fast.live, 0);
+    assert_int_equal(tb_slow.live, 0);
+}
+
 /* ---- The inline rewind ------------------------------------------------------------- */
 
 /* Rewinds `a` to `m` as arena_rewind() does, and checks the result against
@@ -505,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_release_stack_buffer),
         cmocka_unit_test(test_release_buffer_with_heap_chunks),
         cmocka_unit_test(test_default_chunks_line_aligned),
+        cmocka_unit_test(test_inline_resets_and_releases_count_for_retention),
         cmocka_unit_test(test_refs_inline),
         cmocka_unit_test(test_small_copies),
         cmocka_unit_test(test_padding_constant_sizes),

@@ -121,10 +121,69 @@ static void request(arena *a, size_t big)
     memset(p, 2, big);
 }
 
+/* Through the cache, with the default configuration: small requests, and a
+ * large one every 20th (a big document among them) or every
+ * ARENA_RECUR_BATCHES-th.  Once warm, no backing call, through more than
+ * ARENA_RETAIN_BATCHES recycles; once the large ones stop, their chunk goes
+ * back within ARENA_RETAIN_BATCHES recycles, and the small ones go on
+ * without a backing call. */
+static void test_a_recurring_request_keeps_its_chunks(void **state)
+{
+    static const int periods[] = {20, ARENA_RECUR_BATCHES};
+    const size_t mib = (size_t)1 << 20;
+    (void)state;
+
+    for (size_t p = 0; p < sizeof periods / sizeof periods[0]; p++) {
+        test_backing tb;
+        arena_allocator al = tb_allocator(&tb);
+        arena_cache_config cfg = {0, 0, 0, &al};
+        arena_cache *c = arena_cache_create(&cfg);
+        int period = periods[p], warm = 2 * period + 2;
+        size_t calls = 0, frees = 0;
+        assert_non_null(c);
+
+        for (int i = 0; i < warm + ARENA_RETAIN_BATCHES + 2 * period; i++) {
+            if (i == warm) {
+                calls = tb.calls;
+                frees = tb.frees;
+            }
+            arena *a = arena_cache_acquire(c);
+            assert_non_null(a);
+            request(a, i % period == 0 ? 2 * mib : 20000);
+            arena_cache_recycle(c, a);
+        }
+        assert_int_equal(tb.calls, calls);
+        assert_int_equal(tb.frees, frees);
+
+        for (int i = 1; i <= ARENA_RETAIN_BATCHES; i++) {
+            arena *a = arena_cache_acquire(c);
+            if (i < ARENA_RECUR_BATCHES)
+                assert_true(arena_retained(a) > 2 * mib);
+            request(a, 20000);
+            arena_cache_recycle(c, a);
+        }
+        arena *after = arena_cache_acquire(c);
+        assert_true(arena_retained(after) < 2 * mib);
+        arena_cache_recycle(c, after);
+        assert_true(tb.live_bytes < 2 * mib);
+        calls = tb.calls;
+        frees = tb.frees;
+        for (int i = 0; i < 20; i++) {
+            arena *a = arena_cache_acquire(c);
+            request(a, 20000);
+            arena_cache_recycle(c, a);
+        }
+        assert_int_equal(tb.calls, calls);
+        assert_int_equal(tb.frees, frees);
+        arena_cache_destroy(c);
+        assert_int_equal(tb.live, 0);
+    }
+}
+
 /* With the default configuration a cache's arenas adapt to the requests:
  * requests of one shape, a 17 MB value included, make no backing call once
  * warm (where a fixed 1 MiB bound trimmed and refetched it every time); a
- * one-off spike is given back after ARENA_RETAIN_BATCHES smaller requests;
+ * one-off spike is given back within ARENA_RETAIN_BATCHES smaller requests;
  * an explicit max_retained still bounds every recycle. */
 static void test_default_retention_adapts(void **state)
 {
@@ -150,11 +209,13 @@ static void test_default_retention_adapts(void **state)
     assert_int_equal(tb.calls, calls);
     assert_int_equal(tb.frees, frees);
 
-    /* Smaller requests: the 17 MB chunk stays for ARENA_RETAIN_BATCHES - 1
-     * of them, and is freed by the recycle ending the last. */
+    /* Smaller requests: the 17 MB chunk stays while it might recur within
+     * the promise (ARENA_RECUR_BATCHES - 1 of them), and is freed by the
+     * recycle ending the ARENA_RETAIN_BATCHES-th. */
     for (int i = 1; i <= ARENA_RETAIN_BATCHES; i++) {
         arena *a = arena_cache_acquire(c);
-        assert_true(arena_retained(a) > 17 * mib);
+        if (i <= ARENA_RECUR_BATCHES)
+            assert_true(arena_retained(a) > 17 * mib);
         request(a, 100000);
         normal = arena_size(a);
         arena_cache_recycle(c, a);
@@ -850,6 +911,7 @@ int main(void)
         cmocka_unit_test(test_bounds_on_cached_arenas_and_retained_bytes),
         cmocka_unit_test(test_defaults_and_unbounded_retention),
         cmocka_unit_test(test_default_retention_adapts),
+        cmocka_unit_test(test_a_recurring_request_keeps_its_chunks),
         cmocka_unit_test(test_misuse_is_reported_and_harmless),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_destroy_frees_acquired_and_parked_arenas),

@@ -91,6 +91,72 @@ static void test_reset_reuses_chunks_and_honours_the_limit(void **state)
     assert_int_equal(tb.live, 0);
 }
 
+/* One batch of a thread: values of 100 to 900 bytes, and one of `big`
+ * bytes (none when 0), larger than a chunk. */
+static void shared_batch(arena_shared *s, size_t big)
+{
+    for (int i = 0; i < 500; i++) {
+        char *p = (char *)arena_shared_alloc(s, 100 + (size_t)(i * 37) % 801);
+        assert_non_null(p);
+        p[0] = 1;
+    }
+    if (big) {
+        char *p = (char *)arena_shared_alloc(s, big);
+        assert_non_null(p);
+        memset(p, 2, big);
+    }
+}
+
+/* arena_shared_reset() keeps what arena_reset() keeps: small batches and a
+ * large one every 20th or every ARENA_RECUR_BATCHES-th make no backing call
+ * once warm, through more than ARENA_RETAIN_BATCHES resets; once the large
+ * ones stop, their chunk goes back within ARENA_RETAIN_BATCHES resets. */
+static void test_a_recurring_batch_keeps_its_chunks(void **state)
+{
+    static const int periods[] = {20, ARENA_RECUR_BATCHES};
+    const size_t mib = (size_t)1 << 20;
+    (void)state;
+
+    for (size_t p = 0; p < sizeof periods / sizeof periods[0]; p++) {
+        test_backing tb;
+        arena_allocator al = tb_allocator(&tb);
+        arena_shared *s = arena_shared_create(0, 0, &al);
+        int period = periods[p], warm = 2 * period + 2;
+        size_t calls = 0, frees = 0;
+        assert_non_null(s);
+
+        for (int i = 0; i < warm + ARENA_RETAIN_BATCHES + 2 * period; i++) {
+            if (i == warm) {
+                calls = tb.calls;
+                frees = tb.frees;
+            }
+            shared_batch(s, i % period == 0 ? 3 * mib : 0);
+            arena_shared_reset(s, SIZE_MAX);
+        }
+        assert_int_equal(tb.calls, calls);
+        assert_int_equal(tb.frees, frees);
+
+        for (int i = 1; i <= ARENA_RETAIN_BATCHES; i++) {
+            shared_batch(s, 0);
+            arena_shared_reset(s, SIZE_MAX);
+            if (i < ARENA_RECUR_BATCHES)
+                assert_true(arena_shared_retained(s) > 3 * mib);
+        }
+        assert_true(arena_shared_retained(s) < 3 * mib);
+        assert_true(tb.live_bytes < 3 * mib);
+        calls = tb.calls;
+        frees = tb.frees;
+        for (int i = 0; i < 20; i++) {
+            shared_batch(s, 0);
+            arena_shared_reset(s, SIZE_MAX);
+        }
+        assert_int_equal(tb.calls, calls);
+        assert_int_equal(tb.frees, frees);
+        arena_shared_destroy(s);
+        assert_int_equal(tb.live, 0);
+    }
+}
+
 static void test_out_of_memory(void **state)
 {
     test_backing tb;
@@ -315,6 +381,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_are_aligned_and_distinct),
         cmocka_unit_test(test_reset_reuses_chunks_and_honours_the_limit),
+        cmocka_unit_test(test_a_recurring_batch_keeps_its_chunks),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_runs_follow_what_a_thread_stores),
         cmocka_unit_test(test_a_grown_run_falls_back_to_the_smallest),

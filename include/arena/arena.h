@@ -54,10 +54,17 @@ extern "C" {
 /** Default chunk budget, in bytes of capacity. */
 #define ARENA_DEFAULT_CHUNK 65536
 
-/** How many smaller batches a spike in memory outlives: it is given back by
- *  the reset that ends the ARENA_RETAIN_BATCHES-th batch after it that
- *  demanded less (see arena_reset()). */
-#define ARENA_RETAIN_BATCHES 8
+/** The reach of a reset's memory, in batches: a chunk that no batch has
+ *  used for ARENA_RETAIN_BATCHES batches (a one-off spike's) is given back
+ *  by then, and what a reset keeps never exceeds twice the largest demand of
+ *  the last ARENA_RETAIN_BATCHES batches (see arena_reset()). */
+#define ARENA_RETAIN_BATCHES 256
+
+/** A batch shape that recurs at least once every ARENA_RECUR_BATCHES
+ *  batches (a large request among smaller ones) keeps its chunks: once warm
+ *  it makes no backing-allocator call, hence no page fault (see
+ *  arena_reset()). */
+#define ARENA_RECUR_BATCHES 64
 
 /** Alignment of arena_alloc(), of chunks and of what a backing allocator
  *  returns: alignof(max_align_t). */
@@ -166,8 +173,8 @@ typedef union arena__cold_space {
  * arena_retained() and the like report them); those before `cold` are
  * visible because the inline functions use them: ptr, end, size and run on
  * every allocation, chunks and cur for refs, pos, cur, nused and saves for
- * marks, nchunks, buf, first and expired for the one-chunk reset and
- * release, and all of these and lazy for the inline arena_init_buffer().
+ * marks, nchunks, buf, first, expired and spare for the one-chunk reset
+ * and release, and all of these and lazy for the inline arena_init_buffer().
  * `cold` holds the library's own bookkeeping.
  * `arena a = {0};` is a valid empty arena (64 KiB chunks, malloc backing).
  *
@@ -195,7 +202,9 @@ typedef struct arena {
     uint32_t pending;             /* nonzero: the library holds state that a reset or
                                      rewind must see (blocks given back for reuse), so
                                      the inline reset and rewind call it */
-    uint32_t spare;               /* reserved: zero */
+    uint32_t spare;               /* 1 + the resets the inline path may still make
+                                     before the library's next call; 0: released
+                                     inline (see arena__reset_first()) */
     char *buf;                    /* the caller's first chunk, or NULL */
     struct arena__chunk first;    /* the index while it has one slot */
     uint64_t saves;               /* marks taken: the serial of the latest */
@@ -273,6 +282,10 @@ static inline void arena_init_buffer(arena *a, void *buf, size_t len,
 
 ARENA_API void arena__init_buffer_slow(arena *a, void *buf, size_t len,
                                        const arena_allocator *backing);
+
+/* How many resets the inline path may make between two of the library's
+ * calls (`spare` counts them down: see arena__reset_first()). */
+#define ARENA__INLINE_RESETS ((uint32_t)256)
 ARENA_API void arena__release_slow(arena *a);
 ARENA_API void arena__reset_slow(arena *a);
 
@@ -306,6 +319,7 @@ static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, si
             a->nchunks = 1;
             a->lazy = 1;
             a->pending = 0;
+            a->spare = ARENA__INLINE_RESETS + 1;
             a->buf = base;
             a->first.base = base;
             a->first.cap = cap;
@@ -317,12 +331,6 @@ static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, si
     arena__init_buffer_slow(a, buf, len, backing);
 }
 
-/* Reset of an arena that holds one chunk, in use, with the inline window
- * open on it (so nothing is instrumented, and the chunk is regular or the
- * caller's buffer): size 0, marks expired, the position back at the chunk's
- * start.  There is nothing for the retention policy to give back.  False
- * when the arena is in any other state (spares included), which the slow
- * path handles. */
 /* Empties an arena whose one chunk, in use, starts at `base`, with the
  * inline window open on it: size 0, marks expired, the position at `base`. */
 static inline void arena__empty_first(arena *a, char *base)
@@ -334,10 +342,22 @@ static inline void arena__empty_first(arena *a, char *base)
     a->run = base;
 }
 
+/* Reset of an arena that holds one chunk, in use, with the inline window
+ * open on it (so nothing is instrumented, and the chunk is regular or the
+ * caller's buffer): size 0, marks expired, the position back at the chunk's
+ * start.  There is nothing for the retention policy to give back, but it
+ * counts batches: `spare` counts this one down (the library, which sets it
+ * to ARENA__INLINE_RESETS + 1, notes at its next call the batches counted
+ * down, each of which used that chunk alone).  False when the arena is in
+ * any other state (spares included), or when `spare` is 1 (no count left:
+ * the library notes them first) or 0 (released inline: the library forgets
+ * its history first), or when the arena holds free blocks to forget
+ * (`pending`), which the slow path handles. */
 static inline bool arena__reset_first(arena *a)
 {
-    if (!a->ptr || a->nchunks != 1 || a->pending)
+    if (!a->ptr || a->nchunks != 1 || a->pending || a->spare <= 1)
         return false;
+    a->spare--;
     arena__empty_first(a, a->chunks[0].base);
     return true;
 }
@@ -356,9 +376,15 @@ static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
         arena__empty_first(a, a->first.base);
         return;
     }
-    if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first &&
-        arena__reset_first(a))
+    if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first && a->ptr) {
+        /* The buffer alone, the window open on it: a release is a reset
+         * that forgets the retention policy's history, which `spare` 0
+         * tells the library (the batches counted down since its last call
+         * are forgotten with the rest). */
+        a->spare = 0;
+        arena__empty_first(a, a->first.base);
         return;
+    }
     arena__release_slow(a);
 }
 
@@ -367,26 +393,37 @@ static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
  * next batch, by a policy that needs no tuning:
  *   - a batch's demand is the capacity of the chunks it used, those of scopes
  *     rewound within it included;
- *   - the retention target rises at once to a demand above it, and comes
- *     down only after ARENA_RETAIN_BATCHES batches in a row demanded less:
- *     to the largest of their demands;
- *   - a reset keeps the chunks used since the target last came down, up to
- *     twice the target in all, and frees the others, those unused longest
- *     first.  The caller's buffer is always kept.
+ *   - the policy covers the latest batches by blocks of 32: those of the
+ *     last ARENA_RETAIN_BATCHES / 32 blocks, the one under way included (the
+ *     last 225 to ARENA_RETAIN_BATCHES batches); its target is the largest
+ *     demand among them;
+ *   - a reset keeps the chunks those batches used, the most recently used
+ *     first, up to twice the target in all, and frees the others.  The
+ *     caller's buffer is always kept.
  *
  * A value that does not fit the current chunk takes a kept chunk that holds
- * it and is at most twice what a new chunk for it would be, if any.  Hence
- * batches of one shape reach, from the second or third on, a steady state
- * with no backing-allocator call and no page fault, values larger than the
- * budget included; a workload alternating between shapes keeps what each
- * needs; a spike that recurs within ARENA_RETAIN_BATCHES batches stays; a
- * one-off spike is kept through ARENA_RETAIN_BATCHES - 1 smaller batches
- * and given back by the reset that ends the ARENA_RETAIN_BATCHES-th.  What a
- * reset keeps never exceeds twice the largest demand of the last
- * 2 * ARENA_RETAIN_BATCHES - 1 batches.
+ * it and is at most twice what a new chunk for it would be, if any: the
+ * first in the order they were allocated, which is the one the last batch
+ * of its shape took.  Hence:
+ *   - batches of one shape reach, from the second or third on, a steady
+ *     state with no backing-allocator call and no page fault, values larger
+ *     than the budget included;
+ *   - a batch shape that recurs at least once every ARENA_RECUR_BATCHES
+ *     batches among steady smaller ones (a large document among requests)
+ *     keeps its chunks, and reaches the same steady state once warm; so does
+ *     a workload alternating between shapes;
+ *   - a spike that does not recur is given back within
+ *     ARENA_RETAIN_BATCHES smaller batches;
+ *   - what a reset keeps never exceeds twice the largest demand of the last
+ *     ARENA_RETAIN_BATCHES batches.
+ * A release forgets the history: the batches before it count as if they had
+ * used nothing but the caller's buffer.  The same holds for the arenas of an
+ * arena_cache (arena_cache_recycle()) and for arena_shared_reset()
+ * (thread.h).
  *
  * Every value, pointer, ref and mark expires.  Never fails.  Inline when the
- * arena holds one chunk (a few stores); O(chunks) otherwise.  Checked build:
+ * arena holds one chunk (a few stores; one such reset in 256 calls the
+ * library, which counts the batches); O(chunks) otherwise.  Checked build:
  * verifies every guard and header, and arena_check(), before it forgets.
  */
 static inline void arena_reset(arena *a);
@@ -394,8 +431,8 @@ static inline void arena_reset(arena *a);
 /**
  * arena_reset() that keeps at most `retain_limit` bytes of chunks ("retain
  * with a limit"): of the chunks the policy keeps, taken in order of use (the
- * batch's own in the order it first used them, then older ones), each one
- * is kept if it still fits under `retain_limit`, and the others go back to
+ * batch's own first, then older ones, the most recently used first), each
+ * one is kept if it still fits under `retain_limit`, and the others go back to
  * the backing allocator.  With chunks of the budget's size B only, the arena
  * retains min(what arena_reset() keeps, floor(retain_limit / B) * B) bytes.
  * The caller's buffer is always kept (and counts).  retain_limit SIZE_MAX is
@@ -421,13 +458,16 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * then, every chunk is kept (those of oversized values too, as spares for the
  * next value of their size), and the next allocation of the same shape
  * returns the same address as it would have then.  A mark taken when no chunk
- * was current (on an empty arena) leaves the first regular chunk stored into
- * since current and empty, as a reset does, the others spare: the next scope
+ * was current (on an empty arena) leaves a regular chunk stored into since
+ * current and empty (the one a reset would pick: the first of the budget's
+ * size, else the first), as a reset does, the others spare: the next scope
  * stores into it again.  Chunks are given back by a
  * reset, arena_trim() or a release, and by a store that needs a new chunk for
- * an oversized value: it frees the largest spare a rewind of this batch left
- * that is too small for it (so that scopes of a growing value leave one chunk,
- * not one per size).  Marks taken after `m` expire; `m` stays valid.
+ * an oversized value: it frees the largest spare allocated in this batch (a
+ * rewind of it left it) that is too small for it, so that scopes of a growing
+ * value leave one chunk, not one per size; not in a batch that follows one
+ * that freed a chunk so (it may be of the same shape, which needs them all
+ * again).  Marks taken after `m` expire; `m` stays valid.
  *
  * A value stored before `m` is the most recent one again once nothing stored
  * after `m` remains, so it may be resized after `m` was taken: grown in place

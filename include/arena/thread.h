@@ -104,9 +104,11 @@ ARENA__NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
  * the arena waiting in its slot to the store, so max_arenas bounds the store
  * and each thread holds at most one more.
  * What an arena keeps follows the requests it serves (arena_reset()'s
- * policy, under max_retained when set): a one-off huge request's chunks go
- * back at the ARENA_RETAIN_BATCHES-th smaller request's recycle; an arena
- * waiting in the store keeps its chunks until it serves again.
+ * policy, under max_retained when set): a huge request that recurs at least
+ * once every ARENA_RECUR_BATCHES requests keeps its chunks (no backing call
+ * once warm), a one-off one's go back within ARENA_RETAIN_BATCHES smaller
+ * requests' recycles; an arena waiting in the store keeps its chunks until
+ * it serves again.
  */
 ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
 

@@ -41,8 +41,8 @@ struct arena__cold {
     uint32_t batch;               /* the batch in progress, counted from the start */
     uint64_t nkeys;               /* `key` of the next new chunk */
     uint64_t born;                /* keys from `born` on: chunks allocated this batch */
-    uint32_t flags;               /* ARENA__FIXED, ARENA__BUF_OPEN; the checked build's
-                                     tag serial in bits 8-31 */
+    uint32_t flags;               /* ARENA__FIXED, ARENA__BUF_OPEN, ARENA__OUTGREW(_LAST);
+                                     the checked build's tag serial in bits 8-31 */
     size_t retained;              /* arena_retained() */
     size_t budget;                /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
     arena_allocator backing;      /* alloc == NULL: malloc */

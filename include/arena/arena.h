@@ -282,12 +282,12 @@ static inline void arena_init_buffer(arena *a, void *buf, size_t len,
 
 ARENA_API void arena__init_buffer_slow(arena *a, void *buf, size_t len,
                                        const arena_allocator *backing);
+ARENA_API void arena__release_slow(arena *a);
+ARENA_API void arena__reset_slow(arena *a);
 
 /* How many resets the inline path may make between two of the library's
  * calls (`spare` counts them down: see arena__reset_first()). */
 #define ARENA__INLINE_RESETS ((uint32_t)256)
-ARENA_API void arena__release_slow(arena *a);
-ARENA_API void arena__reset_slow(arena *a);
 
 /* Nonzero when the inline window may open in this process: the library was
  * built without instrumentation and the process does not run under Valgrind

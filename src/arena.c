@@ -1206,13 +1206,13 @@ void arena__release_slow(arena *a)
 static void keep_within(arena *a, size_t limit)
 {
     size_t kept = arena__cold(a)->retained;
-    uint32_t i, j, age = 0, next, b = arena__cold(a)->batch;
+    uint32_t i, j, age = 0, b = arena__cold(a)->batch;
 
     for (i = a->nused; i < a->nchunks; i++)
         if (a->chunks[i].base != a->buf)
             kept -= usable(a, &a->chunks[i]);
     do {
-        next = UINT32_MAX;
+        uint32_t next = UINT32_MAX;
         for (i = j = a->nused; i < a->nchunks; i++) {
             struct entry e = get_entry(a, i);
             size_t cap = usable(a, &e.chunk);

@@ -247,6 +247,13 @@ static struct arena__reuse *table(arena *a)
 
 static bool live(const arena *a) { return (a->pending & ARENA__PENDING_REUSE) != 0; }
 
+/* Whether class `c`'s list holds a block (a head whose bit is clear is a
+ * past batch's). */
+static bool listed(const struct arena__reuse *t, unsigned c)
+{
+    return (t->map[c / 64] >> (c % 64) & 1) != 0;
+}
+
 static void set_head(struct arena__reuse *t, unsigned c, char *s)
 {
     t->head[c] = s;
@@ -266,7 +273,7 @@ bool arena__reuse_file(arena *a, char *s, size_t len)
         memset(t->map, 0, sizeof t->map);
         a->pending |= ARENA__PENDING_REUSE;
     }
-    node_store(s, len, (t->map[c / 64] >> (c % 64) & 1) ? t->head[c] : NULL);
+    node_store(s, len, listed(t, c) ? t->head[c] : NULL);
     set_head(t, c, s);
     return true;
 }
@@ -325,12 +332,12 @@ char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
     /* The class whose every block fits: exact for the adapters' rounded
      * sizes (arena__reuse_round()). */
     up = class_up(need);
-    if (up < NCLASS && (t->map[up / 64] >> (up % 64) & 1))
+    if (up < NCLASS && listed(t, up))
         return take_from(a, t, up, 0, 1, len);
     /* The class below, whose blocks may fit: exact sizes freed by
      * arena_free(). */
     down = class_of(need);
-    if (down != up && (t->map[down / 64] >> (down % 64) & 1)) {
+    if (down != up && listed(t, down)) {
         char *s = take_from(a, t, down, need, FIT_SCAN, len);
         if (s)
             return s;
@@ -353,11 +360,10 @@ char *arena__reuse_pop(arena *a, size_t len)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
     unsigned c = class_of(len);
-    uint64_t bit = (uint64_t)1 << (c % 64);
     const struct node *nd;
     char *s, *next;
 
-    if (!(t->map[c / 64] & bit))
+    if (!listed(t, c))
         return NULL;
     s = t->head[c];
     nd = (const struct node *)(const void *)s;
@@ -369,9 +375,7 @@ char *arena__reuse_pop(arena *a, size_t len)
     }
     if (nd->len != len) /* a longer block (arena_free's): the caller's general path splits it */
         return NULL;
-    t->head[c] = next;
-    if (!next)
-        t->map[c / 64] &= ~bit;
+    set_head(t, c, next);
     return s;
 }
 
@@ -379,14 +383,12 @@ void arena__reuse_push(arena *a, char *s, size_t len)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
     unsigned c = class_of(len);
-    uint64_t bit = (uint64_t)1 << (c % 64);
     struct node *nd = (struct node *)(void *)s;
-    char *next = (t->map[c / 64] & bit) ? t->head[c] : NULL;
+    char *next = listed(t, c) ? t->head[c] : NULL;
 
     nd->len = len;
     nd->link = encode(next, len);
-    t->head[c] = s;
-    t->map[c / 64] |= bit;
+    set_head(t, c, s);
 }
 
 /* ---- Rewinds in instrumented builds ---------------------------------------------------- */

@@ -68,11 +68,6 @@
  * each event, and sizes values and chunks with its layout helpers, which are
  * identities in a plain build.
  */
-/* This file holds the exported copies of arena_rewind() and
- * arena_scope_end(), which the headers make inline. */
-#define ARENA__OUT_OF_LINE
-#define ARENA__DEFINE_OUT_OF_LINE
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,11 +143,11 @@ static bool lazy_full(const arena *a, size_t size, size_t align)
 static void set_cursor(arena *a, char *pos)
 {
     a->pos = pos;
-    a->ptr = a->end = a->run = NULL;
+    a->ptr = a->end = a->counted = NULL;
     if (pos && !arena__instrumented()) {
         uintptr_t end = arena__align_down((uintptr_t)arena__cold(a)->lim, ARENA_ALIGN);
         if (arena__align_up((uintptr_t)pos, ARENA_ALIGN) <= end) {
-            a->ptr = a->run = pos;
+            a->ptr = a->counted = pos;
             a->end = pos + (end - (uintptr_t)pos);
         }
     }
@@ -243,7 +238,7 @@ static void sync(arena *a)
     if (ARENA__UNLIKELY(a->spare != ARENA__INLINE_RESETS + 1))
         note_inline_resets(a);
     a->size = arena_size(a);
-    a->run = a->ptr;
+    a->counted = a->ptr;
 }
 
 /* Makes chunk `i` current with its position at `pos`. */
@@ -1669,8 +1664,8 @@ bool arena_check(const arena *a)
                    a->end > arena__cold(a)->lim))
         return CORRUPT("arena_check: arena %p: inline window [%p, %p) is malformed",
                        (const void *)a, (void *)a->ptr, (void *)a->end);
-    if (a->ptr ? (a->run < a->chunks[a->cur].base || a->run > a->ptr) : a->run != NULL)
-        return CORRUPT("arena_check: arena %p: inline run starts at %p, outside [chunk, %p]",
-                       (const void *)a, (void *)a->run, (void *)a->ptr);
+    if (a->ptr ? (a->counted < a->chunks[a->cur].base || a->counted > a->ptr) : a->counted != NULL)
+        return CORRUPT("arena_check: arena %p: uncounted bytes start at %p, outside [chunk, %p]",
+                       (const void *)a, (void *)a->counted, (void *)a->ptr);
     return true;
 }

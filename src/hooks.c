@@ -211,7 +211,7 @@ arena *arena_current(void) { return current; }
 
 /* ---- The block header ------------------------------------------------------------------- */
 
-struct header {
+struct cur_header {
     size_t size;   /* usable bytes, as asked */
     uintptr_t key; /* owner ^ size ^ KEY_MIX; owner NULL: the C heap */
 #if ARENA_CHECKED
@@ -220,7 +220,7 @@ struct header {
 };
 
 /* Bytes before each block: the header rounded up to ARENA_ALIGN. */
-#define HDR ((sizeof(struct header) + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1))
+#define CUR_HDR ((sizeof(struct cur_header) + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1))
 
 /* Odd in the low bits, so that a zeroed or copied-over header fails the
  * alignment test; the rest is arbitrary. */
@@ -231,7 +231,7 @@ struct header {
 #define OWNER_MASK ((uintptr_t)ARENA__ALIGNOF(arena) - 1)
 
 /* The largest block: no object may exceed PTRDIFF_MAX bytes, header included. */
-#define BLOCK_MAX ((size_t)PTRDIFF_MAX - HDR)
+#define BLOCK_MAX ((size_t)PTRDIFF_MAX - CUR_HDR)
 
 enum origin {
     FOREIGN, /* not a header of this family */
@@ -245,20 +245,20 @@ enum origin {
  * heap) and closes it; returns the block. */
 static void *stamp(char *h, size_t size, const arena *owner)
 {
-    struct header *hd = (struct header *)(void *)h;
+    struct cur_header *hd = (struct cur_header *)(void *)h;
     hd->size = size;
     hd->key = (uintptr_t)owner ^ size ^ KEY_MIX;
 #if ARENA_CHECKED
     hd->check = hd->key ^ CHECK_MIX;
 #endif
-    arena__poison(h, HDR);
-    return h + HDR;
+    arena__poison(h, CUR_HDR);
+    return h + CUR_HDR;
 }
 
 /* Where the block whose header is at `h` came from; its size goes to *size. */
 ARENA__NO_ASAN static enum origin inspect(const char *h, size_t *size)
 {
-    const struct header *hd = (const struct header *)(const void *)h;
+    const struct cur_header *hd = (const struct cur_header *)(const void *)h;
     uintptr_t owner = hd->key ^ hd->size ^ KEY_MIX;
     const uintptr_t clobbered = (uintptr_t)UINT64_C(0x0101010101010101) * ARENA__CLOBBER;
 
@@ -299,7 +299,7 @@ void *arena_cur_malloc(size_t size)
     char *h;
     if (size > BLOCK_MAX)
         return NULL;
-    h = a ? (char *)hook_alloc(a, HDR + size) : (char *)malloc(HDR + size);
+    h = a ? (char *)hook_alloc(a, CUR_HDR + size) : (char *)malloc(CUR_HDR + size);
     return h ? stamp(h, size, a) : NULL;
 }
 
@@ -320,20 +320,20 @@ char *arena_cur_strdup(const char *s)
     return p ? (char *)memcpy(p, s, n + 1) : NULL;
 }
 
-/* A block the program gave up that stays in its arena (one that is not
- * current) until the batch ends: marked freed and closed whole, so that a
- * use after free or after realloc is reported. */
 /* Marks the block whose header is at `h` freed (its header poisoned again). */
 static void mark_freed(char *h, size_t size)
 {
-    arena__unpoison(h, HDR);
+    arena__unpoison(h, CUR_HDR);
     stamp(h, size, (const arena *)ARENA__FREED_OWNER);
 }
 
+/* A block the program gave up that stays in its arena (one that is not
+ * current) until the batch ends: marked freed and closed whole, so that a
+ * use after free or after realloc is reported. */
 static void give_up(char *h, size_t size)
 {
     mark_freed(h, size);
-    arena__poison(h, HDR + size);
+    arena__poison(h, CUR_HDR + size);
 }
 
 void arena_cur_free(void *ptr)
@@ -343,21 +343,21 @@ void arena_cur_free(void *ptr)
     enum origin o;
     if (!ptr)
         return;
-    h = (char *)ptr - HDR;
+    h = (char *)ptr - CUR_HDR;
     switch (o = inspect(h, &size)) {
     case FOREIGN:
     case FREED:
         misused("arena_cur_free", ptr, o);
         return;
     case HEAP:
-        arena__unpoison(h, HDR);
+        arena__unpoison(h, CUR_HDR);
         free(h);
         return;
     case MINE:
         /* Marked freed for the builds whose node does not overwrite it. */
         mark_freed(h, size);
-        arena__unpoison(h, HDR);
-        hook_free(current, h, HDR + size);
+        arena__unpoison(h, CUR_HDR);
+        hook_free(current, h, CUR_HDR + size);
         return;
     case OTHER:
         give_up(h, size);
@@ -370,10 +370,10 @@ void arena_cur_free(void *ptr)
 static void *resize_mine(char *h, size_t old_size, size_t size)
 {
     char *q;
-    arena__unpoison(h, HDR);
-    q = (char *)hook_resize(current, h, HDR + old_size, HDR + size);
+    arena__unpoison(h, CUR_HDR);
+    q = (char *)hook_resize(current, h, CUR_HDR + old_size, CUR_HDR + size);
     if (!q) {
-        arena__poison(h, HDR);
+        arena__poison(h, CUR_HDR);
         return NULL;
     }
     return stamp(q, size, current);
@@ -382,10 +382,10 @@ static void *resize_mine(char *h, size_t old_size, size_t size)
 /* realloc of a block of an arena that is not current: a copy on the heap. */
 static void *move_to_heap(char *h, size_t old_size, size_t size)
 {
-    char *q = (char *)malloc(HDR + size);
+    char *q = (char *)malloc(CUR_HDR + size);
     if (!q)
         return NULL;
-    memcpy(q + HDR, h + HDR, old_size < size ? old_size : size);
+    memcpy(q + CUR_HDR, h + CUR_HDR, old_size < size ? old_size : size);
     give_up(h, old_size);
     return stamp(q, size, NULL);
 }
@@ -397,7 +397,7 @@ void *arena_cur_realloc(void *ptr, size_t size)
     enum origin o;
     if (!ptr)
         return arena_cur_malloc(size);
-    h = (char *)ptr - HDR;
+    h = (char *)ptr - CUR_HDR;
     switch (o = inspect(h, &old_size)) {
     case FOREIGN:
     case FREED:
@@ -406,10 +406,10 @@ void *arena_cur_realloc(void *ptr, size_t size)
     case HEAP:
         if (size > BLOCK_MAX)
             return NULL;
-        arena__unpoison(h, HDR);
-        q = (char *)realloc(h, HDR + size);
+        arena__unpoison(h, CUR_HDR);
+        q = (char *)realloc(h, CUR_HDR + size);
         if (!q) {
-            arena__poison(h, HDR);
+            arena__poison(h, CUR_HDR);
             return NULL;
         }
         return stamp(q, size, NULL);
@@ -426,7 +426,7 @@ size_t arena_cur_size(const void *ptr)
     size_t size = 0;
     if (!ptr)
         return 0;
-    enum origin o = inspect((const char *)ptr - HDR, &size);
+    enum origin o = inspect((const char *)ptr - CUR_HDR, &size);
     if (o == FOREIGN || o == FREED) {
         misused("arena_cur_size", ptr, o);
         return 0;

@@ -212,27 +212,27 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
     uint64_t n;
 
     while (q < to) {
-        size_t left = (size_t)(to - q), run;
+        size_t left = (size_t)(to - q), skip;
         if (left < GRANULE) {
             if (!all_clobbered(q, left))
                 break;
             q = to;
             continue;
         }
-        run = clobbered_prefix(q, to);
-        if (run) {
-            q += run;
+        skip = clobbered_prefix(q, to);
+        if (skip) {
+            q += skip;
             continue;
         }
-        run = free_block_at(q, left);
-        if (run) {
-            if (!all_clobbered(q + sizeof(struct header), run - sizeof(struct header)))
+        skip = free_block_at(q, left);
+        if (skip) {
+            if (!all_clobbered(q + sizeof(struct header), skip - sizeof(struct header)))
                 return arena__report(ARENA_ERR_CORRUPT,
                                      "arena: arena %p: the free block at %p (chunk %u) was "
                                      "written after it was freed",
                                      (const void *)a, (const void *)q, (unsigned)i),
                        false;
-            q += run;
+            q += skip;
             continue;
         }
         /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */

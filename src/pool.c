@@ -24,11 +24,11 @@
  * A uint32_t rather than a byte: a char store may alias anything, so the
  * compiler would have to reload the pool's fields after each one (pool.h).
  *
- * Closing the inline paths.  Under AddressSanitizer (or a checked build) the
- * library must see every transition, to poison free slots.  A program built
- * with ASan never inlines (ARENA__INLINE_WINDOW in arena.h); a program built
- * without it but linked to an instrumented library sees `open == 0`, which
- * fails both inline tests (nfree - 1 < 0 and index < 0), so every call comes
+ * Closing the inline paths (the inline protocol: arena/internal/compiler.h).
+ * Under AddressSanitizer (or a checked build) the library must see every
+ * transition, to poison free slots.  A program built with ASan never inlines
+ * (level 1); a program built without it but linked to an instrumented
+ * library sees `open == 0` (level 3), which fails both inline tests (nfree - 1 < 0 and index < 0), so every call comes
  * here.  Poisoning and any future annotation go in take() and give().  The
  * inline paths load the pool's fields again after calling out, so a slow
  * path (or an error handler it calls) may change any of them.
@@ -104,10 +104,6 @@ static size_t inverse(size_t d)
     return x;
 }
 
-/* Whether the inline paths may run: not when the library must see every
- * transition (sanitizers, checked builds). */
-static bool inline_paths_open(void) { return !arena__instrumented(); }
-
 /* Sets up `p` over `base` (aligned to obj_align, l->total bytes): every slot
  * free and poisoned, slot 0 on top of the stack. */
 static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t obj_size,
@@ -129,7 +125,7 @@ static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t ob
     p->shift = k;
     p->cap = capacity;
     p->nfree = capacity;
-    p->open = inline_paths_open() ? capacity : 0;
+    p->open = arena__instrumented() ? 0 : capacity; /* level 3 of the inline protocol */
     p->obj_size = obj_size ? obj_size : 1;
     p->obj_align = obj_align;
     for (j = 0; j < capacity; j++) {

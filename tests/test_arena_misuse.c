@@ -30,13 +30,13 @@ static void release_tb(arena *a)
 }
 
 /* Stores a few small values through the inline paths, so that (plain build)
- * the arena has an inline run the library has not folded into its size. */
-static void open_run(arena *a)
+ * the arena has uncounted inline bytes the library has not folded into its size. */
+static void store_uncounted(arena *a)
 {
     assert_non_null(arena_alloc(a, 8));
     assert_non_null(arena_strdup(a, "run"));
     if (TEST_PACKED && a->ptr)
-        assert_ptr_not_equal(a->run, a->ptr);
+        assert_ptr_not_equal(a->counted, a->ptr);
 }
 
 /* Runs `call`, which must report `code` exactly once and leave `*a` (and
@@ -86,7 +86,7 @@ static void test_marks_out_of_order_in_one_chunk(void **state)
     v = (char *)arena_alloc(&a, 300);
     assert_non_null(v);
     fill_pattern(v, 300, 1);
-    open_run(&a);
+    store_uncounted(&a);
     size = arena_size(&a);
     EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_rewind(&a, mb));
     assert_non_null(strstr(recorded_errors.message, "arena_rewind"));
@@ -123,7 +123,7 @@ static void test_scopes_out_of_order(void **state)
     EXPECT_FINE(arena_scope_end(&outer));
     v = arena_strdup(&a, "a value stored after the outer scope ended, longer than 40");
     assert_non_null(v);
-    open_run(&a);
+    store_uncounted(&a);
     size = arena_size(&a);
     EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_scope_end(&inner));
     assert_int_equal(arena_size(&a), size);
@@ -156,7 +156,7 @@ static void test_scratch_out_of_order_in_one_chunk(void **state)
     EXPECT_FINE(arena_scope_end(&outer));
     v = arena_strdup(s, "stored after the outer scratch ended");
     assert_non_null(v);
-    open_run(s);
+    store_uncounted(s);
     size = arena_size(s);
     {
         arena before;
@@ -242,7 +242,7 @@ static void test_marks_lifo_rule(void **state)
      * (a zeroed one, and one from another arena that took more marks). */
     m1 = arena_save(&a);
     arena_reset(&a);
-    open_run(&a);
+    store_uncounted(&a);
     EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_rewind(&a, m1));
     m1 = arena_save(&a);
     arena_release(&a);
@@ -255,7 +255,7 @@ static void test_marks_lifo_rule(void **state)
         arena_init(&b, 4096);
         for (i = 0; i < 20; i++)
             m2 = arena_save(&b);
-        open_run(&a);
+        store_uncounted(&a);
         m1 = arena_save(&a);
         EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_rewind(&a, m2));
         EXPECT_FINE(arena_rewind(&a, m1));
@@ -319,7 +319,7 @@ static void test_misuse_leaves_arena_identical(void **state)
     (void)state;
 
     init_tb(&a, 1000);
-    open_run(&a);
+    store_uncounted(&a);
 
     /* A mark expired by a rewind to an earlier mark, in another chunk. */
     m = arena_save(&a);
@@ -327,7 +327,7 @@ static void test_misuse_leaves_arena_identical(void **state)
     later = arena_save(&a);
     assert_non_null(arena_alloc(&a, 10));
     arena_rewind(&a, m);
-    open_run(&a);
+    store_uncounted(&a);
     EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_rewind(&a, later));
 
     /* In the same chunk. */
@@ -336,20 +336,20 @@ static void test_misuse_leaves_arena_identical(void **state)
     later = arena_save(&a);
     arena_rewind(&a, m);
     assert_non_null(arena_alloc(&a, 30));
-    open_run(&a);
+    store_uncounted(&a);
     EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_rewind(&a, later));
 
     /* Scopes. */
     s1 = arena_scope_begin(&a);
     s2 = arena_scope_begin(&a);
     arena_scope_end(&s1);
-    open_run(&a);
+    store_uncounted(&a);
     EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_scope_end(&s2));
 
     /* Expired by a reset; from another arena. */
     m = arena_save(&a);
     arena_reset(&a);
-    open_run(&a);
+    store_uncounted(&a);
     EXPECT_MISUSE(&a, ARENA_ERR_BAD_MARK, arena_rewind(&a, m));
     arena_init(&b, 1000);
     assert_non_null(arena_alloc(&b, 500));
@@ -359,7 +359,7 @@ static void test_misuse_leaves_arena_identical(void **state)
     arena_release(&b);
 
     /* Refs too large. */
-    open_run(&a);
+    store_uncounted(&a);
     EXPECT_MISUSE(&a, ARENA_ERR_REF_TOO_LARGE,
                   r = arena_ref_copy(&a, big, opaque_size(ARENA_REF_MAX + (size_t)1), 1));
     assert_true(arena_ref_empty(r));
@@ -371,7 +371,7 @@ static void test_misuse_leaves_arena_identical(void **state)
     {
         char *v = (char *)arena_alloc(&a, 24);
         void *q = v;
-        open_run(&a);
+        store_uncounted(&a);
         EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = arena_realloc(&a, v, 4096, 8192));
         assert_null(q);
     }
@@ -404,7 +404,7 @@ static void test_grow_old_size_past_position(void **state)
     fill_pattern(v, 100, 1);
     w = (char *)arena_alloc(&a, 50);
     fill_pattern(w, 50, 2);
-    open_run(&a);
+    store_uncounted(&a);
     /* Bigger than all that is stored after v, and bigger than the chunk. */
     EXPECT_MISUSE(&a, ARENA_ERR_BAD_SIZE, q = (char *)arena_realloc(&a, v, 1000, 2000));
     assert_null(q);
@@ -535,7 +535,7 @@ static void test_checked_garbage_refs(void **state)
     good = arena_ref_strndup(&a, "good", 4);
     assert_non_null(arena_ref_ptr(&a, good));
     assert_false(arena_ref_empty(arena_ref_strndup(&a, "more", 4)));
-    open_run(&a);
+    store_uncounted(&a);
     for (i = 0; i < sizeof offs / sizeof offs[0]; i++) {
         size_t j;
         for (j = 0; j < sizeof lens / sizeof lens[0]; j++) {

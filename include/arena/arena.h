@@ -28,9 +28,10 @@
  *     are reported.  Under AddressSanitizer or Valgrind the guards and the
  *     expired memory are poisoned instead.
  *
- * The inline functions declared here are defined in arena/internal/arena.h,
- * which this header includes at its end; nothing named arena__ or ARENA__ is
- * API.  This header includes only <stdarg.h>, <stddef.h>, <stdint.h>,
+ * This file is the contract.  The structs' private fields are laid out in
+ * arena/internal/types.h, which it includes first; the inline functions
+ * declared here are defined in arena/internal/arena.h, which it includes at
+ * its end.  Nothing named arena__ or ARENA__ is API.  This header includes only <stdarg.h>, <stddef.h>, <stdint.h>,
  * <stdbool.h> and <string.h>, and is usable from C++.
  */
 #ifndef ARENA_ARENA_H
@@ -44,6 +45,7 @@
 
 #include "arena/version.h"
 #include "arena/internal/compiler.h"
+#include "arena/internal/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -147,70 +149,15 @@ typedef struct arena_allocator {
     void *ctx;
 } arena_allocator;
 
-/* One chunk of the chunk index.  Internal: refs resolve through it. */
-struct arena__chunk {
-    char *base; /* ARENA_ALIGN-aligned start */
-    size_t cap; /* capacity in bytes */
-};
-
-/* Bytes of an arena's private bookkeeping, `cold`: its layout is the
- * library's own (src/internal.h) and may change in any 2.x release; only its
- * size and alignment are ABI, and they leave room for what later releases
- * add.  Internal. */
-#define ARENA__COLD_BYTES 384
-
-/* The storage of `cold`: bytes, aligned for anything the library keeps
- * there.  Internal. */
-typedef union arena__cold_space {
-    unsigned char bytes[ARENA__COLD_BYTES];
-    uint64_t align_u64;
-    void *align_ptr;
-    size_t align_size;
-} arena__cold_space;
-
 /**
- * The arena.  A program reads none of its fields (arena_size(),
- * arena_retained() and the like report them); those before `cold` are
- * visible because the inline functions use them: ptr, end, size and run on
- * every allocation, chunks and cur for refs, pos, cur, nused and saves for
- * marks, nchunks, buf, first, expired and spare for the one-chunk reset
- * and release, and all of these and lazy for the inline arena_init_buffer().
- * `cold` holds the library's own bookkeeping.
- * `arena a = {0};` is a valid empty arena (64 KiB chunks, malloc backing).
- *
- * Invariant of the inline window: ptr <= end, end is ARENA_ALIGN-aligned, and
- * ptr rounded up to ARENA_ALIGN is still <= end.  When the window is closed
- * (ptr == end == NULL) every allocation takes the slow path; the library closes
- * it when it must see every allocation (sanitizers, Valgrind, checked builds).
+ * The arena: a value the caller owns (on the stack, in a struct, static),
+ * initialised by arena_init() or its variants or by `arena a = {0};` (an
+ * empty arena with 64 KiB chunks and malloc backing).  Its fields are
+ * private: the inline functions read them, a program does not (the queries
+ * below report what it needs); arena/internal/types.h describes them.  Its
+ * size and layout are ABI; what the library keeps in them may change.
  */
-typedef struct arena {
-    char *ptr;   /* inline bump position, or NULL */
-    char *end;   /* inline limit, or NULL */
-    size_t size; /* arena_size(), less the bytes of the inline run */
-    char *run;   /* start of the inline run: the inline paths bump ptr without
-                    touching size (a read-modify-write of a counter on every
-                    allocation would chain each one to the last through
-                    memory); arena_size() = size + (ptr - run) */
-
-    char *pos;                    /* position in the current chunk when ptr == NULL */
-    struct arena__chunk *chunks;  /* the chunk index: [0, nused) in use, then spares */
-    uint32_t cur;                 /* index of the current chunk (valid when cold.lim) */
-    uint32_t nused;               /* chunks holding values of this batch */
-    uint32_t nchunks;             /* chunks held (in use + spare) */
-    uint32_t lazy;                /* nonzero: `cold` is not written yet (the inline
-                                     arena_init_buffer() leaves it to the library) */
-    uint32_t pending;             /* nonzero: the library holds state that a reset or
-                                     rewind must see (blocks given back for reuse), so
-                                     the inline reset and rewind call it */
-    uint32_t spare;               /* 1 + the resets the inline path may still make
-                                     before the library's next call; 0: released
-                                     inline (see arena__reset_first()) */
-    char *buf;                    /* the caller's first chunk, or NULL */
-    struct arena__chunk first;    /* the index while it has one slot */
-    uint64_t saves;               /* marks taken: the serial of the latest */
-    uint64_t expired;             /* marks up to this serial expired (reset, release) */
-    arena__cold_space cold;       /* the library's: private */
-} arena;
+typedef struct arena arena;
 
 /** A saved position: a plain value, owned by the caller, that may be copied
  *  and dropped freely.  See arena_save() and arena_rewind(). */
@@ -271,122 +218,12 @@ ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocat
 static inline void arena_init_buffer(arena *a, void *buf, size_t len,
                                      const arena_allocator *backing);
 
-/* A scope's init and release are inlined wherever the compiler can be told
- * to: its own judgement (g++ -O2 in a large function) once made
- * arena_release() a call, which also kept the arena's dead stores. */
-#if defined(__GNUC__) || defined(__clang__)
-#  define ARENA__SCOPE_INLINE __attribute__((always_inline))
-#else
-#  define ARENA__SCOPE_INLINE
-#endif
-
-ARENA_API void arena__init_buffer_slow(arena *a, void *buf, size_t len,
-                                       const arena_allocator *backing);
-ARENA_API void arena__release_slow(arena *a);
-ARENA_API void arena__reset_slow(arena *a);
-
-/* How many resets the inline path may make between two of the library's
- * calls (`spare` counts them down: see arena__reset_first()). */
-#define ARENA__INLINE_RESETS ((uint32_t)256)
-
-/* Nonzero when the inline window may open in this process: the library was
- * built without instrumentation and the process does not run under Valgrind
- * (decided once, at load; zero until then). */
-ARENA_API extern int arena__inline_ok;
-
-/* The inline arena_init_buffer() of a fixed-size arena: the fields the
- * inline paths use, the window open on the whole buffer, and `lazy` set, so
- * that the library's first call writes the rest as arena__init_buffer_slow()
- * would have.  Anything else (a backing, no room, a buffer above
- * ARENA_REF_MAX, instrumentation) takes the call. */
-static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, size_t len,
-                                                         const arena_allocator *backing)
-{
-    if (ARENA__INLINE_WINDOW) {
-        size_t pad = (size_t)(-(uintptr_t)buf & (uintptr_t)(ARENA_ALIGN - 1));
-        if (ARENA__LIKELY(!backing && buf && len > pad && len - pad <= ARENA_REF_MAX &&
-                          arena__inline_ok)) {
-            char *base = (char *)buf + pad;
-            size_t cap = len - pad;
-            a->ptr = base;
-            a->end = base + (cap & ~(ARENA_ALIGN - 1));
-            a->size = 0;
-            a->run = base;
-            a->pos = base;
-            a->chunks = &a->first;
-            a->cur = 0;
-            a->nused = 1;
-            a->nchunks = 1;
-            a->lazy = 1;
-            a->pending = 0;
-            a->spare = ARENA__INLINE_RESETS + 1;
-            a->buf = base;
-            a->first.base = base;
-            a->first.cap = cap;
-            a->saves = 0;
-            a->expired = 0;
-            return;
-        }
-    }
-    arena__init_buffer_slow(a, buf, len, backing);
-}
-
-/* Empties an arena whose one chunk, in use, starts at `base`, with the
- * inline window open on it: size 0, marks expired, the position at `base`. */
-static inline void arena__empty_first(arena *a, char *base)
-{
-    a->size = 0;
-    a->expired = a->saves;
-    a->pos = base;
-    a->ptr = base;
-    a->run = base;
-}
-
-/* Reset of an arena that holds one chunk, in use, with the inline window
- * open on it (so nothing is instrumented, and the chunk is regular or the
- * caller's buffer): size 0, marks expired, the position back at the chunk's
- * start.  There is nothing for the retention policy to give back, but it
- * counts batches: `spare` counts this one down (the library, which sets it
- * to ARENA__INLINE_RESETS + 1, notes at its next call the batches counted
- * down, each of which used that chunk alone).  False when the arena is in
- * any other state (spares included), or when `spare` is 1 (no count left:
- * the library notes them first) or 0 (released inline: the library forgets
- * its history first), or when the arena holds free blocks to forget
- * (`pending`), which the slow path handles. */
-static inline bool arena__reset_first(arena *a)
-{
-    if (!a->ptr || a->nchunks != 1 || a->pending || a->spare <= 1)
-        return false;
-    a->spare--;
-    arena__empty_first(a, a->chunks[0].base);
-    return true;
-}
-
 /** Frees every chunk the arena allocated and its bookkeeping; the arena is
  *  empty and reusable, with the same budget, backing (and buffer).  This is
  *  the destructor.  Expires every value.  Inline for an arena that holds
  *  nothing but the caller's buffer (a scope on the stack: a few stores, or
  *  one load after the inline arena_init_buffer()). */
-static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
-{
-    if (ARENA__INLINE_WINDOW && a->lazy) {
-        /* Untouched by the library since the inline arena_init_buffer(): one
-         * chunk, the buffer, in use; the window is open on it.  One load,
-         * and stores that a compiler drops when the arena's life ends here. */
-        arena__empty_first(a, a->first.base);
-        return;
-    }
-    if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first && a->ptr) {
-        /* The buffer alone, the window open on it: a release is a reset
-         * that forgets the retention policy's history, which `spare` 0
-         * tells the library (the batches counted down since its last call
-         * are forgotten with the rest). */
-        a->spare = 0;
-        arena__empty_first(a, a->first.base);
-        return;
-    }
-    arena__release_slow(a);
-}
+static inline void arena_release(arena *a);
 
 /**
  * Forgets every value (size 0) and keeps chunks (contents untouched) for the

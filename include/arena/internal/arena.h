@@ -26,8 +26,120 @@ ARENA_API void *arena__ref_ptr_checked(const arena *a, arena_ref r);
 
 ARENA_API arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t align);
 ARENA_API arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len);
+ARENA_API void arena__init_buffer_slow(arena *a, void *buf, size_t len,
+                                       const arena_allocator *backing);
+ARENA_API void arena__release_slow(arena *a);
+ARENA_API void arena__reset_slow(arena *a);
+ARENA_API void arena__rewind_slow(arena *a, arena_mark m);
+ARENA_API void arena__scope_end_slow(arena_scope *s);
+
+/* Level 2 of the inline protocol (arena/internal/compiler.h): nonzero when
+ * the library opens inline windows in this process. */
+ARENA_API extern int arena__inline_ok;
 
 /* ---- The public inline functions ------------------------------------------- */
+
+/* A scope's init and release (arena_init_buffer(), arena_release()) are
+ * inlined even where the compiler would judge a call cheaper: a scope on
+ * the stack then costs no call, and its dead stores go. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define ARENA__SCOPE_INLINE __attribute__((always_inline))
+#else
+#  define ARENA__SCOPE_INLINE
+#endif
+
+/* How many resets the inline path may make between two of the library's
+ * calls (`spare` counts them down: see arena__reset_first()). */
+#define ARENA__INLINE_RESETS ((uint32_t)256)
+
+/* The inline arena_init_buffer() of a fixed-size arena: the fields the
+ * inline paths use, the window open on the whole buffer, and `lazy` set, so
+ * that the library's first call writes the rest as arena__init_buffer_slow()
+ * would have.  Anything else (a backing, no room, a buffer above
+ * ARENA_REF_MAX, instrumentation) takes the call. */
+static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, size_t len,
+                                                         const arena_allocator *backing)
+{
+    if (ARENA__INLINE_WINDOW) {
+        size_t pad = (size_t)(-(uintptr_t)buf & (uintptr_t)(ARENA_ALIGN - 1));
+        if (ARENA__LIKELY(!backing && buf && len > pad && len - pad <= ARENA_REF_MAX &&
+                          arena__inline_ok)) {
+            char *base = (char *)buf + pad;
+            size_t cap = len - pad;
+            a->ptr = base;
+            a->end = base + (cap & ~(ARENA_ALIGN - 1));
+            a->size = 0;
+            a->counted = base;
+            a->pos = base;
+            a->chunks = &a->first;
+            a->cur = 0;
+            a->nused = 1;
+            a->nchunks = 1;
+            a->lazy = 1;
+            a->pending = 0;
+            a->spare = ARENA__INLINE_RESETS + 1;
+            a->buf = base;
+            a->first.base = base;
+            a->first.cap = cap;
+            a->saves = 0;
+            a->expired = 0;
+            return;
+        }
+    }
+    arena__init_buffer_slow(a, buf, len, backing);
+}
+
+/* Empties an arena whose one chunk, in use, starts at `base`, with the
+ * inline window open on it: size 0, marks expired, the position at `base`. */
+static inline void arena__empty_first(arena *a, char *base)
+{
+    a->size = 0;
+    a->expired = a->saves;
+    a->pos = base;
+    a->ptr = base;
+    a->counted = base;
+}
+
+/* Reset of an arena that holds one chunk, in use, with the inline window
+ * open on it (so nothing is instrumented, and the chunk is regular or the
+ * caller's buffer): size 0, marks expired, the position back at the chunk's
+ * start.  There is nothing for the retention policy to give back, but it
+ * counts batches: `spare` counts this one down (the library, which sets it
+ * to ARENA__INLINE_RESETS + 1, notes at its next call the batches counted
+ * down, each of which used that chunk alone).  False when the arena is in
+ * any other state (spares included), or when `spare` is 1 (no count left:
+ * the library notes them first) or 0 (released inline: the library forgets
+ * its history first), or when the arena holds free blocks to forget
+ * (`pending`), which the slow path handles. */
+static inline bool arena__reset_first(arena *a)
+{
+    if (!a->ptr || a->nchunks != 1 || a->pending || a->spare <= 1)
+        return false;
+    a->spare--;
+    arena__empty_first(a, a->chunks[0].base);
+    return true;
+}
+
+static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
+{
+    if (ARENA__INLINE_WINDOW && a->lazy) {
+        /* Untouched by the library since the inline arena_init_buffer(): one
+         * chunk, the buffer, in use; the window is open on it.  One load,
+         * and stores that a compiler drops when the arena's life ends here. */
+        arena__empty_first(a, a->first.base);
+        return;
+    }
+    if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first && a->ptr) {
+        /* The buffer alone, the window open on it: a release is a reset
+         * that forgets the retention policy's history, which `spare` 0
+         * tells the library (the batches counted down since its last call
+         * are forgotten with the rest). */
+        a->spare = 0;
+        arena__empty_first(a, a->first.base);
+        return;
+    }
+    arena__release_slow(a);
+}
 
 static inline void arena_reset(arena *a)
 {
@@ -38,7 +150,7 @@ static inline void arena_reset(arena *a)
 
 static inline size_t arena_size(const arena *a)
 {
-    return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->run);
+    return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->counted);
 }
 
 static inline arena_mark arena_save(arena *a)
@@ -60,12 +172,9 @@ static inline arena_scope arena_scope_begin(arena *a)
     return s;
 }
 
-ARENA_API void arena__rewind_slow(arena *a, arena_mark m);
-ARENA_API void arena__scope_end_slow(arena_scope *s);
-
 /* A rewind to the arena's latest mark (the innermost scope), taken in the
  * chunk the inline window is open on, with no chunk taken into use since and
- * the position still at or past the mark's in the window's run: moves the
+ * the position still at or past the mark's in the window's uncounted bytes: moves the
  * window back to the mark, leaving the fields as the library's rewind would.
  * Its checks have nothing to find there: the serial is the latest and not
  * expired (a rewind that expires marks moves `saves` past every serial it
@@ -80,10 +189,10 @@ static inline bool arena__rewind_window(arena *a, arena_mark m)
         ARENA__LIKELY(m.serial == a->saves && m.serial > a->expired && !a->pending &&
                       m.cur == a->cur &&
                       m.nused == a->nused && m.pos != NULL &&
-                      (uintptr_t)m.pos >= (uintptr_t)a->run &&
+                      (uintptr_t)m.pos >= (uintptr_t)a->counted &&
                       (uintptr_t)m.pos <= (uintptr_t)a->ptr)) {
         a->size = m.size;
-        a->pos = a->ptr = a->run = m.pos;
+        a->pos = a->ptr = a->counted = m.pos;
         return true;
     }
     return false;
@@ -141,18 +250,18 @@ static inline bool arena__fits(const arena *a, size_t size, size_t align, uintpt
 }
 
 /* Takes the value at `at` of `size` bytes and alignment `align` from the
- * inline window.  The bytes count in arena_size() through ptr - run; only
+ * inline window.  The bytes count in arena_size() through ptr - counted; only
  * alignment padding, which must not count, touches the size field, behind a
  * branch that values whose size is a multiple of their alignment never take.
  * A constant size that is not (a 24-byte node at 16) pads every value of a
- * run of them, so for those the padding, 0 or not, is subtracted without a
+ * series of them, so for those the padding, 0 or not, is subtracted without a
  * branch (docs/fast-path.md). */
 static inline char *arena__take(arena *a, uintptr_t at, size_t size, size_t align)
 {
     uintptr_t c = (uintptr_t)a->ptr;
-    bool padded_run = ARENA__CONSTANT(size) && ARENA__CONSTANT(align) && size % align != 0;
+    bool padded_series = ARENA__CONSTANT(size) && ARENA__CONSTANT(align) && size % align != 0;
     /* cppcheck-suppress knownConditionTrueFalse ; a compile-time constant only where gcc or clang fold it */
-    if (padded_run || ARENA__UNLIKELY(at != c))
+    if (padded_series || ARENA__UNLIKELY(at != c))
         a->size -= (size_t)(at - c);
     a->ptr = (char *)at + size;
     return (char *)at;

@@ -28,8 +28,8 @@
 /* Some API functions are inline in the headers but also exported, so that
  * programs built against a header where they were plain calls still link
  * (arena_rewind(), arena_scope_end()).  Where ARENA__OUT_OF_LINE is set the
- * headers declare them instead, as calls; the library source that defines
- * the exported copies also sets ARENA__DEFINE_OUT_OF_LINE. */
+ * headers declare them instead, as calls; src/exported.c, which defines the
+ * exported copies, also sets ARENA__DEFINE_OUT_OF_LINE. */
 
 #if defined(__GNUC__) || defined(__clang__)
 #  define ARENA__LIKELY(x)     __builtin_expect(!!(x), 1)
@@ -61,9 +61,22 @@
 #  define ARENA__MAX_ALIGN  _Alignof(max_align_t)
 #endif
 
-/* The inline window is closed in builds where the program must see every
- * allocation through the library (ASan, checked builds), so that the library
- * can poison, guard and tag each one. */
+/* The inline protocol.  The inline functions (internal/arena.h, internal/
+ * pool.h) bump pointers and pop slots without calling the library, which
+ * then neither sees nor tells the tools about what they hand out.  Three
+ * switches, each narrower than the last, say whether they may:
+ *   1. ARENA__INLINE_WINDOW, in the program's own build: 0 where that build
+ *      is instrumented (ASan, ARENA_CHECKED), which compiles the inline paths
+ *      out: every allocation is a call.
+ *   2. The library's build and process: arena__instrumented() inside the
+ *      library (its build instrumented, or the process under Valgrind),
+ *      exported to the inline code as arena__inline_ok.  Where it is set, the
+ *      library opens no window, so the inline paths find none open.
+ *   3. Each object: an arena's window (ptr and end; NULL when closed), a
+ *      pool's `open` (0 when closed), which the library sets by level 2 and
+ *      by what the object holds.
+ * An inline path runs only when all three allow it, and leaves the object
+ * exactly as the library's path would. */
 #if defined(ARENA_CHECKED) && ARENA_CHECKED
 #  define ARENA__INLINE_WINDOW 0
 #elif defined(__SANITIZE_ADDRESS__)

@@ -71,7 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "reuse.h"
 
 /* Size-0 results at alignments up to ZERO_ALIGN point here (see
  * arena__zero_size_value()): an object of the library, no value's. */
@@ -134,7 +134,7 @@ static bool lazy_full(const arena *a, size_t size, size_t align)
     if (!a->lazy)
         return false;
     room = (size_t)(current_lim(a) - pos);
-    pad = (size_t)(-(uintptr_t)pos & (uintptr_t)(align - 1));
+    pad = arena__pad((uintptr_t)pos, align);
     return pad > room || size > room - pad;
 }
 
@@ -557,7 +557,7 @@ static void unopen(arena *a, bool spare, uint32_t last)
 /* `p` rounded up to `align` (a power of two), by pointer arithmetic. */
 static char *align_ptr(char *p, size_t align)
 {
-    return p + (size_t)(-(uintptr_t)p & (uintptr_t)(align - 1));
+    return p + arena__pad((uintptr_t)p, align);
 }
 
 /* Places `size` (> 0) bytes at `align` (a power of two).  Stores the chunk
@@ -602,8 +602,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
     }
     pos = cursor(a);
     if (arena__cold(a)->lim) {
-        size_t pad = (size_t)(-((uintptr_t)pos + arena__hdr()) & (uintptr_t)(align - 1)) +
-                     arena__hdr();
+        size_t pad = arena__pad((uintptr_t)pos + arena__hdr(), align) + arena__hdr();
         size_t room = (size_t)(arena__cold(a)->lim - pos);
         if (pad <= room && size <= room - pad) {
             p = pos + pad;
@@ -747,27 +746,21 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
         return false;
     if (ARENA_CHECKED) {
         if (!live_value_size(a, p, &n))
-            return arena__report(ARENA_ERR_FOREIGN_POINTER,
-                                 "arena_realloc: %p is not the start of a live value of arena %p",
-                                 (const void *)p, (const void *)a),
-                   true;
+            return arena__misused(ARENA_ERR_FOREIGN_POINTER, "arena_realloc: %p is not the start of a live value of arena %p",
+                                 (const void *)p, (const void *)a);
         if (old_size > n)
-            return arena__report(ARENA_ERR_BAD_SIZE,
-                                 "arena_realloc: old size %zu exceeds the %llu-byte value at %p "
+            return arena__misused(ARENA_ERR_BAD_SIZE, "arena_realloc: old size %zu exceeds the %llu-byte value at %p "
                                  "(arena %p)",
                                  old_size, (unsigned long long)n, (const void *)p,
-                                 (const void *)a),
-                   true;
+                                 (const void *)a);
         return false;
     }
     pos = cursor(a);
     lim = current_lim(a);
     if (lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
-        return arena__report(ARENA_ERR_BAD_SIZE,
-                             "arena_realloc: old size %zu of the value at %p reaches past the end "
+        return arena__misused(ARENA_ERR_BAD_SIZE, "arena_realloc: old size %zu of the value at %p reaches past the end "
                              "of what arena %p holds (%zu bytes from it)",
-                             old_size, (const void *)p, (const void *)a, (size_t)(pos - p)),
-               true;
+                             old_size, (const void *)p, (const void *)a, (size_t)(pos - p));
     return false;
 }
 
@@ -873,20 +866,14 @@ static bool free_misused(const arena *a, const char *p, size_t *n,
     if (*chunk)
         state = arena__instr_free_state(a, *chunk, p, *n, &size);
     if (state == 1)
-        return arena__report(ARENA_ERR_DOUBLE_FREE,
-                             "arena_free: the value at %p of arena %p was freed already",
-                             (const void *)p, (const void *)a),
-               true;
+        return arena__misused(ARENA_ERR_DOUBLE_FREE, "arena_free: the value at %p of arena %p was freed already",
+                             (const void *)p, (const void *)a);
     if (state == 2)
-        return arena__report(ARENA_ERR_FOREIGN_POINTER,
-                             "arena_free: %p is not the start of a live value of arena %p",
-                             (const void *)p, (const void *)a),
-               true;
+        return arena__misused(ARENA_ERR_FOREIGN_POINTER, "arena_free: %p is not the start of a live value of arena %p",
+                             (const void *)p, (const void *)a);
     if (*n > size)
-        return arena__report(ARENA_ERR_BAD_SIZE,
-                             "arena_free: size %zu exceeds the %llu-byte value at %p (arena %p)",
-                             *n, (unsigned long long)size, (const void *)p, (const void *)a),
-               true;
+        return arena__misused(ARENA_ERR_BAD_SIZE, "arena_free: size %zu exceeds the %llu-byte value at %p (arena %p)",
+                             *n, (unsigned long long)size, (const void *)p, (const void *)a);
     *n = (size_t)size;
     return false;
 }
@@ -1581,7 +1568,6 @@ size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : arena__c
 
 /* ---- Consistency ------------------------------------------------------------------------------ */
 
-#define CORRUPT(...) (arena__report(ARENA_ERR_CORRUPT, __VA_ARGS__), false)
 
 /* The invariant of the slots: the chunks in use were used this batch, none
  * was last used more than ARENA_RETAIN_BATCHES batches ago (a reset gives it
@@ -1609,21 +1595,21 @@ bool arena_check(const arena *a)
     wake_const(a);
 
     if (a->nused > a->nchunks || a->nchunks > arena__cold(a)->ncap)
-        return CORRUPT("arena_check: arena %p: counts out of order (used %u, held %u, slots %u)",
+        return arena__corrupt("arena_check: arena %p: counts out of order (used %u, held %u, slots %u)",
                        (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks,
                        (unsigned)arena__cold(a)->ncap);
     if (arena__cold(a)->ncap && !a->chunks)
-        return CORRUPT("arena_check: arena %p: index missing", (const void *)a);
+        return arena__corrupt("arena_check: arena %p: index missing", (const void *)a);
     for (i = 0; i < a->nchunks; i++) {
         const struct arena__chunk *c = &a->chunks[i];
         if (!c->base || ((uintptr_t)c->base & (ARENA_ALIGN - 1)) || c->cap == 0)
-            return CORRUPT("arena_check: arena %p: chunk %u is malformed", (const void *)a,
+            return arena__corrupt("arena_check: arena %p: chunk %u is malformed", (const void *)a,
                            (unsigned)i);
         if (c->base == a->buf && i != 0)
-            return CORRUPT("arena_check: arena %p: the caller's buffer is chunk %u, not 0",
+            return arena__corrupt("arena_check: arena %p: the caller's buffer is chunk %u, not 0",
                            (const void *)a, (unsigned)i);
         if (c->base != a->buf && c->cap < arena__chunk_extra(0, budget(a)))
-            return CORRUPT("arena_check: arena %p: chunk %u is smaller than its overhead",
+            return arena__corrupt("arena_check: arena %p: chunk %u is smaller than its overhead",
                            (const void *)a, (unsigned)i);
         held += usable(a, c);
         if (i < a->nused)
@@ -1633,39 +1619,39 @@ bool arena_check(const arena *a)
             return false;
     }
     if (!spans_ordered(a))
-        return CORRUPT("arena_check: arena %p: the record of expired marks is malformed",
+        return arena__corrupt("arena_check: arena %p: the record of expired marks is malformed",
                        (const void *)a);
     if (held != arena__cold(a)->retained)
-        return CORRUPT("arena_check: arena %p: retained %zu but chunks hold %zu",
+        return arena__corrupt("arena_check: arena %p: retained %zu but chunks hold %zu",
                        (const void *)a, arena__cold(a)->retained, held);
     if (!slots_ordered(a))
-        return CORRUPT("arena_check: arena %p: the order of its chunks is malformed (in use %u, "
+        return arena__corrupt("arena_check: arena %p: the order of its chunks is malformed (in use %u, "
                        "held %u)",
                        (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks);
     /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
     if (!arena__instrumented() && arena_size(a) > used)
-        return CORRUPT("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
+        return arena__corrupt("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
                        (const void *)a, arena_size(a), used);
     if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) && pos != arena__cold(a)->lim)
-        return CORRUPT("arena_check: arena %p: position %p is not on a granule",
+        return arena__corrupt("arena_check: arena %p: position %p is not on a granule",
                        (const void *)a, (void *)pos);
     if (arena__cold(a)->lim) {
         const struct arena__chunk *c = &a->chunks[a->cur];
         if (a->cur >= a->nused || arena__cold(a)->lim != c->base + c->cap || pos < c->base ||
             pos > arena__cold(a)->lim)
-            return CORRUPT("arena_check: arena %p: position %p outside current chunk %u",
+            return arena__corrupt("arena_check: arena %p: position %p outside current chunk %u",
                            (const void *)a, (void *)pos, (unsigned)a->cur);
     } else if (pos || a->ptr || a->end) {
-        return CORRUPT("arena_check: arena %p: a position without a current chunk",
+        return arena__corrupt("arena_check: arena %p: a position without a current chunk",
                        (const void *)a);
     }
     if (a->ptr && (a->ptr > a->end || ((uintptr_t)a->end & (ARENA_ALIGN - 1)) ||
                    arena__align_up((uintptr_t)a->ptr, ARENA_ALIGN) > (uintptr_t)a->end ||
                    a->end > arena__cold(a)->lim))
-        return CORRUPT("arena_check: arena %p: inline window [%p, %p) is malformed",
+        return arena__corrupt("arena_check: arena %p: inline window [%p, %p) is malformed",
                        (const void *)a, (void *)a->ptr, (void *)a->end);
     if (a->ptr ? (a->counted < a->chunks[a->cur].base || a->counted > a->ptr) : a->counted != NULL)
-        return CORRUPT("arena_check: arena %p: uncounted bytes start at %p, outside [chunk, %p]",
+        return arena__corrupt("arena_check: arena %p: uncounted bytes start at %p, outside [chunk, %p]",
                        (const void *)a, (void *)a->counted, (void *)a->ptr);
     return true;
 }

@@ -44,11 +44,10 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "arena/thread.h"
-#include "internal.h"
+#include "thread_state.h"
 
 enum { ACQUIRED = 1, STACKED, PARKED, RELEASED };
 
@@ -77,11 +76,9 @@ struct arena_cache {
 };
 
 /* This thread's slot: an arena recycled into `gen`'s cache, or NULL.  A
- * thread's first park puts its slot on the heap, under slot_key, whose
- * destructor empties and frees it at thread exit; until then tls_slot points
- * to no_slot, which is never written.  Not in thread-local storage itself:
- * the destructor must not reach it, since mingw-w64 emulates it with a
- * pthread key of its own whose destructor may have freed it already. */
+ * thread's first park makes its slot (thread_state.h), which is emptied and
+ * freed at thread exit; until then tls_slot points to no_slot, which is
+ * never written. */
 struct slot {
     uint64_t gen;
     struct node *node;
@@ -89,12 +86,8 @@ struct slot {
 
 static struct slot no_slot;
 static ARENA__TLS struct slot *tls_slot = &no_slot;
-static _Atomic uint64_t next_gen = 1;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static arena_cache *registry; /* live caches, under registry_lock */
-static pthread_key_t slot_key;
-static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
-static bool slot_key_ok;
 
 /* The caller's backing, one call at a time. */
 static void *serial_alloc(void *ctx, size_t n)
@@ -168,31 +161,19 @@ static void slot_exit(void *value)
     struct slot *sl = (struct slot *)value;
     if (sl->node)
         slot_evict(sl);
-    arena__back_free(ARENA__HEAP, sl, sizeof *sl);
+    arena__thread_state_free(sl, sizeof *sl);
     tls_slot = &no_slot;
 }
 
-static void make_slot_key(void) { slot_key_ok = pthread_key_create(&slot_key, slot_exit) == 0; }
+static struct arena__thread_key slot_key = {.exit = slot_exit};
 
 /* This thread's own slot, empty and registered to be emptied at thread exit;
  * NULL when that cannot be arranged (then the thread parks nothing). */
 static struct slot *start_slot(void)
 {
-    struct slot *sl;
-
-    pthread_once(&slot_once, make_slot_key);
-    if (!slot_key_ok)
-        return NULL;
-    sl = (struct slot *)arena__back_alloc(ARENA__HEAP, sizeof *sl);
-    if (!sl)
-        return NULL;
-    sl->gen = 0;
-    sl->node = NULL;
-    if (pthread_setspecific(slot_key, sl) != 0) {
-        arena__back_free(ARENA__HEAP, sl, sizeof *sl);
-        return NULL;
-    }
-    tls_slot = sl;
+    struct slot *sl = (struct slot *)arena__thread_state_new(&slot_key, sizeof *sl);
+    if (sl)
+        tls_slot = sl;
     return sl;
 }
 
@@ -224,7 +205,7 @@ arena_cache *arena_cache_create(const arena_cache_config *config)
         c->serial.free = serial_free;
         c->serial.ctx = c;
     }
-    c->gen = atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed);
+    c->gen = arena__new_gen();
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         arena__back_free(&backing, c, sizeof *c);
         return NULL;

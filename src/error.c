@@ -51,14 +51,39 @@ void arena_default_error_handler(arena_error code, const char *message, void *ct
     abort();
 }
 
-void arena__report(arena_error code, const char *fmt, ...)
+static void vreport(arena_error code, const char *fmt, va_list ap) ARENA__PRINTF(2, 0);
+
+static void vreport(arena_error code, const char *fmt, va_list ap)
 {
     char msg[256];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    handler(code, msg, handler_ctx);
+}
+
+void arena__report(arena_error code, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vreport(code, fmt, ap);
     va_end(ap);
-    handler(code, msg, handler_ctx);
+}
+
+bool arena__misused(arena_error code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(code, fmt, ap);
+    va_end(ap);
+    return true;
+}
+
+bool arena__corrupt(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(ARENA_ERR_CORRUPT, fmt, ap);
+    va_end(ap);
+    return false;
 }
 
 const char *arena_version(void) { return ARENA_VERSION_STRING; }

@@ -41,7 +41,7 @@
 #include <string.h>
 
 #include "arena/hooks.h"
-#include "internal.h"
+#include "reuse.h"
 
 /* ---- Hooks with a context ------------------------------------------------------------ */
 

@@ -31,7 +31,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "reuse.h"
 
 #define GRANULE ARENA__GRANULE
 #define HDR arena__hdr()
@@ -227,11 +227,9 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
         skip = free_block_at(q, left);
         if (skip) {
             if (!all_clobbered(q + sizeof(struct header), skip - sizeof(struct header)))
-                return arena__report(ARENA_ERR_CORRUPT,
-                                     "arena: arena %p: the free block at %p (chunk %u) was "
+                return arena__corrupt("arena: arena %p: the free block at %p (chunk %u) was "
                                      "written after it was freed",
-                                     (const void *)a, (const void *)q, (unsigned)i),
-                       false;
+                                     (const void *)a, (const void *)q, (unsigned)i);
             q += skip;
             continue;
         }
@@ -241,20 +239,16 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
         q += HDR;
         end = q + arena__guarded_len(q, (size_t)n, to);
         if (!all_clobbered(q + n, (size_t)(end - q) - (size_t)n))
-            return arena__report(ARENA_ERR_CORRUPT,
-                                 "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote "
+            return arena__corrupt("arena: arena %p: the %llu-byte value at %p (chunk %u) wrote "
                                  "past its end",
                                  (const void *)a, (unsigned long long)n, (const void *)q,
-                                 (unsigned)i),
-                   false;
+                                 (unsigned)i);
         q = end;
     }
     if (q < to)
-        return arena__report(ARENA_ERR_CORRUPT,
-                             "arena: arena %p: chunk %u is corrupt at %p (a write before the "
+        return arena__corrupt("arena: arena %p: chunk %u is corrupt at %p (a write before the "
                              "start of a value, or outside any value)",
-                             (const void *)a, (unsigned)i, (const void *)q),
-               false;
+                             (const void *)a, (unsigned)i, (const void *)q);
     return true;
 }
 

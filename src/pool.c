@@ -49,7 +49,7 @@
 #include <string.h>
 
 #include "arena/pool.h"
-#include "internal.h"
+#include "instrument.h"
 
 /* Where the region's parts start, from one set of arguments. */
 struct layout {
@@ -132,11 +132,7 @@ static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t ob
         stack[j] = (uint32_t)(capacity - 1 - j);
         state[j] = ARENA__POOL_NEVER;
     }
-    if (ARENA__VALGRIND)
-        VALGRIND_CREATE_MEMPOOL(base, 0, 0);
-    if (ARENA_CHECKED)
-        memset(base, ARENA__CLOBBER, capacity * l->stride);
-    arena__close(base, capacity * l->stride);
+    arena__slots_made(base, capacity * l->stride);
 }
 
 bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t capacity,
@@ -160,7 +156,7 @@ bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t ca
     block = arena__back_alloc(&b, n);
     if (!block)
         return false;
-    lay_out(p, (char *)block + (size_t)(-(uintptr_t)block & (uintptr_t)(obj_align - 1)), &l,
+    lay_out(p, (char *)block + arena__pad((uintptr_t)block, obj_align), &l,
             obj_size, obj_align, capacity);
     p->block = block;
     p->block_size = n;
@@ -194,10 +190,8 @@ void arena_pool_destroy(arena_pool *p)
 {
     if (ARENA_CHECKED && p->cap)
         arena_pool_check(p);
-    if (ARENA__VALGRIND && p->cap)
-        VALGRIND_DESTROY_MEMPOOL(slots_of(p));
     if (p->cap)
-        arena__open(slots_of(p), p->cap * p->stride);
+        arena__slots_gone(slots_of(p), p->cap * p->stride);
     if (p->block)
         arena__back_free(&p->backing, p->block, p->block_size);
     memset(p, 0, sizeof *p);
@@ -229,20 +223,14 @@ static void *take(arena_pool *p)
     void *obj = slots_of(p) + arena__pool_pop(&r) * p->stride;
     p->nfree = r.nfree;
     verify_free_slot(p, (const unsigned char *)obj);
-    if (ARENA__VALGRIND)
-        VALGRIND_MEMPOOL_ALLOC(slots_of(p), obj, p->obj_size);
-    arena__unpoison(obj, p->obj_size);
+    arena__slot_taken(slots_of(p), obj, p->obj_size);
     return obj;
 }
 
 static void give(arena_pool *p, void *obj, size_t i)
 {
     arena__pool_regs r = arena__pool_load(p);
-    if (ARENA_CHECKED)
-        memset(obj, ARENA__CLOBBER, p->obj_size); /* the rest of the slot still is */
-    if (ARENA__VALGRIND)
-        VALGRIND_MEMPOOL_FREE(slots_of(p), obj);
-    arena__close(obj, p->stride);
+    arena__slot_given(slots_of(p), obj, p->obj_size, p->stride);
     arena__pool_push(&r, i);
     p->nfree = r.nfree;
     if (ARENA_CHECKED && p->nfree == p->cap)
@@ -302,7 +290,6 @@ void arena__pool_free_slow(arena_pool *p, void *obj)
 
 #define SEEN 0x80000000u /* marks a state while check walks the stack */
 
-#define CORRUPT(...) (arena__report(ARENA_ERR_CORRUPT, __VA_ARGS__), false)
 
 /* The fields must describe a region check can walk. */
 static bool check_shape(const arena_pool *p)
@@ -312,23 +299,23 @@ static bool check_shape(const arena_pool *p)
 
     if (p->cap == 0) {
         if (p->nfree || p->open || p->block)
-            return CORRUPT("arena_pool_check: pool %p: capacity 0 but %zu free slots",
+            return arena__corrupt("arena_pool_check: pool %p: capacity 0 but %zu free slots",
                            (const void *)p, p->nfree);
         return true;
     }
     if (!p->base || !p->stack || !p->state || !arena__is_pow2(p->obj_align) ||
         (p->base & (p->obj_align - 1)))
-        return CORRUPT("arena_pool_check: pool %p: storage %p is missing or misaligned",
+        return arena__corrupt("arena_pool_check: pool %p: storage %p is missing or misaligned",
                        (const void *)p, (void *)slots_of(p));
     if ((d & 1) == 0 || (d << p->shift) != p->stride || d * p->inv != 1 ||
         !plan(p->obj_size, p->obj_align, p->cap, &l) || l.stride != p->stride ||
         p->stack != p->base + l.stack || p->state != p->base + l.state)
-        return CORRUPT("arena_pool_check: pool %p: stride %zu (shift %zu, inverse %zx) or layout "
+        return arena__corrupt("arena_pool_check: pool %p: stride %zu (shift %zu, inverse %zx) or layout "
                        "does not fit %zu objects of %zu bytes at alignment %zu",
                        (const void *)p, p->stride, p->shift, p->inv, p->cap, p->obj_size,
                        p->obj_align);
     if (p->nfree > p->cap || (p->open != 0 && p->open != p->cap))
-        return CORRUPT("arena_pool_check: pool %p: %zu free slots (inline bound %zu) of %zu",
+        return arena__corrupt("arena_pool_check: pool %p: %zu free slots (inline bound %zu) of %zu",
                        (const void *)p, p->nfree, p->open, p->cap);
     return true;
 }
@@ -344,12 +331,12 @@ bool arena_pool_check(arena_pool *p)
         return false;
     for (i = 0; i < p->cap; i++) {
         if (st[i] > ARENA__POOL_FREED)
-            return CORRUPT("arena_pool_check: pool %p: slot %zu has state %u", (const void *)p,
+            return arena__corrupt("arena_pool_check: pool %p: slot %zu has state %u", (const void *)p,
                            i, (unsigned)st[i]);
         nfree += st[i] != ARENA__POOL_LIVE;
     }
     if (nfree != p->nfree)
-        return CORRUPT("arena_pool_check: pool %p: %zu slots are free but the free stack holds "
+        return arena__corrupt("arena_pool_check: pool %p: %zu slots are free but the free stack holds "
                        "%zu",
                        (const void *)p, nfree, p->nfree);
     /* Every stack entry must name a distinct free slot; with the count above,
@@ -373,7 +360,7 @@ bool arena_pool_check(arena_pool *p)
             st[i] &= ~SEEN;
     }
     if (why)
-        return CORRUPT("arena_pool_check: pool %p: free stack entry %zu names slot %zu, which "
+        return arena__corrupt("arena_pool_check: pool %p: free stack entry %zu names slot %zu, which "
                        "is %s",
                        (const void *)p, bad, (size_t)stack[bad], why);
     return true;

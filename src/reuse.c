@@ -58,7 +58,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "reuse.h"
 
 /* Classes: 15 of 16-byte steps (16..240), then eight per doubling from 256
  * to 2^36. */
@@ -172,7 +172,7 @@ size_t arena__reuse_round(size_t n)
     /* A bound that does not fit size_t (a 32-bit one) wraps below n. */
     c = class_up(n);
     r = c < NCLASS ? class_size(c) : 0;
-    return r >= n ? r : (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+    return r >= n ? r : (size_t)arena__align_up(n, ARENA_ALIGN);
 }
 
 /* ---- Nodes -------------------------------------------------------------------------- */

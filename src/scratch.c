@@ -3,12 +3,9 @@
  *
  * Each thread has ARENA_SCRATCH_COUNT arenas, found through a thread-local
  * pointer: finding one that is not a conflict is a scan of at most COUNT x n
- * pointers, with no call and no lock.  The first use in a thread allocates
- * them and registers them under a process-wide pthread key whose destructor
- * releases them when the thread exits; that is the only step that can fail.
- * They live on the heap, not in thread-local storage, because the destructor
- * must not reach thread-local storage: mingw-w64 emulates it with a pthread
- * key of its own, whose destructor may already have freed it.
+ * pointers, with no call and no lock.  The first use in a thread makes them
+ * (per-thread state, thread_state.h), released when the thread exits; that
+ * is the only step that can fail.
  *
  * Two arenas are enough for any depth of nesting when each function passes
  * the arena its results go to as a conflict: a callee writing into scratch
@@ -19,13 +16,10 @@
  * scratch arena of the calling thread by its address in the thread's set and
  * trims it after the rewind, so the scope type needs no flag.
  */
-#define _POSIX_C_SOURCE 200809L
-
-#include <pthread.h>
 #include <string.h>
 
 #include "arena/thread.h"
-#include "internal.h"
+#include "thread_state.h"
 
 /* Spare chunks a scratch arena keeps after a scope ends. */
 #define SCRATCH_RETAIN ((size_t)1 << 20)
@@ -35,9 +29,6 @@ struct scratch_set {
 };
 
 static ARENA__TLS struct scratch_set *tls_scratch; /* NULL until first use */
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-static bool scratch_key_ok;
 
 static void release_set(struct scratch_set *set)
 {
@@ -52,29 +43,20 @@ static void scratch_exit(void *value)
 {
     struct scratch_set *set = (struct scratch_set *)value;
     release_set(set);
-    arena__back_free(ARENA__HEAP, set, sizeof *set);
+    arena__thread_state_free(set, sizeof *set);
     tls_scratch = NULL;
 }
 
-static void make_key(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_exit) == 0; }
+static struct arena__thread_key scratch_key = {.exit = scratch_exit};
 
 /* This thread's set, new and registered; NULL on failure. */
 static struct scratch_set *start_thread(void)
 {
-    struct scratch_set *set;
-
-    pthread_once(&scratch_once, make_key);
-    if (!scratch_key_ok)
-        return NULL;
-    set = (struct scratch_set *)arena__back_alloc(ARENA__HEAP, sizeof *set);
-    if (!set)
-        return NULL;
-    memset(set, 0, sizeof *set); /* arenas of ARENA_DEFAULT_CHUNK chunks from malloc */
-    if (pthread_setspecific(scratch_key, set) != 0) {
-        arena__back_free(ARENA__HEAP, set, sizeof *set);
-        return NULL;
-    }
-    tls_scratch = set;
+    /* Zeroed: arenas of ARENA_DEFAULT_CHUNK chunks from malloc. */
+    struct scratch_set *set =
+        (struct scratch_set *)arena__thread_state_new(&scratch_key, sizeof *set);
+    if (set)
+        tls_scratch = set;
     return set;
 }
 

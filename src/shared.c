@@ -36,7 +36,8 @@
 #include <stdlib.h>
 
 #include "arena/thread.h"
-#include "internal.h"
+#include "instrument.h"
+#include "thread_state.h"
 
 #define RUN_SLOTS 4
 #define MIN_RUN ((size_t)1024)
@@ -66,10 +67,7 @@ struct arena_shared {
 };
 
 static ARENA__TLS struct run tls_runs[RUN_SLOTS];
-static _Atomic uint64_t next_gen = 1;
 static _Atomic unsigned next_slot;
-
-static uint64_t new_gen(void) { return atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed); }
 
 arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
                                   const arena_allocator *backing)
@@ -103,7 +101,7 @@ arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
         return NULL;
     }
     s->inner = tmp;
-    s->gen = s->id = new_gen();
+    s->gen = s->id = arena__new_gen();
     s->slot = atomic_fetch_add_explicit(&next_slot, 1, memory_order_relaxed) % RUN_SLOTS;
     s->run_bytes = run_bytes;
     s->max_run = (chunk_bytes / 4) & ~(ARENA_ALIGN - 1);
@@ -139,7 +137,7 @@ static size_t next_run(const arena_shared *s, const struct run *r)
         return s->run_bytes;
     if (want >= s->max_run)
         return s->max_run;
-    return (want + (ARENA_ALIGN - 1)) & ~(ARENA_ALIGN - 1);
+    return (size_t)arena__align_up(want, ARENA_ALIGN);
 }
 
 /* Places a value that missed the thread's run: directly in `inner` when it
@@ -168,7 +166,7 @@ static ARENA__NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t s
     pthread_mutex_unlock(&s->lock);
     if (!p)
         return NULL;
-    arena__poison(p, run);
+    arena__close(p, run);
     if (r->gen != s->gen)
         r->claimed = 0;
     r->claimed += run;
@@ -176,7 +174,7 @@ static ARENA__NOINLINE void *alloc_slow(arena_shared *s, struct run *r, size_t s
     r->gen = s->gen;
     r->ptr = p + size; /* a run starts ARENA_ALIGN-aligned */
     r->end = p + run;
-    arena__unpoison(p, size);
+    arena__open(p, size);
     return p;
 }
 
@@ -188,11 +186,11 @@ static inline void *alloc(arena_shared *s, size_t size, size_t align)
 {
     struct run *r = &tls_runs[s->slot];
     if (ARENA__LIKELY(r->gen == s->gen)) {
-        size_t pad = (size_t)(-(uintptr_t)r->ptr & (uintptr_t)(align - 1));
+        size_t pad = arena__pad((uintptr_t)r->ptr, align);
         if (ARENA__LIKELY(size - 1 < (size_t)(r->end - r->ptr) - pad)) {
             char *p = r->ptr + pad;
             r->ptr = p + size;
-            arena__unpoison(p, size);
+            arena__open(p, size);
             return p;
         }
     }
@@ -226,7 +224,7 @@ void arena_shared_reset(arena_shared *s, size_t retain_limit)
 {
     pthread_mutex_lock(&s->lock);
     arena_reset_to(&s->inner, retain_limit);
-    s->gen = new_gen();
+    s->gen = arena__new_gen();
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -61,7 +61,7 @@ static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, si
                                                          const arena_allocator *backing)
 {
     if (ARENA__INLINE_WINDOW) {
-        size_t pad = (size_t)(-(uintptr_t)buf & (uintptr_t)(ARENA_ALIGN - 1));
+        size_t pad = arena__pad((uintptr_t)buf, ARENA_ALIGN);
         if (ARENA__LIKELY(!backing && buf && len > pad && len - pad <= ARENA_REF_MAX &&
                           arena__inline_ok)) {
             char *base = (char *)buf + pad;
@@ -231,7 +231,7 @@ ARENA__INLINE_OR_EXPORTED void arena_scope_end(arena_scope *s)
  * rounded up to ARENA_ALIGN is <= end) keeps the subtraction from wrapping. */
 static inline size_t arena__room(const arena *a, size_t align, uintptr_t *at)
 {
-    *at = ((uintptr_t)a->ptr + (align - 1)) & ~(uintptr_t)(align - 1);
+    *at = arena__align_up((uintptr_t)a->ptr, align);
     return (size_t)((uintptr_t)a->end - *at);
 }
 

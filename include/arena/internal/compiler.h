@@ -102,6 +102,19 @@ static inline bool arena__mul_overflows(size_t a, size_t b, size_t *out)
 #  define ARENA__MUL_OVERFLOWS(a, b, out) arena__mul_overflows((a), (b), (out))
 #endif
 
+/* Alignment to `align`, a power of two: the bytes that take `p` up to a
+ * multiple of it, and `p` rounded up (which wraps near the top of the
+ * range: callers bound `p` first). */
+static inline size_t arena__pad(uintptr_t p, size_t align)
+{
+    return (size_t)(-p & (uintptr_t)(align - 1));
+}
+
+static inline uintptr_t arena__align_up(uintptr_t p, size_t align)
+{
+    return (p + (align - 1)) & ~(uintptr_t)(align - 1);
+}
+
 /* Pastes after expanding (a unique name per line: ARENA_SCOPE). */
 #define ARENA__CAT2(a, b) a##b
 #define ARENA__CAT(a, b)  ARENA__CAT2(a, b)

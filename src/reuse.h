@@ -1,0 +1,68 @@
+/*
+ * Reuse of blocks given back within a batch (reuse.c): the lists of free
+ * blocks by size class, and what the adapters and the arena call.  Never
+ * installed.
+ */
+#ifndef ARENA_REUSE_H
+#define ARENA_REUSE_H
+
+#include "instrument.h"
+
+/* ---- Reuse (src/reuse.c) ------------------------------------------------------------ */
+
+/* The bit of `pending` that says the arena's lists of free blocks are valid. */
+#define ARENA__PENDING_REUSE 1u
+
+/* Mixed into a free block's link (reuse.c) and into a block header's key
+ * (hooks.c).  They differ by ARENA__FREED_OWNER, so that the header of a
+ * block of the arena_cur_* family that a node overwrote decodes to that
+ * owner, which no arena has (its low bits are set): a free of it again is
+ * told from a foreign pointer. */
+#define ARENA__KEY_MIX ((uintptr_t)UINT64_C(0x9E3779B97F4A7C15))
+#define ARENA__FREED_OWNER ((uintptr_t)2)
+#define ARENA__LINK_MIX (ARENA__KEY_MIX ^ ARENA__FREED_OWNER)
+
+/* The smallest free block the lists keep: a node, and room for a value
+ * with its header and guard when instrumented. */
+static inline size_t arena__reuse_min(void) { return arena__hdr() + 16; }
+
+/* Files the block [s, s + len) (s ARENA_ALIGN-aligned, len >=
+ * arena__reuse_min()); false when the arena keeps no lists (a fixed-size
+ * arena, or its backing failed): the block then stays unused until the
+ * batch ends. */
+ARENA__HIDDEN bool arena__reuse_file(arena *a, char *s, size_t len);
+/* `n` rounded up to the bound of its size class (16 at least; ARENA_ALIGN
+ * steps above the largest class): the size the adapters of a plain build
+ * ask for and give back, so that a freed block fits the next value of its
+ * class exactly. */
+ARENA__HIDDEN size_t arena__reuse_round(size_t n);
+/* A filed block of at least `need` bytes, unlinked (its length in *len), or
+ * NULL; one of a larger class, to be split, only if `carve`. */
+ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len);
+/* The adapters' fast path in a plain build (never an instrumented one: it
+ * tells no tool), while the lists are valid
+ * (ARENA__PENDING_REUSE): the head of the class of `len` (a class bound, as
+ * arena__reuse_round() gives), unlinked, when it is exactly `len` bytes
+ * long (as every block the adapters give back is); NULL otherwise. */
+ARENA__HIDDEN char *arena__reuse_pop(arena *a, size_t len);
+/* The same way back: files the block `s` of `len` bytes (a class bound). */
+ARENA__HIDDEN void arena__reuse_push(arena *a, char *s, size_t len);
+/* Instrumented builds: room to log one more placement; then the placement
+ * of the value `p` in the block [from, to) of the chunk at `base`, which a
+ * rewind to a mark taken before it expires. */
+ARENA__HIDDEN bool arena__reuse_log_room(arena *a);
+ARENA__HIDDEN void arena__reuse_log(arena *a, const char *base, char *from, char *to, char *p);
+/* Forgets every filed block (a reset: serial 0), or, for a rewind to the
+ * mark of `serial`, also expires the placements logged since it. */
+ARENA__HIDDEN void arena__reuse_forget(arena *a, uint64_t serial);
+/* Frees the lists' table (a release). */
+ARENA__HIDDEN void arena__reuse_release(arena *a);
+
+/* The adapters' shrink (hooks.c): arena_realloc() to `new_size` (> 0, <
+ * old_size), except that a value that is not the most recent moves to a
+ * block of the new size, and its own goes back whole, so that no remainder
+ * of an odd size is left to fragment the lists; in place, its tail given
+ * back, only when that fails.  NULL after a reported misuse. */
+ARENA__HIDDEN void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size);
+
+#endif /* ARENA_REUSE_H */

@@ -1,0 +1,51 @@
+/*
+ * Per-thread state freed at thread exit, and generation numbers
+ * (thread_state.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "thread_state.h"
+
+/* Serialises the making of keys: once per kind, at a thread's first block,
+ * so never on a hot path. */
+static pthread_mutex_t making = PTHREAD_MUTEX_INITIALIZER;
+
+void *arena__thread_state_new(struct arena__thread_key *k, size_t size)
+{
+    void *state;
+    bool ok;
+
+    pthread_mutex_lock(&making);
+    if (!k->made) {
+        k->ok = pthread_key_create(&k->key, k->exit) == 0;
+        k->made = true;
+    }
+    ok = k->ok;
+    pthread_mutex_unlock(&making);
+    if (!ok)
+        return NULL;
+    state = arena__back_alloc(ARENA__HEAP, size);
+    if (!state)
+        return NULL;
+    memset(state, 0, size);
+    if (pthread_setspecific(k->key, state) != 0) {
+        arena__back_free(ARENA__HEAP, state, size);
+        return NULL;
+    }
+    return state;
+}
+
+void arena__thread_state_free(void *state, size_t size)
+{
+    arena__back_free(ARENA__HEAP, state, size);
+}
+
+static _Atomic uint64_t next_gen = 1;
+
+uint64_t arena__new_gen(void)
+{
+    return atomic_fetch_add_explicit(&next_gen, 1, memory_order_relaxed);
+}

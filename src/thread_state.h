@@ -1,0 +1,40 @@
+/*
+ * Per-thread state freed at thread exit (the arena cache's slot, the
+ * scratch arenas): a zeroed heap block registered under a process-wide
+ * pthread key whose destructor hands it back.  The block lives on the heap,
+ * not in thread-local storage, because the destructor must still reach it:
+ * mingw-w64 emulates thread-local storage with a pthread key of its own,
+ * whose destructor may run first.  Never installed.
+ */
+#ifndef ARENA_THREAD_STATE_H
+#define ARENA_THREAD_STATE_H
+
+#include <pthread.h>
+
+#include "internal.h"
+
+/* One kind of per-thread state: `exit` runs at the exit of each thread
+ * that made one, with the block; it empties it and then calls
+ * arena__thread_state_free().  Statically initialised: { .exit = fn }; the
+ * key is made at the first block. */
+struct arena__thread_key {
+    void (*exit)(void *state);
+    pthread_key_t key;
+    bool made; /* the key was tried */
+    bool ok;   /* and made */
+};
+
+/* A zeroed block of `size` bytes for the calling thread, registered so that
+ * k->exit gets it at thread exit; NULL when that cannot be arranged (no
+ * key, no memory). */
+ARENA__HIDDEN void *arena__thread_state_new(struct arena__thread_key *k, size_t size);
+
+/* Frees a block of `size` bytes from arena__thread_state_new(). */
+ARENA__HIDDEN void arena__thread_state_free(void *state, size_t size);
+
+/* A number no earlier call returned (from 1, process-wide, thread-safe): the
+ * generation of a cache or a shared arena, which per-thread state compares
+ * with its own to tell that what it holds is stale. */
+ARENA__HIDDEN uint64_t arena__new_gen(void);
+
+#endif /* ARENA_THREAD_STATE_H */

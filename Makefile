@@ -1,4 +1,5 @@
-# The commands: `make test`, `make docs` and `make bench`.  Each installs what
+# The commands: `make test`, `make docs` and `make bench` (and for developers
+# `make format` and `make lint`).  Each installs what
 # it needs first (scripts/deps.sh), then configures, builds and runs through
 # CMake.  `make test` runs one of the presets of CMakePresets.json, in
 # build-<preset>: PRESET=asan, tsan, checked, checked-asan, checked-asan-only, memcheck, m32,
@@ -12,7 +13,7 @@ CMAKE_ARGS ?=
 BENCH_BUILD ?= build-bench
 BENCH_ARGS ?=
 
-.PHONY: test build deps docs clean bench
+.PHONY: test build deps docs clean bench format lint
 
 test: deps
 	cmake --preset $(PRESET) $(CMAKE_ARGS)
@@ -36,11 +37,18 @@ docs:
 clean:
 	rm -rf build build-*
 
+# `make format` applies .clang-format to the C sources; `make lint` runs every
+# static check CI runs (the format check, cppcheck, clang-tidy, gcc -fanalyzer).
+format:
+	scripts/format.sh
+
+lint:
+	scripts/deps.sh ci
+	scripts/lint.sh
+
 bench:
 	scripts/deps.sh bench
-	cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release \
-	    -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
-	    -DARENA_BUILD_BENCH=ON -DARENA_BUILD_TESTS=OFF -DARENA_BUILD_EXAMPLES=OFF $(CMAKE_ARGS)
+	cmake --preset bench -B $(BENCH_BUILD) $(CMAKE_ARGS)
 	cmake --build $(BENCH_BUILD) -j $(JOBS)
 	python3 bench/run.py --build $(BENCH_BUILD) $(BENCH_ARGS)
 	python3 bench/targets.py

@@ -88,9 +88,8 @@ arena_scope arena_scratch_begin(arena *const *conflicts, size_t n)
     if (!conflicts)
         n = 0;
     /* Each return builds its scope whole: a scope zeroed first and then
-     * written field by field was read back by wider loads that straddled
-     * those stores, a store-forwarding stall that cost more than the rest of
-     * the call (perf annotate of the scratch scope benchmark row). */
+     * written field by field is read back by wider loads that straddle
+     * those stores, and the store forwarding fails (docs/fast-path.md). */
     for (i = 0; i < ARENA_SCRATCH_COUNT; i++) {
         if (!conflicts_with(&set->arenas[i], conflicts, n))
             return arena_scope_begin(&set->arenas[i]);

@@ -12,8 +12,7 @@
  * previous one, up to a quarter of a chunk.  A thread that stores about as
  * much in each batch so claims once a batch.  (Claims are what sharing
  * costs: each takes the lock and the inner arena's fields from the core
- * that claimed last.  With fixed 16 KiB runs, two threads storing 128 KiB a
- * batch each took 1.4x the CPU per value of one.)
+ * that claimed last, so fewer claims scale better: docs/fast-path.md.)
  * Runs are carved out of the chunks of an ordinary arena (`inner`), which the
  * lock protects; a value that misses the thread's run and is larger than a
  * quarter of the smallest run goes to `inner` directly, under the lock, so

@@ -323,12 +323,11 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * arena never made, where detectable (a zeroed one; one from another arena
  * that does not fit this one's saves or chunks).  A valid mark is never
  * reported.  The arena remembers the serials that its latest four rewinds
- * expired (in a fixed 64 bytes; a rewind to an earlier mark merges what it
- * covers): a mark expired by an older rewind than those four goes
- * unreported.  The check costs a few comparisons.  Checked build: also
+ * expired (a rewind to an earlier mark merges what it covers): a mark
+ * expired by an older rewind than those four goes unreported.  The check costs a few comparisons.  Checked build: also
  * verifies the guards and headers of the values it forgets.
  *
- * Cost: inline, six comparisons and four fields stored, for a rewind to the
+ * Cost: inline, a few comparisons and stores, for a rewind to the
  * latest mark in the chunk the arena is storing into, with no chunk taken
  * since the mark (the innermost scope, which stayed within its chunk), where
  * nothing is instrumented; a call in every other case.

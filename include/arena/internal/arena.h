@@ -346,10 +346,8 @@ static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align)
     if (align == 0)
         align = ARENA_ALIGN;
     /* The test of arena__fits(), written out here and in arena_copy() and
-     * arena_ref_copy(): through the helper gcc 12 lays these three out
-     * differently (for an align it cannot see, one more taken jump; in the
-     * copies, the short-copy dispatch reordered, which measured the 16 and
-     * 256-byte copy rows 10-15% slower). */
+     * arena_ref_copy(): through the helper gcc lays these three out worse
+     * (docs/fast-path.md, "Notes on shapes that measured faster"). */
     if (ARENA__INLINE_WINDOW && align <= ARENA_ALIGN && (align & (align - 1)) == 0 &&
         ARENA__LIKELY(size - 1 < arena__room(a, align, &at)))
         return arena__take(a, at, size, align);

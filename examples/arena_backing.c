@@ -18,8 +18,7 @@ int main(void)
 
     for (int r = 1; r <= 2; r++) {
         arena_pool conns;
-        if (!arena_pool_init(&conns, sizeof(struct conn), _Alignof(struct conn), 64,
-                             &from_request))
+        if (!arena_pool_init(&conns, sizeof(struct conn), _Alignof(struct conn), 64, &from_request))
             return 1;
         arena scratch;
         arena_init_with(&scratch, 16384, &from_request);
@@ -33,7 +32,7 @@ int main(void)
         }
         printf("request %d: %zu slots live; the request arena holds %zu bytes\n", r,
                arena_pool_used(&conns), arena_size(&request));
-        arena_release(&scratch);   /* its chunk goes back to `request` */
+        arena_release(&scratch);    /* its chunk goes back to `request` */
         arena_pool_destroy(&conns); /* the most recent value: given back too */
         printf("request %d: after both, the request arena holds %zu bytes\n", r,
                arena_size(&request));

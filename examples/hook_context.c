@@ -48,8 +48,8 @@ int main(void)
         unsigned char *packed = text ? compress_text(&a, text, &len) : NULL;
         if (!packed)
             return 1;
-        printf("request %d: %zu bytes -> %zu; the arena holds %zu bytes in %zu retained\n",
-               request, strlen(text), len, arena_size(&a), arena_retained(&a));
+        printf("request %d: %zu bytes -> %zu; the arena holds %zu bytes in %zu retained\n", request,
+               strlen(text), len, arena_size(&a), arena_retained(&a));
         arena_reset(&a); /* the text, zlib's state and the output go at once */
     }
     arena_release(&a);

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define WORKERS 4
+#define WORKERS  4
 #define REQUESTS 1000
 
 static arena_cache *cache;

@@ -13,8 +13,15 @@ arena_mark p_save(arena *a) { return arena_save(a); }
 void p_rewind(arena *a, arena_mark m) { arena_rewind(a, m); }
 void p_scope_end(arena_scope *s) { arena_scope_end(s); }
 size_t p_size(const arena *a) { return arena_size(a); }
-int p_stack(const char *s) {
-    char buf[256]; arena a; arena_init_buffer(&a, buf, sizeof buf, NULL);
-    char *p = arena_strdup(&a, s); int r = p ? p[0] : -1; arena_release(&a); return r; }
+int p_stack(const char *s)
+{
+    char buf[256];
+    arena a;
+    arena_init_buffer(&a, buf, sizeof buf, NULL);
+    char *p = arena_strdup(&a, s);
+    int r = p ? p[0] : -1;
+    arena_release(&a);
+    return r;
+}
 void *p_pool_alloc(arena_pool *p) { return arena_pool_alloc(p); }
 void p_pool_free(arena_pool *p, void *x) { arena_pool_free(p, x); }

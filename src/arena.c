@@ -84,9 +84,15 @@ static const arena empty_arena;
 
 /* ---- Backing allocator --------------------------------------------------------- */
 
-static void *back_alloc(arena *a, size_t n) { return arena__back_alloc(&arena__cold(a)->backing, n); }
+static void *back_alloc(arena *a, size_t n)
+{
+    return arena__back_alloc(&arena__cold(a)->backing, n);
+}
 
-static void back_free(arena *a, void *p, size_t n) { arena__back_free(&arena__cold(a)->backing, p, n); }
+static void back_free(arena *a, void *p, size_t n)
+{
+    arena__back_free(&arena__cold(a)->backing, p, n);
+}
 
 static size_t budget(const arena *a)
 {
@@ -376,7 +382,8 @@ static uint32_t add_chunk(arena *a, size_t cap)
     struct arena__slot *s;
     char *base;
 
-    if ((arena__cold(a)->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra || !index_reserve(a))
+    if ((arena__cold(a)->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra ||
+        !index_reserve(a))
         return UINT32_MAX;
     base = (char *)back_alloc(a, cap + extra);
     if (!base)
@@ -518,8 +525,7 @@ static void free_outgrown(arena *a, size_t cap)
         return;
     for (i = a->nused; i < a->nchunks; i++) {
         size_t u = usable(a, &a->chunks[i]);
-        if (slots(a)[i].key >= arena__cold(a)->born && u < cap && u > regular_max(a) &&
-            u > most) {
+        if (slots(a)[i].key >= arena__cold(a)->born && u < cap && u > regular_max(a) && u > most) {
             most = u;
             worst = i;
         }
@@ -555,10 +561,7 @@ static void unopen(arena *a, bool spare, uint32_t last)
 }
 
 /* `p` rounded up to `align` (a power of two), by pointer arithmetic. */
-static char *align_ptr(char *p, size_t align)
-{
-    return p + arena__pad((uintptr_t)p, align);
-}
+static char *align_ptr(char *p, size_t align) { return p + arena__pad((uintptr_t)p, align); }
 
 /* Places `size` (> 0) bytes at `align` (a power of two).  Stores the chunk
  * index in *chunk.  NULL (arena unchanged) on failure. */
@@ -718,8 +721,9 @@ static bool live_value_size(const arena *a, const char *p, uint64_t *size)
     uint32_t i;
 
     /* (Compared as integers: p may point anywhere.) */
-    if (arena__cold(a)->lim && (uintptr_t)p - (uintptr_t)a->chunks[a->cur].base <
-                      (uintptr_t)arena__cold(a)->lim - (uintptr_t)a->chunks[a->cur].base) {
+    if (arena__cold(a)->lim &&
+        (uintptr_t)p - (uintptr_t)a->chunks[a->cur].base <
+            (uintptr_t)arena__cold(a)->lim - (uintptr_t)a->chunks[a->cur].base) {
         c = &a->chunks[a->cur];
         end = cursor(a);
     }
@@ -746,21 +750,24 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
         return false;
     if (ARENA_CHECKED) {
         if (!live_value_size(a, p, &n))
-            return arena__misused(ARENA_ERR_FOREIGN_POINTER, "arena_realloc: %p is not the start of a live value of arena %p",
-                                 (const void *)p, (const void *)a);
+            return arena__misused(ARENA_ERR_FOREIGN_POINTER,
+                                  "arena_realloc: %p is not the start of a live value of arena %p",
+                                  (const void *)p, (const void *)a);
         if (old_size > n)
-            return arena__misused(ARENA_ERR_BAD_SIZE, "arena_realloc: old size %zu exceeds the %llu-byte value at %p "
-                                 "(arena %p)",
-                                 old_size, (unsigned long long)n, (const void *)p,
-                                 (const void *)a);
+            return arena__misused(ARENA_ERR_BAD_SIZE,
+                                  "arena_realloc: old size %zu exceeds the %llu-byte value at %p "
+                                  "(arena %p)",
+                                  old_size, (unsigned long long)n, (const void *)p,
+                                  (const void *)a);
         return false;
     }
     pos = cursor(a);
     lim = current_lim(a);
     if (lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
-        return arena__misused(ARENA_ERR_BAD_SIZE, "arena_realloc: old size %zu of the value at %p reaches past the end "
-                             "of what arena %p holds (%zu bytes from it)",
-                             old_size, (const void *)p, (const void *)a, (size_t)(pos - p));
+        return arena__misused(ARENA_ERR_BAD_SIZE,
+                              "arena_realloc: old size %zu of the value at %p reaches past the end "
+                              "of what arena %p holds (%zu bytes from it)",
+                              old_size, (const void *)p, (const void *)a, (size_t)(pos - p));
     return false;
 }
 
@@ -866,14 +873,17 @@ static bool free_misused(const arena *a, const char *p, size_t *n,
     if (*chunk)
         state = arena__instr_free_state(a, *chunk, p, *n, &size);
     if (state == 1)
-        return arena__misused(ARENA_ERR_DOUBLE_FREE, "arena_free: the value at %p of arena %p was freed already",
-                             (const void *)p, (const void *)a);
+        return arena__misused(ARENA_ERR_DOUBLE_FREE,
+                              "arena_free: the value at %p of arena %p was freed already",
+                              (const void *)p, (const void *)a);
     if (state == 2)
-        return arena__misused(ARENA_ERR_FOREIGN_POINTER, "arena_free: %p is not the start of a live value of arena %p",
-                             (const void *)p, (const void *)a);
+        return arena__misused(ARENA_ERR_FOREIGN_POINTER,
+                              "arena_free: %p is not the start of a live value of arena %p",
+                              (const void *)p, (const void *)a);
     if (*n > size)
-        return arena__misused(ARENA_ERR_BAD_SIZE, "arena_free: size %zu exceeds the %llu-byte value at %p (arena %p)",
-                             *n, (unsigned long long)size, (const void *)p, (const void *)a);
+        return arena__misused(ARENA_ERR_BAD_SIZE,
+                              "arena_free: size %zu exceeds the %llu-byte value at %p (arena %p)",
+                              *n, (unsigned long long)size, (const void *)p, (const void *)a);
     *n = (size_t)size;
     return false;
 }
@@ -1478,7 +1488,8 @@ static bool spans_ordered(const arena *a)
     if (arena__cold(a)->ndead > ARENA__DEAD_SPANS || a->expired > a->saves)
         return false;
     for (i = 0; i < arena__cold(a)->ndead; i++) {
-        if (arena__cold(a)->dead[i].from < low || arena__cold(a)->dead[i].from >= arena__cold(a)->dead[i].to ||
+        if (arena__cold(a)->dead[i].from < low ||
+            arena__cold(a)->dead[i].from >= arena__cold(a)->dead[i].to ||
             arena__cold(a)->dead[i].to > a->saves)
             return false;
         low = arena__cold(a)->dead[i].to + 1;
@@ -1568,7 +1579,6 @@ size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : arena__c
 
 /* ---- Consistency ------------------------------------------------------------------------------ */
 
-
 /* The invariant of the slots: the chunks in use were used this batch, none
  * was last used more than ARENA_RETAIN_BATCHES batches ago (a reset gives it
  * back first), and the spares stand in their order (keys increasing, below
@@ -1595,22 +1605,23 @@ bool arena_check(const arena *a)
     wake_const(a);
 
     if (a->nused > a->nchunks || a->nchunks > arena__cold(a)->ncap)
-        return arena__corrupt("arena_check: arena %p: counts out of order (used %u, held %u, slots %u)",
-                       (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks,
-                       (unsigned)arena__cold(a)->ncap);
+        return arena__corrupt(
+            "arena_check: arena %p: counts out of order (used %u, held %u, slots %u)",
+            (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks,
+            (unsigned)arena__cold(a)->ncap);
     if (arena__cold(a)->ncap && !a->chunks)
         return arena__corrupt("arena_check: arena %p: index missing", (const void *)a);
     for (i = 0; i < a->nchunks; i++) {
         const struct arena__chunk *c = &a->chunks[i];
         if (!c->base || ((uintptr_t)c->base & (ARENA_ALIGN - 1)) || c->cap == 0)
             return arena__corrupt("arena_check: arena %p: chunk %u is malformed", (const void *)a,
-                           (unsigned)i);
+                                  (unsigned)i);
         if (c->base == a->buf && i != 0)
             return arena__corrupt("arena_check: arena %p: the caller's buffer is chunk %u, not 0",
-                           (const void *)a, (unsigned)i);
+                                  (const void *)a, (unsigned)i);
         if (c->base != a->buf && c->cap < arena__chunk_extra(0, budget(a)))
             return arena__corrupt("arena_check: arena %p: chunk %u is smaller than its overhead",
-                           (const void *)a, (unsigned)i);
+                                  (const void *)a, (unsigned)i);
         held += usable(a, c);
         if (i < a->nused)
             used += usable(a, c);
@@ -1620,38 +1631,41 @@ bool arena_check(const arena *a)
     }
     if (!spans_ordered(a))
         return arena__corrupt("arena_check: arena %p: the record of expired marks is malformed",
-                       (const void *)a);
+                              (const void *)a);
     if (held != arena__cold(a)->retained)
         return arena__corrupt("arena_check: arena %p: retained %zu but chunks hold %zu",
-                       (const void *)a, arena__cold(a)->retained, held);
+                              (const void *)a, arena__cold(a)->retained, held);
     if (!slots_ordered(a))
-        return arena__corrupt("arena_check: arena %p: the order of its chunks is malformed (in use %u, "
-                       "held %u)",
-                       (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks);
+        return arena__corrupt(
+            "arena_check: arena %p: the order of its chunks is malformed (in use %u, "
+            "held %u)",
+            (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks);
     /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
     if (!arena__instrumented() && arena_size(a) > used)
         return arena__corrupt("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
-                       (const void *)a, arena_size(a), used);
-    if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) && pos != arena__cold(a)->lim)
+                              (const void *)a, arena_size(a), used);
+    if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) &&
+        pos != arena__cold(a)->lim)
         return arena__corrupt("arena_check: arena %p: position %p is not on a granule",
-                       (const void *)a, (void *)pos);
+                              (const void *)a, (void *)pos);
     if (arena__cold(a)->lim) {
         const struct arena__chunk *c = &a->chunks[a->cur];
         if (a->cur >= a->nused || arena__cold(a)->lim != c->base + c->cap || pos < c->base ||
             pos > arena__cold(a)->lim)
             return arena__corrupt("arena_check: arena %p: position %p outside current chunk %u",
-                           (const void *)a, (void *)pos, (unsigned)a->cur);
+                                  (const void *)a, (void *)pos, (unsigned)a->cur);
     } else if (pos || a->ptr || a->end) {
         return arena__corrupt("arena_check: arena %p: a position without a current chunk",
-                       (const void *)a);
+                              (const void *)a);
     }
     if (a->ptr && (a->ptr > a->end || ((uintptr_t)a->end & (ARENA_ALIGN - 1)) ||
                    arena__align_up((uintptr_t)a->ptr, ARENA_ALIGN) > (uintptr_t)a->end ||
                    a->end > arena__cold(a)->lim))
         return arena__corrupt("arena_check: arena %p: inline window [%p, %p) is malformed",
-                       (const void *)a, (void *)a->ptr, (void *)a->end);
+                              (const void *)a, (void *)a->ptr, (void *)a->end);
     if (a->ptr ? (a->counted < a->chunks[a->cur].base || a->counted > a->ptr) : a->counted != NULL)
-        return arena__corrupt("arena_check: arena %p: uncounted bytes start at %p, outside [chunk, %p]",
-                       (const void *)a, (void *)a->counted, (void *)a->ptr);
+        return arena__corrupt(
+            "arena_check: arena %p: uncounted bytes start at %p, outside [chunk, %p]",
+            (const void *)a, (void *)a->counted, (void *)a->ptr);
     return true;
 }

@@ -54,14 +54,14 @@ enum { ACQUIRED = 1, STACKED, PARKED, RELEASED };
 struct node {
     arena a; /* first: recycle maps the arena back to its node */
     struct arena_cache *owner;
-    struct node *next;             /* the stack, or the spare list */
+    struct node *next;                /* the stack, or the spare list */
     struct node *prev_all, *next_all; /* every node of the cache */
     int state;
 };
 
 struct arena_cache {
-    uint64_t gen;       /* read by the slot fast path; set once at create */
-    char pad[64];       /* keeps the lock's cache line away from gen */
+    uint64_t gen;                  /* read by the slot fast path; set once at create */
+    char pad[64];                  /* keeps the lock's cache line away from gen */
     struct arena_cache *next_live; /* the registry, under registry_lock */
     pthread_mutex_t lock;
     struct node *stack; /* under lock */
@@ -304,8 +304,7 @@ void arena_cache_recycle(arena_cache *c, arena *a)
     struct slot *sl;
 
     if (!a) {
-        arena__report(ARENA_ERR_NULL_FREE, "arena_cache_recycle: NULL arena (cache %p)",
-                      (void *)c);
+        arena__report(ARENA_ERR_NULL_FREE, "arena_cache_recycle: NULL arena (cache %p)", (void *)c);
         return;
     }
     if (n->owner != c) {
@@ -316,8 +315,8 @@ void arena_cache_recycle(arena_cache *c, arena *a)
     }
     if (n->state != ACQUIRED) {
         arena__report(ARENA_ERR_DOUBLE_FREE,
-                      "arena_cache_recycle: arena %p is already recycled (cache %p)",
-                      (void *)a, (void *)c);
+                      "arena_cache_recycle: arena %p is already recycled (cache %p)", (void *)a,
+                      (void *)c);
         return;
     }
     arena_reset_to(&n->a, c->max_retained);

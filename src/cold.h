@@ -17,7 +17,7 @@ struct arena__span {
 /* The history of demand the retention policy keeps: the largest demand of
  * each block of ARENA__BLOCK batches, for the latest ARENA__BLOCKS blocks
  * (ARENA_RETAIN_BATCHES batches in all). */
-#define ARENA__BLOCK 32u
+#define ARENA__BLOCK  32u
 #define ARENA__BLOCKS (ARENA_RETAIN_BATCHES / ARENA__BLOCK)
 
 /* Spans an arena remembers (see arena_rewind()). */
@@ -36,21 +36,21 @@ struct arena__slot {
  * inline functions never touch it, so its layout may change in any 2.x
  * release as long as it fits). */
 struct arena__cold {
-    char *lim;                    /* end of the current chunk; NULL: none */
-    uint32_t ncap;                /* slots in the index */
-    uint32_t batch;               /* the batch in progress, counted from the start */
-    uint64_t nkeys;               /* `key` of the next new chunk */
-    uint64_t born;                /* keys from `born` on: chunks allocated this batch */
-    uint32_t flags;               /* ARENA__FIXED, ARENA__BUF_OPEN, ARENA__OUTGREW(_LAST);
+    char *lim;                     /* end of the current chunk; NULL: none */
+    uint32_t ncap;                 /* slots in the index */
+    uint32_t batch;                /* the batch in progress, counted from the start */
+    uint64_t nkeys;                /* `key` of the next new chunk */
+    uint64_t born;                 /* keys from `born` on: chunks allocated this batch */
+    uint32_t flags;                /* ARENA__FIXED, ARENA__BUF_OPEN, ARENA__OUTGREW(_LAST);
                                      the checked build's tag serial in bits 8-31 */
-    size_t retained;              /* arena_retained() */
-    size_t budget;                /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
-    arena_allocator backing;      /* alloc == NULL: malloc */
-    size_t demand[ARENA__BLOCKS]; /* the largest demand of each of the latest blocks
+    size_t retained;               /* arena_retained() */
+    size_t budget;                 /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
+    arena_allocator backing;       /* alloc == NULL: malloc */
+    size_t demand[ARENA__BLOCKS];  /* the largest demand of each of the latest blocks
                                      of ARENA__BLOCK batches (see retention_target()) */
-    struct arena__reuse *reuse;   /* blocks given back for reuse (src/reuse.c); NULL: none yet */
+    struct arena__reuse *reuse;    /* blocks given back for reuse (src/reuse.c); NULL: none yet */
     struct arena__slot first_slot; /* the slot of `first` while the index is there */
-    uint32_t ndead;               /* spans in `dead` */
+    uint32_t ndead;                /* spans in `dead` */
     struct arena__span dead[ARENA__DEAD_SPANS]; /* marks expired by rewinds, by serial:
                                                    the latest spans, oldest first */
 };

@@ -224,7 +224,7 @@ struct cur_header {
 
 /* Odd in the low bits, so that a zeroed or copied-over header fails the
  * alignment test; the rest is arbitrary. */
-#define KEY_MIX ARENA__KEY_MIX
+#define KEY_MIX   ARENA__KEY_MIX
 #define CHECK_MIX ((uintptr_t)UINT64_C(0xC2B2AE3D27D4EB4F))
 
 /* Low bits every arena pointer has clear. */
@@ -346,9 +346,7 @@ void arena_cur_free(void *ptr)
     h = (char *)ptr - CUR_HDR;
     switch (o = inspect(h, &size)) {
     case FOREIGN:
-    case FREED:
-        misused("arena_cur_free", ptr, o);
-        return;
+    case FREED: misused("arena_cur_free", ptr, o); return;
     case HEAP:
         arena__unpoison(h, CUR_HDR);
         free(h);
@@ -359,9 +357,7 @@ void arena_cur_free(void *ptr)
         arena__unpoison(h, CUR_HDR);
         hook_free(current, h, CUR_HDR + size);
         return;
-    case OTHER:
-        give_up(h, size);
-        return;
+    case OTHER: give_up(h, size); return;
     }
 }
 
@@ -400,9 +396,7 @@ void *arena_cur_realloc(void *ptr, size_t size)
     h = (char *)ptr - CUR_HDR;
     switch (o = inspect(h, &old_size)) {
     case FOREIGN:
-    case FREED:
-        misused("arena_cur_realloc", ptr, o);
-        return NULL;
+    case FREED: misused("arena_cur_realloc", ptr, o); return NULL;
     case HEAP:
         if (size > BLOCK_MAX)
             return NULL;
@@ -413,10 +407,8 @@ void *arena_cur_realloc(void *ptr, size_t size)
             return NULL;
         }
         return stamp(q, size, NULL);
-    case MINE:
-        return size > BLOCK_MAX ? NULL : resize_mine(h, old_size, size);
-    case OTHER:
-        return size > BLOCK_MAX ? NULL : move_to_heap(h, old_size, size);
+    case MINE: return size > BLOCK_MAX ? NULL : resize_mine(h, old_size, size);
+    case OTHER: return size > BLOCK_MAX ? NULL : move_to_heap(h, old_size, size);
     }
     return NULL;
 }

@@ -33,11 +33,11 @@
 
 #include "reuse.h"
 
-#define GRANULE ARENA__GRANULE
-#define HDR arena__hdr()
-#define HDR_MAGIC 0x5A6C0000u /* top bits of a header's first word */
+#define GRANULE    ARENA__GRANULE
+#define HDR        arena__hdr()
+#define HDR_MAGIC  0x5A6C0000u /* top bits of a header's first word */
 #define FREE_MAGIC 0x5A6DF000u /* the first word of a free block's node */
-#define TAG_BITS 12u          /* of a value's tag, in its header (see arena__instr_tag_ref()) */
+#define TAG_BITS   12u         /* of a value's tag, in its header (see arena__instr_tag_ref()) */
 
 struct header {
     uint32_t word;  /* HDR_MAGIC | tag */
@@ -136,8 +136,7 @@ ARENA__NO_ASAN void arena__instr_node_store(char *s, size_t len, uintptr_t link)
 ARENA__NO_ASAN bool arena__instr_node_load(const char *s, size_t *len, uintptr_t *link)
 {
     const struct header *h = (const struct header *)(const void *)s;
-    if (h->word != FREE_MAGIC || h->check != header_check(h->word, h->size) ||
-        h->seal != ~h->saves)
+    if (h->word != FREE_MAGIC || h->check != header_check(h->word, h->size) || h->seal != ~h->saves)
         return false;
     *len = (size_t)h->size;
     *link = (uintptr_t)h->saves;
@@ -228,8 +227,8 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
         if (skip) {
             if (!all_clobbered(q + sizeof(struct header), skip - sizeof(struct header)))
                 return arena__corrupt("arena: arena %p: the free block at %p (chunk %u) was "
-                                     "written after it was freed",
-                                     (const void *)a, (const void *)q, (unsigned)i);
+                                      "written after it was freed",
+                                      (const void *)a, (const void *)q, (unsigned)i);
             q += skip;
             continue;
         }
@@ -240,15 +239,15 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
         end = q + arena__guarded_len(q, (size_t)n, to);
         if (!all_clobbered(q + n, (size_t)(end - q) - (size_t)n))
             return arena__corrupt("arena: arena %p: the %llu-byte value at %p (chunk %u) wrote "
-                                 "past its end",
-                                 (const void *)a, (unsigned long long)n, (const void *)q,
-                                 (unsigned)i);
+                                  "past its end",
+                                  (const void *)a, (unsigned long long)n, (const void *)q,
+                                  (unsigned)i);
         q = end;
     }
     if (q < to)
         return arena__corrupt("arena: arena %p: chunk %u is corrupt at %p (a write before the "
-                             "start of a value, or outside any value)",
-                             (const void *)a, (unsigned)i, (const void *)q);
+                              "start of a value, or outside any value)",
+                              (const void *)a, (unsigned)i, (const void *)q);
     return true;
 }
 
@@ -285,8 +284,7 @@ ARENA__NO_ASAN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t 
             continue;
         }
         /* cppcheck-suppress unsignedLessThanZero ; HDR is 0 only where this never runs */
-        if ((size_t)(end - q) < HDR || !header_load(q, &tag, &n) ||
-            n > (size_t)(end - q) - HDR)
+        if ((size_t)(end - q) < HDR || !header_load(q, &tag, &n) || n > (size_t)(end - q) - HDR)
             return pos; /* corrupt: the walk at the rewind reports it */
         if (header_saves(q) >= serial)
             return q;
@@ -308,8 +306,7 @@ ARENA__NO_ASAN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t 
                 arena__report(ARENA_ERR_CORRUPT,
                               "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote past "
                               "its end",
-                              (const void *)a, (unsigned long long)n, (const void *)q,
-                              (unsigned)i);
+                              (const void *)a, (unsigned long long)n, (const void *)q, (unsigned)i);
             n = (size_t)(pos - q) - GRANULE; /* both on granules, a value's end before */
             header_store(q, tag, (size_t)n, header_saves(q - HDR));
             arena__open(q + n, reach - (size_t)n);
@@ -441,8 +438,7 @@ void arena__instr_placed(arena *a, const struct arena__chunk *c, char *p, size_t
     arena__unpoison(p, size);
 }
 
-void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size,
-                          size_t new_size)
+void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size, size_t new_size)
 {
     const char *lim = c->base + c->cap;
     char *old_end = p + arena__guarded_len(p, old_size, lim);
@@ -476,8 +472,8 @@ void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size
  * live (its size, the header's in the checked build, in *size), 1 when it
  * was freed already, 2 when it is not a value (checked build; elsewhere a
  * pointer into the chunk is taken for one). */
-int arena__instr_free_state(const arena *a, const struct arena__chunk *c, const char *p,
-                            size_t n, uint64_t *size)
+int arena__instr_free_state(const arena *a, const struct arena__chunk *c, const char *p, size_t n,
+                            uint64_t *size)
 {
     (void)a;
     *size = n;
@@ -503,8 +499,8 @@ int arena__instr_free_state(const arena *a, const struct arena__chunk *c, const 
 /* The value `p` of `n` bytes, whose header and guard span [from, to) in
  * chunk `c`, is freed: its guard verified (checked build, outside Valgrind),
  * the span clobbered and closed, and Valgrind told. */
-bool arena__instr_freed(const arena *a, const struct arena__chunk *c, char *from, char *p,
-                        size_t n, const char *to)
+bool arena__instr_freed(const arena *a, const struct arena__chunk *c, char *from, char *p, size_t n,
+                        const char *to)
 {
     bool intact = true;
     if (ARENA_CHECKED && !ARENA__VALGRIND && !all_clobbered(p + n, (size_t)(to - p) - n)) {
@@ -575,7 +571,7 @@ void arena__instr_unreused(const char *base, char *from, const char *to, char *p
  * overwritten at the same offset (the bounds and the header are still
  * checked), never the arena's capacity. */
 #define SHORT_INDEX ((uint32_t)1 << 20)
-#define SHORT_FORM 0x80000000u
+#define SHORT_FORM  0x80000000u
 
 arena_ref arena__instr_tag_ref(const arena *a, arena_ref r)
 {
@@ -607,8 +603,8 @@ bool arena__instr_header_matches(const char *base, uint32_t off, uint32_t len, u
     uint32_t htag;
     uint64_t n;
     /* cppcheck-suppress unsignedPositive ; HDR is 0 only where this never runs */
-    return off >= HDR && (off & (GRANULE - 1)) == 0 &&
-           header_load(base + off - HDR, &htag, &n) && ((htag ^ tag) & mask) == 0 && n >= len;
+    return off >= HDR && (off & (GRANULE - 1)) == 0 && header_load(base + off - HDR, &htag, &n) &&
+           ((htag ^ tag) & mask) == 0 && n >= len;
 }
 
 /* Nothing is loaded unless p lies on a granule past a header's room before

@@ -42,17 +42,17 @@
 ARENA__HIDDEN extern int arena__valgrind;
 #  define ARENA__VALGRIND arena__valgrind
 #else
-#  define ARENA__VALGRIND 0
-#  define VALGRIND_MAKE_MEM_NOACCESS(p, n)     ((void)(p), (void)(n))
-#  define VALGRIND_MAKE_MEM_UNDEFINED(p, n)    ((void)(p), (void)(n))
-#  define VALGRIND_MAKE_MEM_DEFINED(p, n)      ((void)(p), (void)(n))
-#  define VALGRIND_CREATE_MEMPOOL(pool, rz, z) ((void)(pool))
-#  define VALGRIND_DESTROY_MEMPOOL(pool)       ((void)(pool))
-#  define VALGRIND_MEMPOOL_ALLOC(pool, p, n)   ((void)(pool), (void)(p), (void)(n))
-#  define VALGRIND_MEMPOOL_FREE(pool, p)       ((void)(pool), (void)(p))
-#  define VALGRIND_MEMPOOL_TRIM(pool, p, n)    ((void)(pool), (void)(p), (void)(n))
+#  define ARENA__VALGRIND                        0
+#  define VALGRIND_MAKE_MEM_NOACCESS(p, n)       ((void)(p), (void)(n))
+#  define VALGRIND_MAKE_MEM_UNDEFINED(p, n)      ((void)(p), (void)(n))
+#  define VALGRIND_MAKE_MEM_DEFINED(p, n)        ((void)(p), (void)(n))
+#  define VALGRIND_CREATE_MEMPOOL(pool, rz, z)   ((void)(pool))
+#  define VALGRIND_DESTROY_MEMPOOL(pool)         ((void)(pool))
+#  define VALGRIND_MEMPOOL_ALLOC(pool, p, n)     ((void)(pool), (void)(p), (void)(n))
+#  define VALGRIND_MEMPOOL_FREE(pool, p)         ((void)(pool), (void)(p))
+#  define VALGRIND_MEMPOOL_TRIM(pool, p, n)      ((void)(pool), (void)(p), (void)(n))
 #  define VALGRIND_MEMPOOL_CHANGE(pool, a, b, n) ((void)(pool), (void)(a), (void)(b), (void)(n))
-#  define VALGRIND_GET_VBITS(p, bits, n)       ((void)(p), (void)(bits), (void)(n), 0)
+#  define VALGRIND_GET_VBITS(p, bits, n)         ((void)(p), (void)(bits), (void)(n), 0)
 #endif
 
 /* Memory the program must not touch: poisoned for ASan, no-access for
@@ -193,8 +193,7 @@ static inline size_t arena__placing(arena *a, size_t align)
 
 /* The value of `size` bytes at `p` in chunk `c` was placed: opened, with its
  * header (tagged) and guard in the checked build. */
-static inline void arena__value_placed(arena *a, const struct arena__chunk *c, char *p,
-                                       size_t size)
+static inline void arena__value_placed(arena *a, const struct arena__chunk *c, char *p, size_t size)
 {
     if (arena__instrumented())
         arena__instr_placed(a, c, p, size);
@@ -270,8 +269,8 @@ static inline uint32_t arena__untag_ref(arena_ref r, uint32_t *tag, uint32_t *ma
 /* Checked build: true when `off` in a chunk at `base` is the start of a
  * value of at least `len` bytes whose tag matches `tag` under `mask`.
  * True elsewhere (nothing there to check). */
-static inline bool arena__header_matches(const char *base, uint32_t off, uint32_t len,
-                                         uint32_t tag, uint32_t mask)
+static inline bool arena__header_matches(const char *base, uint32_t off, uint32_t len, uint32_t tag,
+                                         uint32_t mask)
 {
     return !ARENA_CHECKED || arena__instr_header_matches(base, off, len, tag, mask);
 }
@@ -279,8 +278,8 @@ static inline bool arena__header_matches(const char *base, uint32_t off, uint32_
 /* Checked build: the size of the live value that starts at `p` in chunk
  * `c`, whose live part ends at `end`, goes to *size; false when p is not the
  * start of one.  False elsewhere (no sizes are kept). */
-static inline bool arena__value_size(const struct arena__chunk *c, const char *end,
-                                     const char *p, uint64_t *size)
+static inline bool arena__value_size(const struct arena__chunk *c, const char *end, const char *p,
+                                     uint64_t *size)
 {
     return ARENA_CHECKED && arena__instr_value_size(c, end, p, size);
 }
@@ -336,6 +335,5 @@ ARENA__HIDDEN void arena__instr_reused(arena *a, const struct arena__chunk *c, c
 ARENA__HIDDEN void arena__instr_unreused(const char *base, char *from, const char *to, char *p);
 ARENA__HIDDEN int arena__instr_free_state(const arena *a, const struct arena__chunk *c,
                                           const char *p, size_t n, uint64_t *size);
-
 
 #endif /* ARENA_INSTRUMENT_H */

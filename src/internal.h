@@ -18,7 +18,7 @@
 #  define ARENA__HIDDEN
 #  define ARENA__PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
 #elif defined(__GNUC__) || defined(__clang__)
-#  define ARENA__HIDDEN   __attribute__((visibility("hidden")))
+#  define ARENA__HIDDEN       __attribute__((visibility("hidden")))
 #  define ARENA__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #  define ARENA__HIDDEN
@@ -41,10 +41,10 @@
 
 /* Bits of the arena's flags; the checked build's tag serial is in bits 8-31. */
 enum {
-    ARENA__FIXED = 1u,   /* caller's buffer without backing: never allocate */
-    ARENA__BUF_OPEN = 2u, /* instrumented: the caller's buffer is open (after a
+    ARENA__FIXED = 1u,       /* caller's buffer without backing: never allocate */
+    ARENA__BUF_OPEN = 2u,    /* instrumented: the caller's buffer is open (after a
                              release) until the arena next stores into it */
-    ARENA__OUTGREW = 4u,  /* this batch gave an outgrown chunk back (free_outgrown()) */
+    ARENA__OUTGREW = 4u,     /* this batch gave an outgrown chunk back (free_outgrown()) */
     ARENA__OUTGREW_LAST = 8u /* the last batch did */
 };
 

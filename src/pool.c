@@ -156,8 +156,8 @@ bool arena_pool_init(arena_pool *p, size_t obj_size, size_t obj_align, size_t ca
     block = arena__back_alloc(&b, n);
     if (!block)
         return false;
-    lay_out(p, (char *)block + arena__pad((uintptr_t)block, obj_align), &l,
-            obj_size, obj_align, capacity);
+    lay_out(p, (char *)block + arena__pad((uintptr_t)block, obj_align), &l, obj_size, obj_align,
+            capacity);
     p->block = block;
     p->block_size = n;
     p->backing = b;
@@ -170,8 +170,8 @@ size_t arena_pool_buffer_size(size_t obj_size, size_t obj_align, size_t capacity
     return plan(obj_size, obj_align, capacity, &l) ? l.total : 0;
 }
 
-bool arena_pool_init_buffer(arena_pool *p, void *buf, size_t len, size_t obj_size,
-                            size_t obj_align, size_t capacity)
+bool arena_pool_init_buffer(arena_pool *p, void *buf, size_t len, size_t obj_size, size_t obj_align,
+                            size_t capacity)
 {
     struct layout l;
     size_t align;
@@ -237,10 +237,7 @@ static void give(arena_pool *p, void *obj, size_t i)
         arena_pool_check(p);
 }
 
-void *arena__pool_alloc_slow(arena_pool *p)
-{
-    return p->nfree ? take(p) : NULL;
-}
+void *arena__pool_alloc_slow(arena_pool *p) { return p->nfree ? take(p) : NULL; }
 
 /* Says why `obj`, which is no slot start, was refused. */
 static void report_foreign(const arena_pool *p, void *obj)
@@ -290,7 +287,6 @@ void arena__pool_free_slow(arena_pool *p, void *obj)
 
 #define SEEN 0x80000000u /* marks a state while check walks the stack */
 
-
 /* The fields must describe a region check can walk. */
 static bool check_shape(const arena_pool *p)
 {
@@ -300,23 +296,23 @@ static bool check_shape(const arena_pool *p)
     if (p->cap == 0) {
         if (p->nfree || p->open || p->block)
             return arena__corrupt("arena_pool_check: pool %p: capacity 0 but %zu free slots",
-                           (const void *)p, p->nfree);
+                                  (const void *)p, p->nfree);
         return true;
     }
     if (!p->base || !p->stack || !p->state || !arena__is_pow2(p->obj_align) ||
         (p->base & (p->obj_align - 1)))
         return arena__corrupt("arena_pool_check: pool %p: storage %p is missing or misaligned",
-                       (const void *)p, (void *)slots_of(p));
+                              (const void *)p, (void *)slots_of(p));
     if ((d & 1) == 0 || (d << p->shift) != p->stride || d * p->inv != 1 ||
         !plan(p->obj_size, p->obj_align, p->cap, &l) || l.stride != p->stride ||
         p->stack != p->base + l.stack || p->state != p->base + l.state)
-        return arena__corrupt("arena_pool_check: pool %p: stride %zu (shift %zu, inverse %zx) or layout "
-                       "does not fit %zu objects of %zu bytes at alignment %zu",
-                       (const void *)p, p->stride, p->shift, p->inv, p->cap, p->obj_size,
-                       p->obj_align);
+        return arena__corrupt(
+            "arena_pool_check: pool %p: stride %zu (shift %zu, inverse %zx) or layout "
+            "does not fit %zu objects of %zu bytes at alignment %zu",
+            (const void *)p, p->stride, p->shift, p->inv, p->cap, p->obj_size, p->obj_align);
     if (p->nfree > p->cap || (p->open != 0 && p->open != p->cap))
         return arena__corrupt("arena_pool_check: pool %p: %zu free slots (inline bound %zu) of %zu",
-                       (const void *)p, p->nfree, p->open, p->cap);
+                              (const void *)p, p->nfree, p->open, p->cap);
     return true;
 }
 
@@ -331,14 +327,15 @@ bool arena_pool_check(arena_pool *p)
         return false;
     for (i = 0; i < p->cap; i++) {
         if (st[i] > ARENA__POOL_FREED)
-            return arena__corrupt("arena_pool_check: pool %p: slot %zu has state %u", (const void *)p,
-                           i, (unsigned)st[i]);
+            return arena__corrupt("arena_pool_check: pool %p: slot %zu has state %u",
+                                  (const void *)p, i, (unsigned)st[i]);
         nfree += st[i] != ARENA__POOL_LIVE;
     }
     if (nfree != p->nfree)
-        return arena__corrupt("arena_pool_check: pool %p: %zu slots are free but the free stack holds "
-                       "%zu",
-                       (const void *)p, nfree, p->nfree);
+        return arena__corrupt(
+            "arena_pool_check: pool %p: %zu slots are free but the free stack holds "
+            "%zu",
+            (const void *)p, nfree, p->nfree);
     /* Every stack entry must name a distinct free slot; with the count above,
      * the stack then names every free slot exactly once.  Mark as we go. */
     for (j = 0; j < p->nfree && !why; j++) {
@@ -360,8 +357,9 @@ bool arena_pool_check(arena_pool *p)
             st[i] &= ~SEEN;
     }
     if (why)
-        return arena__corrupt("arena_pool_check: pool %p: free stack entry %zu names slot %zu, which "
-                       "is %s",
-                       (const void *)p, bad, (size_t)stack[bad], why);
+        return arena__corrupt(
+            "arena_pool_check: pool %p: free stack entry %zu names slot %zu, which "
+            "is %s",
+            (const void *)p, bad, (size_t)stack[bad], why);
     return true;
 }

@@ -63,9 +63,9 @@
 /* Classes: 15 of 16-byte steps (16..240), then eight per doubling from 256
  * to 2^36. */
 #define SMALL_CLASSES 16
-#define SUB_BITS 3
-#define NCLASS (SMALL_CLASSES + (36 - 8) * (1 << SUB_BITS))
-#define MAP_WORDS ((NCLASS + 63) / 64)
+#define SUB_BITS      3
+#define NCLASS        (SMALL_CLASSES + (36 - 8) * (1 << SUB_BITS))
+#define MAP_WORDS     ((NCLASS + 63) / 64)
 /* Blocks of the class below a request's that it reads for one that fits. */
 #define FIT_SCAN 8
 /* The smallest block a value of another class is carved from. */
@@ -75,7 +75,7 @@
  * expire (instrumented builds: see arena__reuse_expire()). */
 struct placement {
     const char *base; /* its chunk */
-    char *from; /* the block: [from, to) */
+    char *from;       /* the block: [from, to) */
     char *to;
     char *p; /* the value */
     uint64_t saves;
@@ -348,10 +348,9 @@ char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
      * size are kept for their own sizes. */
     if (!carve)
         return NULL;
-    return take_above(a, t, up + 1 > class_of(SPLIT_FROM) || need >= SPLIT_FROM
-                                ? up + 1
-                                : class_of(SPLIT_FROM),
-                      len);
+    return take_above(
+        a, t, up + 1 > class_of(SPLIT_FROM) || need >= SPLIT_FROM ? up + 1 : class_of(SPLIT_FROM),
+        len);
 }
 
 /* The adapters' fast path (a plain build: no tool to tell, nodes as

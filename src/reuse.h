@@ -18,9 +18,9 @@
  * block of the arena_cur_* family that a node overwrote decodes to that
  * owner, which no arena has (its low bits are set): a free of it again is
  * told from a foreign pointer. */
-#define ARENA__KEY_MIX ((uintptr_t)UINT64_C(0x9E3779B97F4A7C15))
+#define ARENA__KEY_MIX     ((uintptr_t)UINT64_C(0x9E3779B97F4A7C15))
 #define ARENA__FREED_OWNER ((uintptr_t)2)
-#define ARENA__LINK_MIX (ARENA__KEY_MIX ^ ARENA__FREED_OWNER)
+#define ARENA__LINK_MIX    (ARENA__KEY_MIX ^ ARENA__FREED_OWNER)
 
 /* The smallest free block the lists keep: a node, and room for a value
  * with its header and guard when instrumented. */

@@ -38,10 +38,10 @@
 #include "instrument.h"
 #include "thread_state.h"
 
-#define RUN_SLOTS 4
-#define MIN_RUN ((size_t)1024)
+#define RUN_SLOTS     4
+#define MIN_RUN       ((size_t)1024)
 #define DEFAULT_CHUNK ((size_t)1 << 20)
-#define DEFAULT_RUN ((size_t)16 << 10)
+#define DEFAULT_RUN   ((size_t)16 << 10)
 
 struct run {
     uint64_t gen; /* the arena's generation when claimed; 0: none */
@@ -54,8 +54,8 @@ struct run {
 struct arena_shared {
     /* Read by every allocating thread, written only by create and reset. */
     uint64_t gen;
-    uint64_t id;   /* its first generation: never another arena's */
-    unsigned slot; /* this arena's entry in the thread's run table */
+    uint64_t id;      /* its first generation: never another arena's */
+    unsigned slot;    /* this arena's entry in the thread's run table */
     size_t run_bytes; /* the smallest run */
     size_t max_run;   /* the largest run */
     size_t big;       /* values above this go to `inner` directly */

@@ -71,14 +71,14 @@ typedef struct mmark {
 } mmark;
 
 #define MODEL_MAX_MARKS 8
-#define MODEL_MAX_DEAD 4   /* expired marks kept to rewind to (misuse) */
+#define MODEL_MAX_DEAD  4 /* expired marks kept to rewind to (misuse) */
 
 /* arena_rewind() tells a mark that a rewind expired by the serials its latest
  * four rewinds expired: a mark is rewound to as misuse only while fewer rewinds
  * than that followed the one that expired it (one that expired nothing may
  * count for the arena too: the model's count of rewinds errs on the safe side). */
 #define MODEL_REWINDS_REMEMBERED 4
-#define MODEL_MAX_STALE 16 /* refs of forgotten values kept to resolve (misuse) */
+#define MODEL_MAX_STALE          16 /* refs of forgotten values kept to resolve (misuse) */
 
 /* A checked build tells a stale ref by a 13-bit tag drawn per value stored:
  * after this many stores the tag may come round again, so an older stale
@@ -87,8 +87,18 @@ typedef struct mmark {
 
 /* Kinds of operation, in the order model_step() draws them. */
 enum {
-    MODEL_ALLOC, MODEL_ZEROED, MODEL_COPY, MODEL_STRING, MODEL_REF, MODEL_DEGENERATE,
-    MODEL_GROW, MODEL_SAVE, MODEL_REWIND, MODEL_RESET, MODEL_RELEASE, MODEL_OPS
+    MODEL_ALLOC,
+    MODEL_ZEROED,
+    MODEL_COPY,
+    MODEL_STRING,
+    MODEL_REF,
+    MODEL_DEGENERATE,
+    MODEL_GROW,
+    MODEL_SAVE,
+    MODEL_REWIND,
+    MODEL_RESET,
+    MODEL_RELEASE,
+    MODEL_OPS
 };
 
 /* Bytes to draw choices from (a fuzzer's input): zeros once used up. */
@@ -98,8 +108,8 @@ typedef struct model_input {
 } model_input;
 
 typedef struct model {
-    arena *a;      /* the arena under test */
-    arena own;     /* its storage, where the caller has none of its own */
+    arena *a;  /* the arena under test */
+    arena own; /* its storage, where the caller has none of its own */
     test_backing *tb;
     size_t budget; /* uniform chunk capacity */
     size_t base;   /* retained capacity of the caller's buffer */
@@ -109,17 +119,20 @@ typedef struct model {
     size_t nmarks;
     struct {
         arena_mark m;
-        size_t rewinds; /* `rewinds` when it expired */
-        bool always;    /* expired by a reset or release: always reported */
+        size_t rewinds;     /* `rewinds` when it expired */
+        bool always;        /* expired by a reset or release: always reported */
     } dead[MODEL_MAX_DEAD]; /* expired marks */
     size_t ndead;
     size_t rewinds; /* rewinds of the arena so far */
-    struct { arena_ref r; uint64_t id; } stale[MODEL_MAX_STALE]; /* with its value's id */
+    struct {
+        arena_ref r;
+        uint64_t id;
+    } stale[MODEL_MAX_STALE]; /* with its value's id */
     size_t nstale;
-    size_t size;    /* expected arena_size() */
-    size_t over;    /* expected oversized bytes in arena_retained() */
-    size_t floor;   /* arena_retained() at the last check */
-    bool dropped;   /* a reset or release since: retained may have come down */
+    size_t size;  /* expected arena_size() */
+    size_t over;  /* expected oversized bytes in arena_retained() */
+    size_t floor; /* arena_retained() at the last check */
+    bool dropped; /* a reset or release since: retained may have come down */
     /* The most recent value stored in a uniform chunk (the one arena_realloc may
      * extend in place); unknown after it was shrunk to nothing.  Not clean
      * when an oversized value was stored after it. */
@@ -131,7 +144,7 @@ typedef struct model {
     bool reusable;
     uint64_t rng, seed, next_id;
     size_t step, failures, stores, checks, misuses;
-    size_t refused; /* calls that fail anyway (near SIZE_MAX) and met a backing refusal */
+    size_t refused;        /* calls that fail anyway (near SIZE_MAX) and met a backing refusal */
     size_t ops[MODEL_OPS]; /* steps per kind of operation */
     unsigned big_rarity;   /* oversized values are this many times rarer (0: 1) */
     bool fixed;            /* a caller's buffer without backing: full means NULL */
@@ -150,12 +163,12 @@ static unsigned char model_scratch[3 * 65536 + 64];
 
 /* A failure names the seed, the step and the operation, so that it can be
  * replayed with ARENA_TEST_SEED. */
-#define MCHECK(m, cond)                                                                    \
-    do {                                                                                   \
-        if (!(cond))                                                                       \
-            TEST_FAIL("model check failed: %s (seed %llu, step %zu, op %s)", #cond,        \
-                      (unsigned long long)(m)->seed, (m)->step, (m)->op ? (m)->op : "-");  \
-    } while (0)
+#define MCHECK(m, cond)                                                                            \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      TEST_FAIL("model check failed: %s (seed %llu, step %zu, op %s)", #cond,                      \
+                (unsigned long long)(m)->seed, (m)->step, (m)->op ? (m)->op : "-");                \
+  } while (0)
 
 static uint64_t model_rand(model *m)
 {
@@ -425,8 +438,11 @@ static size_t model_input_size(model *m, bool big)
 {
     size_t b = m->budget;
     switch (model_below(m, 8)) {
-    case 0: case 1: case 2: return 1 + model_below(m, 64);
-    case 3: case 4: return 1 + model_below(m, b / 4 + 1);
+    case 0:
+    case 1:
+    case 2: return 1 + model_below(m, 64);
+    case 3:
+    case 4: return 1 + model_below(m, b / 4 + 1);
     case 5:
         if (big)
             return (b > 32 ? b - 32 : 0) + 1 + model_below(m, 64);
@@ -513,8 +529,8 @@ static void model_op_alloc(model *m, model_before *b)
         model_add_reused(m, p, size, id);
         return;
     }
-    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN,
-              false, id);
+    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN, false,
+              id);
 }
 
 static void model_op_zeroed(model *m, model_before *b)
@@ -534,7 +550,9 @@ static void model_op_zeroed(model *m, model_before *b)
         p = (unsigned char *)ARENA_NEW_ARRAY(m->a, uint32_t, size / 4);
         align = _Alignof(uint32_t);
     } else {
-        typedef struct { uint64_t a, b, c; } triple;
+        typedef struct {
+            uint64_t a, b, c;
+        } triple;
         size = sizeof(triple);
         p = (unsigned char *)ARENA_NEW(m->a, triple);
         align = _Alignof(triple);
@@ -551,7 +569,7 @@ static void model_op_zeroed(model *m, model_before *b)
 static void model_op_copy(model *m, model_before *b)
 {
     size_t size = model_size(m, 10);
-    size_t align = m->in ? model_any_align(m)
+    size_t align = m->in              ? model_any_align(m)
                    : size > m->budget ? (size_t)1 << model_below(m, 5)
                                       : model_small_align(m);
     uint64_t id = m->next_id++;
@@ -565,8 +583,8 @@ static void model_op_copy(model *m, model_before *b)
         model_failed(m, b, false);
         return;
     }
-    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN,
-              false, id);
+    model_add(m, p, (arena_ref){0, 0, 0}, false, size, size, align ? align : ARENA_ALIGN, false,
+              id);
 }
 
 static void model_op_string(model *m, model_before *b)
@@ -598,8 +616,8 @@ static void model_op_ref(model *m, model_before *b)
     size_t size = model_size(m, 10);
     uint64_t id = m->next_id++;
     bool str = model_below(m, 2) == 0;
-    size_t align = str      ? 1
-                   : m->in  ? model_any_align(m)
+    size_t align = str                ? 1
+                   : m->in            ? model_any_align(m)
                    : size > m->budget ? 16
                                       : model_small_align(m);
     arena_ref r;
@@ -614,8 +632,7 @@ static void model_op_ref(model *m, model_before *b)
         return;
     }
     MCHECK(m, arena_ref_len(r) == size);
-    model_add(m, NULL, r, true, str ? size + 1 : size, size, align ? align : ARENA_ALIGN,
-              str, id);
+    model_add(m, NULL, r, true, str ? size + 1 : size, size, align ? align : ARENA_ALIGN, str, id);
 }
 
 /* Size 0 and sizes near SIZE_MAX: nothing stored, nothing changed. */
@@ -1089,8 +1106,7 @@ static void model_step(model *m)
         model_check_value(m, m->nvals - 1);
         /* (not drawn from a fuzzer's input: which value is checked is no
          * decision of the input's) */
-        model_check_value(m, m->in ? (size_t)(model_rand(m) % m->nvals)
-                                   : model_below(m, m->nvals));
+        model_check_value(m, m->in ? (size_t)(model_rand(m) % m->nvals) : model_below(m, m->nvals));
     }
     if (m->step % 128 == 0)
         model_check_values(m);

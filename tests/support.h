@@ -27,14 +27,14 @@
 #endif
 
 /* A check that holds in every build, in suites and fuzzers alike. */
-#define TEST_CHECK(cond)                                                            \
-    do {                                                                            \
-        if (!(cond))                                                                \
-            TEST_FAIL("%s:%d: check failed: %s", __FILE__, __LINE__, #cond);        \
-    } while (0)
+#define TEST_CHECK(cond)                                                                           \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      TEST_FAIL("%s:%d: check failed: %s", __FILE__, __LINE__, #cond);                             \
+  } while (0)
 
 #define TB_MAX_LIVE 16384
-#define TB_PAGE ((size_t)4096)
+#define TB_PAGE     ((size_t)4096)
 
 /* Requests above this many bytes are refused as out-of-memory without
  * calling malloc: tests of sizes near SIZE_MAX or ARENA_REF_MAX must not
@@ -50,25 +50,28 @@
 #if defined(_WIN32)
 #  include <malloc.h>
 #  define test_aligned_alloc(align, n) _aligned_malloc((n), (align))
-#  define test_aligned_free(p) _aligned_free(p)
+#  define test_aligned_free(p)         _aligned_free(p)
 #else
 #  define test_aligned_alloc(align, n) aligned_alloc((align), (n))
-#  define test_aligned_free(p) free(p)
+#  define test_aligned_free(p)         free(p)
 #endif
 
 /* A backing allocator that records what is live and fails the call numbered
  * `fail_at` (1-based; 0: never) or every call from `fail_from` on.  Fresh
  * blocks are filled with TB_DIRT.  Big: keep instances static. */
 typedef struct test_backing {
-    size_t calls;       /* alloc calls so far */
-    size_t fail_at;     /* fail exactly this call */
-    size_t fail_from;   /* fail this call and every later one (0: never) */
-    size_t failed;      /* alloc calls that returned NULL */
-    size_t live;        /* allocations not yet freed */
-    size_t live_bytes;  /* their bytes */
+    size_t calls;      /* alloc calls so far */
+    size_t fail_at;    /* fail exactly this call */
+    size_t fail_from;  /* fail this call and every later one (0: never) */
+    size_t failed;     /* alloc calls that returned NULL */
+    size_t live;       /* allocations not yet freed */
+    size_t live_bytes; /* their bytes */
     size_t frees;
     size_t max_request; /* the largest size asked */
-    struct { void *p; size_t n; } blocks[TB_MAX_LIVE];
+    struct {
+        void *p;
+        size_t n;
+    } blocks[TB_MAX_LIVE];
 } test_backing;
 
 static void *tb_alloc(void *ctx, size_t n)
@@ -79,8 +82,7 @@ static void *tb_alloc(void *ctx, size_t n)
     tb->calls++;
     if (n > tb->max_request)
         tb->max_request = n;
-    if (tb->calls == tb->fail_at || (tb->fail_from && tb->calls >= tb->fail_from) ||
-        n > TB_HUGE) {
+    if (tb->calls == tb->fail_at || (tb->fail_from && tb->calls >= tb->fail_from) || n > TB_HUGE) {
         tb->failed++;
         return NULL;
     }
@@ -278,7 +280,7 @@ static inline bool test_packed(void) { return TEST_PACKED && !test_on_valgrind()
 /* The bytes of the value numbered id: a window, chosen by id, into one
  * buffer of random bytes (NULs included), so that filling and checking are
  * a memcpy and a memcmp. */
-#define PATTERN_SPAN ((size_t)1 << 18)
+#define PATTERN_SPAN    ((size_t)1 << 18)
 #define PATTERN_OFFSETS 4093u
 
 static unsigned char pattern_src[PATTERN_SPAN + PATTERN_OFFSETS];

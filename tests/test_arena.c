@@ -183,7 +183,7 @@ static void test_budget_packs_exactly(void **state)
     assert_non_null(p);
     assert_ptr_not_equal(p, first);
     assert_true(has_pattern(p, 100, 1));
-    assert_int_equal(arena_size(&a), 1001); /* the old place given back */
+    assert_int_equal(arena_size(&a), 1001);            /* the old place given back */
     assert_int_equal(arena_retained(&a), 1000 + 1001); /* oversized, exactly */
     release_tb(&a);
 
@@ -826,7 +826,7 @@ static void test_marks_valid_after_shrink_before_them(void **state)
     assert_int_equal(recorded_errors.count, 0);
     assert_int_equal(arena_size(&a), 5 + 200);
     assert_true(has_pattern(buf, 20, 1)); /* the bytes given back are gone */
-    p = (char *)arena_alloc(&a, 50); /* after the restored 200 bytes */
+    p = (char *)arena_alloc(&a, 50);      /* after the restored 200 bytes */
     assert_true(p >= buf + 200);
     fill_pattern(p, 50, 2);
     assert_true(has_pattern(buf, 20, 1));
@@ -863,13 +863,13 @@ static void test_counters_every_operation(void **state)
     char *s;
     (void)state;
 
-#define EXPECT_SIZE(delta)                                  \
-    do {                                                    \
-        expect += (delta);                                  \
-        assert_int_equal(arena_size(&a), expect);           \
-        assert_int_equal(arena_retained(&a), 4096);         \
-        assert_true(arena_check(&a));                       \
-    } while (0)
+#define EXPECT_SIZE(delta)                                                                         \
+  do {                                                                                             \
+    expect += (delta);                                                                             \
+    assert_int_equal(arena_size(&a), expect);                                                      \
+    assert_int_equal(arena_retained(&a), 4096);                                                    \
+    assert_true(arena_check(&a));                                                                  \
+  } while (0)
 
     init_tb(&a, 4096);
     assert_non_null(arena_alloc(&a, 3));
@@ -991,7 +991,9 @@ static void test_alignment_powers_of_two(void **state)
         assert_memory_equal(p, "0123456789", 10);
     }
     {
-        typedef struct { alignas(64) char c[3]; } wide;
+        typedef struct {
+            alignas(64) char c[3];
+        } wide;
         wide *w = ARENA_NEW(&a, wide);
         wide *wa = ARENA_NEW_ARRAY(&a, wide, 3);
         wide *wu = ARENA_ALLOC_ARRAY(&a, wide, 2);
@@ -1019,8 +1021,20 @@ static void test_alignment_powers_of_two(void **state)
 static void test_alignment_invalid(void **state)
 {
     arena a;
-    size_t bad[] = {3, 5, 6, 7, 12, 24, 48, 100, 4095, 4097, (size_t)3 << 20,
-                    SIZE_MAX, SIZE_MAX - 1, SIZE_MAX / 2 + 2};
+    size_t bad[] = {3,
+                    5,
+                    6,
+                    7,
+                    12,
+                    24,
+                    48,
+                    100,
+                    4095,
+                    4097,
+                    (size_t)3 << 20,
+                    SIZE_MAX,
+                    SIZE_MAX - 1,
+                    SIZE_MAX / 2 + 2};
     size_t i, size, retained, calls;
     char *v;
     (void)state;
@@ -1147,8 +1161,8 @@ static void test_array_overflow(void **state)
     assert_null(arena_calloc(&a, 2, SIZE_MAX / 2 + 1));
     assert_null(arena_calloc(&a, SIZE_MAX, SIZE_MAX));
     /* (2^32 each on 64-bit, 2^16 on 32-bit: the product just overflows) */
-    assert_null(arena_calloc(&a, (size_t)1 << (sizeof(size_t) * 4),
-                             (size_t)1 << (sizeof(size_t) * 4)));
+    assert_null(
+        arena_calloc(&a, (size_t)1 << (sizeof(size_t) * 4), (size_t)1 << (sizeof(size_t) * 4)));
     assert_int_equal(tb.calls, calls); /* refused before asking for memory */
     assert_int_equal(arena_size(&a), size);
     assert_int_equal(arena_retained(&a), retained);
@@ -1361,12 +1375,12 @@ typedef struct wide {
 } wide;
 
 /* A size-0 result: non-NULL, at the alignment asked. */
-#define assert_zero_value(p, align)                                                  \
-    do {                                                                             \
-        const void *zv_ = (p);                                                       \
-        assert_non_null(zv_);                                                        \
-        assert_true(is_aligned(zv_, (align)));                                       \
-    } while (0)
+#define assert_zero_value(p, align)                                                                \
+  do {                                                                                             \
+    const void *zv_ = (p);                                                                         \
+    assert_non_null(zv_);                                                                          \
+    assert_true(is_aligned(zv_, (align)));                                                         \
+  } while (0)
 
 static void check_zero_size_entry_points(arena *a)
 {
@@ -1471,11 +1485,10 @@ static void test_size_zero(void **state)
 
 static void check_huge_sizes(arena *a, char *v, size_t vlen, uint64_t vid)
 {
-    static const size_t huge[] = {SIZE_MAX,           SIZE_MAX - 1,
-                                  SIZE_MAX - 15,      SIZE_MAX - 16,
-                                  SIZE_MAX - 4095,    SIZE_MAX - 4096,
-                                  (size_t)PTRDIFF_MAX + 1, SIZE_MAX / 2 + 2,
-                                  SIZE_MAX / 4 * 3,   SIZE_MAX / 8 * 7};
+    static const size_t huge[] = {
+        SIZE_MAX,         SIZE_MAX - 1,    SIZE_MAX - 15,           SIZE_MAX - 16,
+        SIZE_MAX - 4095,  SIZE_MAX - 4096, (size_t)PTRDIFF_MAX + 1, SIZE_MAX / 2 + 2,
+        SIZE_MAX / 4 * 3, SIZE_MAX / 8 * 7};
     static const size_t aligns[] = {0, 1, 16, 64, 4096, (size_t)1 << 20};
     size_t size = arena_size(a), retained = arena_retained(a);
     size_t i, j;
@@ -1610,8 +1623,7 @@ static void test_error_names(void **state)
 {
     (void)state;
     assert_string_equal(arena_error_name(ARENA_ERR_NULL_FREE), "ARENA_ERR_NULL_FREE");
-    assert_string_equal(arena_error_name(ARENA_ERR_FOREIGN_POINTER),
-                        "ARENA_ERR_FOREIGN_POINTER");
+    assert_string_equal(arena_error_name(ARENA_ERR_FOREIGN_POINTER), "ARENA_ERR_FOREIGN_POINTER");
     assert_string_equal(arena_error_name(ARENA_ERR_DOUBLE_FREE), "ARENA_ERR_DOUBLE_FREE");
     assert_string_equal(arena_error_name(ARENA_ERR_REF_TOO_LARGE), "ARENA_ERR_REF_TOO_LARGE");
     assert_string_equal(arena_error_name(ARENA_ERR_STALE_REF), "ARENA_ERR_STALE_REF");
@@ -1693,8 +1705,7 @@ static void test_version(void **state)
              ARENA_VERSION_PATCH);
     assert_string_equal(arena_version(), expect);
     assert_int_equal(ARENA_VERSION,
-                     ARENA_VERSION_MAJOR * 10000 + ARENA_VERSION_MINOR * 100 +
-                         ARENA_VERSION_PATCH);
+                     ARENA_VERSION_MAJOR * 10000 + ARENA_VERSION_MINOR * 100 + ARENA_VERSION_PATCH);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup_record_errors, teardown_record_errors)

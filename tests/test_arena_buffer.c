@@ -147,7 +147,8 @@ static void test_fixed_buffer_never_mallocs(void **state)
     }
     assert_true(n >= 1 && n <= 256 / 24);
     if (test_packed())
-        assert_int_equal(n, 256 / ((24 + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN)); /* padded */
+        assert_int_equal(n,
+                         256 / ((24 + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN)); /* padded */
     size = arena_size(&a);
     assert_int_equal(size, n * 24);
     /* Full: everything that does not fit is NULL, with the state unchanged. */
@@ -228,10 +229,15 @@ static void test_fixed_buffer_tiny_and_empty(void **state)
     alignas(16) static char storage[64];
     arena a;
     size_t allocs = heap.allocs;
-    struct { char *buf; size_t len; } cases[] = {
-        /* storage + 1 is ARENA_ALIGN - 1 bytes short of an aligned address */
-        {storage, 0}, {storage + 1, ARENA_ALIGN / 2 + 2}, {storage + 1, ARENA_ALIGN - 1},
-        {NULL, 0}, {NULL, 100}};
+    struct {
+        char *buf;
+        size_t len;
+    } cases[] = {/* storage + 1 is ARENA_ALIGN - 1 bytes short of an aligned address */
+                 {storage, 0},
+                 {storage + 1, ARENA_ALIGN / 2 + 2},
+                 {storage + 1, ARENA_ALIGN - 1},
+                 {NULL, 0},
+                 {NULL, 100}};
     size_t i;
     (void)state;
 
@@ -440,14 +446,10 @@ static void test_default_backing_is_malloc(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_fixed_buffer_never_mallocs),
-        T(test_fixed_buffer_unaligned_start),
-        T(test_fixed_buffer_tiny_and_empty),
-        T(test_fixed_big_buffer),
-        T(test_buffer_with_backing),
-        T(test_tiny_buffer_with_backing),
-        T(test_backing_gets_everything),
-        T(test_default_backing_is_malloc),
+        T(test_fixed_buffer_never_mallocs),  T(test_fixed_buffer_unaligned_start),
+        T(test_fixed_buffer_tiny_and_empty), T(test_fixed_big_buffer),
+        T(test_buffer_with_backing),         T(test_tiny_buffer_with_backing),
+        T(test_backing_gets_everything),     T(test_default_backing_is_malloc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,8 +85,8 @@ static void sweep(const sweep_config *c, bool from)
     assert_true(observed * 10 >= injected * 9);
     print_message("sweep seed %llu budget %zu %s: %zu backing calls, %zu runs with a failure "
                   "injected, %zu of them seen failing, %zu failed calls checked\n",
-                  (unsigned long long)c->seed, c->budget, from ? "fail-from-N" : "fail-at-N",
-                  total, injected, observed, failures);
+                  (unsigned long long)c->seed, c->budget, from ? "fail-from-N" : "fail-at-N", total,
+                  injected, observed, failures);
 }
 
 static void test_sweep_fail_at_512(void **state)
@@ -137,14 +137,14 @@ static void test_every_entry_point_out_of_memory(void **state)
         ;
     size = arena_size(&a);
     retained = arena_retained(&a);
-#define OOM(expr)                                         \
-    do {                                                  \
-        assert_null(expr);                                \
-        assert_int_equal(arena_size(&a), size);           \
-        assert_int_equal(arena_retained(&a), retained);   \
-        assert_true(arena_check(&a));                     \
-        assert_true(has_pattern(v, 100, 1));              \
-    } while (0)
+#define OOM(expr)                                                                                  \
+  do {                                                                                             \
+    assert_null(expr);                                                                             \
+    assert_int_equal(arena_size(&a), size);                                                        \
+    assert_int_equal(arena_retained(&a), retained);                                                \
+    assert_true(arena_check(&a));                                                                  \
+    assert_true(has_pattern(v, 100, 1));                                                           \
+  } while (0)
     OOM(arena_alloc(&a, 8));
     OOM(arena_alloc(&a, 1000)); /* oversized */
     OOM(arena_alloc_aligned(&a, 8, 64));

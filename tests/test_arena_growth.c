@@ -24,13 +24,13 @@
 
 static test_backing tb;
 
-#define KIB ((size_t)1024)
-#define MIB ((size_t)1024 * 1024)
-#define BUDGET ((size_t)ARENA_DEFAULT_CHUNK)
-#define WARMUP 2     /* batches before the steady state */
-#define MEASURED 10  /* batches of the steady state */
+#define KIB           ((size_t)1024)
+#define MIB           ((size_t)1024 * 1024)
+#define BUDGET        ((size_t)ARENA_DEFAULT_CHUNK)
+#define WARMUP        2  /* batches before the steady state */
+#define MEASURED      10 /* batches of the steady state */
 #define FAULT_BATCHES 20 /* batches whose page faults are counted */
-#define MAX_VALUES 16384
+#define MAX_VALUES    16384
 
 /* The values of the batch under way, checked before it ends. */
 static struct value {
@@ -60,8 +60,8 @@ static void check_values(arena *a)
 {
     size_t i;
     for (i = 0; i < nvals; i++) {
-        const unsigned char *p = vals[i].p ? vals[i].p
-                                           : (const unsigned char *)arena_ref_ptr(a, vals[i].ref);
+        const unsigned char *p =
+            vals[i].p ? vals[i].p : (const unsigned char *)arena_ref_ptr(a, vals[i].ref);
         assert_non_null(p);
         assert_true(has_pattern(p, vals[i].n, vals[i].id));
     }
@@ -299,12 +299,9 @@ static void test_steady_scope_then_a_larger_value(void **state)
 {
     static const size_t shapes[][3] = {
         /* before the scope, in the scope, after it */
-        {100, 70 * KIB, 100 * KIB},
-        {100, 100 * KIB, 150 * KIB},
-        {50 * KIB, 40 * KIB, 70 * KIB},
-        {50 * KIB, 60 * KIB, 100 * KIB},
-        {50 * KIB, 100 * KIB, 200 * KIB},
-        {100, 300 * KIB, 1 * MIB},
+        {100, 70 * KIB, 100 * KIB},       {100, 100 * KIB, 150 * KIB},
+        {50 * KIB, 40 * KIB, 70 * KIB},   {50 * KIB, 60 * KIB, 100 * KIB},
+        {50 * KIB, 100 * KIB, 200 * KIB}, {100, 300 * KIB, 1 * MIB},
     };
     size_t s;
     (void)state;
@@ -473,7 +470,6 @@ static void end_checked(arena *a, demand_log *log, size_t limit)
     assert_true(tb.live_bytes >= arena_retained(a));
     assert_true(arena_check(a));
 }
-
 
 /* One spike, then smaller batches: the spike's chunks are kept while it
  * might recur within the promise (ARENA_RECUR_BATCHES - 1 smaller batches)
@@ -883,8 +879,8 @@ static void test_alternating_shapes_keep_what_each_needs(void **state)
  * warm); below it, the chunks that fit stay. */
 static void test_retain_limits_with_the_policy(void **state)
 {
-    static const size_t limits[] = {0, 4 * KIB, 10 * KIB, 50 * KIB, 150 * KIB, 400 * KIB,
-                                    SIZE_MAX / 2};
+    static const size_t limits[] = {0,         4 * KIB,   10 * KIB,    50 * KIB,
+                                    150 * KIB, 400 * KIB, SIZE_MAX / 2};
     static demand_log log;
     size_t l;
     (void)state;
@@ -916,8 +912,8 @@ static void test_retain_limits_with_the_policy(void **state)
  * fails must leave the arena as it was.  Returns the backing calls made. */
 static size_t script(size_t fail_at, size_t fail_from, size_t *failures)
 {
-    static const size_t sizes[] = {100, 300, 12 * KIB, 40, 5 * KIB, 9 * KIB,
-                                   4 * KIB, 25 * KIB, 40, 4 * KIB + 1, 12 * KIB};
+    static const size_t sizes[] = {100,     300,      12 * KIB, 40,          5 * KIB, 9 * KIB,
+                                   4 * KIB, 25 * KIB, 40,       4 * KIB + 1, 12 * KIB};
     arena_allocator al = tb_allocator(&tb);
     arena a;
     size_t calls;

@@ -156,10 +156,9 @@ static void op_check(arena *x, const char *buf, intptr_t *out)
 }
 
 static op_fn *const ops[] = {
-    op_alloc_inline, op_alloc_too_big, op_alloc_zero, op_alloc_aligned, op_calloc,
-    op_copy_strings, op_realloc,       op_free,       op_sprintf,       op_refs,
-    op_marks,        op_rewind_first,  op_reset,      op_reset_to,      op_trim,
-    op_release,      op_check,
+    op_alloc_inline, op_alloc_too_big, op_alloc_zero, op_alloc_aligned, op_calloc, op_copy_strings,
+    op_realloc,      op_free,          op_sprintf,    op_refs,          op_marks,  op_rewind_first,
+    op_reset,        op_reset_to,      op_trim,       op_release,       op_check,
 };
 
 /* Fills what is left with 16-byte values, recording where each one went. */
@@ -192,8 +191,8 @@ static void test_every_call_right_after_init(void **state)
             ops[i](&b, buf_b, rb);
             for (k = 0; k < 8; k++)
                 if (ra[k] != rb[k])
-                    fail_msg("op %zu, skew %zu: answer %zu is %ld inline, %ld from the library",
-                             i, skew, k, (long)ra[k], (long)rb[k]);
+                    fail_msg("op %zu, skew %zu: answer %zu is %ld inline, %ld from the library", i,
+                             skew, k, (long)ra[k], (long)rb[k]);
             assert_int_equal(arena_size(&a), arena_size(&b));
             assert_int_equal(arena_retained(&a), arena_retained(&b));
             assert_true(arena_check(&a));
@@ -428,10 +427,8 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup_record_errors, teardown_record_errors)
     const struct CMUnitTest tests[] = {
-        T(test_every_call_right_after_init),
-        T(test_queries_right_after_init),
-        T(test_misuse_right_after_init),
-        T(test_failed_calls_change_no_byte),
+        T(test_every_call_right_after_init), T(test_queries_right_after_init),
+        T(test_misuse_right_after_init),     T(test_failed_calls_change_no_byte),
         T(test_inline_init_is_taken),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

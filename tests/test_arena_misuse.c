@@ -41,27 +41,27 @@ static void store_uncounted(arena *a)
 
 /* Runs `call`, which must report `code` exactly once and leave `*a` (and
  * the backing's calls) exactly as they were. */
-#define EXPECT_MISUSE(a, code, call)                                                   \
-    do {                                                                               \
-        arena before_;                                                                 \
-        size_t calls_ = tb.calls, frees_ = tb.frees;                                   \
-        memcpy(&before_, (a), sizeof before_);                                         \
-        recorded_errors.count = 0;                                                     \
-        call;                                                                          \
-        assert_int_equal(recorded_errors.count, 1);                                    \
-        assert_int_equal(recorded_errors.last, (code));                                \
-        assert_memory_equal(&before_, (a), sizeof before_);                            \
-        assert_int_equal(tb.calls, calls_);                                            \
-        assert_int_equal(tb.frees, frees_);                                            \
-    } while (0)
+#define EXPECT_MISUSE(a, code, call)                                                               \
+  do {                                                                                             \
+    arena before_;                                                                                 \
+    size_t calls_ = tb.calls, frees_ = tb.frees;                                                   \
+    memcpy(&before_, (a), sizeof before_);                                                         \
+    recorded_errors.count = 0;                                                                     \
+    call;                                                                                          \
+    assert_int_equal(recorded_errors.count, 1);                                                    \
+    assert_int_equal(recorded_errors.last, (code));                                                \
+    assert_memory_equal(&before_, (a), sizeof before_);                                            \
+    assert_int_equal(tb.calls, calls_);                                                            \
+    assert_int_equal(tb.frees, frees_);                                                            \
+  } while (0)
 
 /* Runs `call`, which must report nothing. */
-#define EXPECT_FINE(call)                                                              \
-    do {                                                                               \
-        int count_ = recorded_errors.count;                                            \
-        call;                                                                          \
-        assert_int_equal(recorded_errors.count, count_);                               \
-    } while (0)
+#define EXPECT_FINE(call)                                                                          \
+  do {                                                                                             \
+    int count_ = recorded_errors.count;                                                            \
+    call;                                                                                          \
+    assert_int_equal(recorded_errors.count, count_);                                               \
+  } while (0)
 
 /* ---- Marks and scopes ended out of order ------------------------------------------ */
 
@@ -448,7 +448,7 @@ static void test_grow_legitimate_sizes(void **state)
     EXPECT_FINE(v = (char *)arena_realloc(&a, v, 100, 150));
     big = (char *)arena_alloc(&a, 5000);
     fill_pattern(big, 5000, 4);
-    assert_non_null(arena_alloc(&a, 900)); /* the next chunk */
+    assert_non_null(arena_alloc(&a, 900));                   /* the next chunk */
     EXPECT_FINE(q = (char *)arena_realloc(&a, v, 150, 160)); /* an earlier chunk */
     assert_true(has_pattern(q, 100, 3));
     EXPECT_FINE(q = (char *)arena_realloc(&a, big, 5000, 6000));
@@ -526,7 +526,7 @@ static void test_checked_garbage_refs(void **state)
     arena a;
     arena_ref good, r;
     size_t i;
-    const uint32_t offs[] = {1, 3, 4, 7, 12, 17, 33, 999, 1000, 1001, 4096, UINT32_MAX - 7,
+    const uint32_t offs[] = {1,         3, 4, 7, 12, 17, 33, 999, 1000, 1001, 4096, UINT32_MAX - 7,
                              UINT32_MAX};
     const uint32_t lens[] = {1, 2, 5, 1000, 0x7FFFFFFFu};
     (void)state;
@@ -548,8 +548,8 @@ static void test_checked_garbage_refs(void **state)
     }
     /* Chunk indices out of range, in every form a ref can take. */
     {
-        const uint32_t chunks[] = {1, 2, 0xFFFFFu, 0x100000u, 0x7FFFFFFFu, 0x80000001u,
-                                   0xFFFFFFFFu};
+        const uint32_t chunks[] = {1,           2,           0xFFFFFu,   0x100000u,
+                                   0x7FFFFFFFu, 0x80000001u, 0xFFFFFFFFu};
         for (i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
             r = good;
             r.chunk = chunks[i];

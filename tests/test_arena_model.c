@@ -134,12 +134,8 @@ static void test_model_zero_value_malloc(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_model_budget_512),
-        T(test_model_budget_1000),
-        T(test_model_budget_4096),
-        T(test_model_buffer_arena),
-        T(test_model_fixed_buffer),
-        T(test_model_zero_value_malloc),
+        T(test_model_budget_512),   T(test_model_budget_1000),  T(test_model_budget_4096),
+        T(test_model_buffer_arena), T(test_model_fixed_buffer), T(test_model_zero_value_malloc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,7 +153,7 @@ static void test_refs_hold_no_pointer(void **state)
     assert_int_equal(tb2.live, 0);
 }
 
-#define MANY 5000
+#define MANY    5000
 #define LOOKUPS 400
 
 /* Thousands of tiny chunks: every ref resolves, and resolving is O(1) (the

@@ -71,7 +71,7 @@ static void fits_in_one_pass_packed(void **state)
     assert_string_equal(t, "abc-42abc-42");
     if (test_packed()) {
         assert_int_equal(passes, 2); /* one each */
-        assert_ptr_equal(t, s + 7); /* packed at alignment 1, no copy */
+        assert_ptr_equal(t, s + 7);  /* packed at alignment 1, no copy */
     } else {
         assert_int_equal(passes, 4);
     }
@@ -284,14 +284,10 @@ static void failure_sweep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(same_as_snprintf),
-        cmocka_unit_test(fits_in_one_pass_packed),
-        cmocka_unit_test(exactly_the_room),
-        cmocka_unit_test(does_not_fit),
-        cmocka_unit_test(empty_string),
-        cmocka_unit_test(failures_leave_the_arena),
-        cmocka_unit_test(full_caller_buffer),
-        cmocka_unit_test(vsprintf_wrapper),
+        cmocka_unit_test(same_as_snprintf),   cmocka_unit_test(fits_in_one_pass_packed),
+        cmocka_unit_test(exactly_the_room),   cmocka_unit_test(does_not_fit),
+        cmocka_unit_test(empty_string),       cmocka_unit_test(failures_leave_the_arena),
+        cmocka_unit_test(full_caller_buffer), cmocka_unit_test(vsprintf_wrapper),
         cmocka_unit_test(failure_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,7 +23,7 @@ static test_backing tb;
 
 /* The header the documentation promises before each arena_cur_* block: the
  * smallest multiple of ARENA_ALIGN that holds two words (three checked). */
-#define WORDS ((size_t)(ARENA_CHECKED ? 3 : 2))
+#define WORDS     ((size_t)(ARENA_CHECKED ? 3 : 2))
 #define HDR_BYTES ((WORDS * sizeof(size_t) + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN)
 
 static bool aligned(const void *p) { return (uintptr_t)p % ARENA_ALIGN == 0; }
@@ -530,8 +530,8 @@ static void cur_free_reuses(void **state)
     arena_cur_free(x); /* not the most recent: a free block */
     assert_int_equal(arena_size(&a), base + HDR_BYTES + 24 - (HDR_BYTES + 40));
 #if TEST_ASAN
-    assert_true(__asan_address_is_poisoned(x));      /* a use after free is caught */
-    assert_true(__asan_address_is_poisoned(y - 1));  /* and so is a write before a block */
+    assert_true(__asan_address_is_poisoned(x));     /* a use after free is caught */
+    assert_true(__asan_address_is_poisoned(y - 1)); /* and so is a write before a block */
     assert_false(__asan_address_is_poisoned(y));
 #endif
     arena_cur_free(y);
@@ -774,12 +774,8 @@ static size_t family_workload(size_t fail_at, size_t fail_from, size_t *failures
         n = (size_t)(x >> 40) % 400;
         switch ((x >> 20) % 4) {
         case 0:
-        case 1:
-            p = (char *)(x & 0x100000 ? arena_cur_calloc(1, n) : arena_cur_malloc(n));
-            break;
-        case 2:
-            p = (char *)arena_cur_realloc(slot[k], n);
-            break;
+        case 1: p = (char *)(x & 0x100000 ? arena_cur_calloc(1, n) : arena_cur_malloc(n)); break;
+        case 2: p = (char *)arena_cur_realloc(slot[k], n); break;
         default:
             arena_cur_free(slot[k]);
             slot[k] = NULL;

@@ -230,7 +230,7 @@ static void misuse_kinds(arena_pool *p)
         expect_misuse(p, c + p->stride - 1, ARENA_ERR_FOREIGN_POINTER);
         expect_misuse(p, b + p->stride / 2, ARENA_ERR_FOREIGN_POINTER); /* a free slot */
     }
-    expect_misuse(p, b, ARENA_ERR_DOUBLE_FREE);         /* freed before */
+    expect_misuse(p, b, ARENA_ERR_DOUBLE_FREE); /* freed before */
     assert_non_null(strstr(recorded_errors.message, "freed earlier"));
     expect_misuse(p, end - p->stride, ARENA_ERR_DOUBLE_FREE); /* never handed out */
     assert_non_null(strstr(recorded_errors.message, "never handed out"));
@@ -396,7 +396,8 @@ static void test_buffer_variant(void **state)
     assert_false(arena_pool_init_buffer(&p, buf, need - 1, 24, 8, 10));
     assert_int_equal(arena_pool_capacity(&p), 0);
     assert_null(arena_pool_alloc(&p));
-    assert_false(arena_pool_init_buffer(&p, buf + ARENA_ALIGN / 2, need, 24, 8, 10)); /* not ARENA_ALIGN */
+    assert_false(
+        arena_pool_init_buffer(&p, buf + ARENA_ALIGN / 2, need, 24, 8, 10)); /* not ARENA_ALIGN */
     assert_false(arena_pool_init_buffer(&p, NULL, need, 24, 8, 10));
     assert_false(arena_pool_init_buffer(&p, buf, need, 24, 3, 10));
     assert_false(arena_pool_init_buffer(&p, buf, need, 24, 8, 0));
@@ -623,11 +624,11 @@ static void test_check_finds_corruption(void **state)
  * linked to an ASan-built library, the runtime is there (weak lookup). */
 #if TEST_ASAN
 #  define asan_is_poisoned __asan_address_is_poisoned
-#  define asan_runtime() true
+#  define asan_runtime()   true
 #elif (defined(__GNUC__) || defined(__clang__)) && defined(__ELF__)
 int __asan_address_is_poisoned(void const volatile *addr) __attribute__((weak));
 #  define asan_is_poisoned __asan_address_is_poisoned
-#  define asan_runtime() (__asan_address_is_poisoned != NULL)
+#  define asan_runtime()   (__asan_address_is_poisoned != NULL)
 #endif
 
 static void test_free_slots_poisoned(void **state)

@@ -17,11 +17,12 @@ int main(int argc, char **argv)
     a = (char *)arena_pool_alloc(&p);
     b = (char *)arena_pool_alloc(&p);
     arena_pool_free(&p, b);
-    fprintf(stderr, "freeing %p\n", strcmp(kind, "null") == 0       ? NULL
-                                    : strcmp(kind, "foreign") == 0  ? (void *)&p
-                                    : strcmp(kind, "interior") == 0 ? (void *)(a + 1)
-                                    : strcmp(kind, "never") == 0    ? (void *)(a + 48)
-                                                                    : (void *)b);
+    fprintf(stderr, "freeing %p\n",
+            strcmp(kind, "null") == 0       ? NULL
+            : strcmp(kind, "foreign") == 0  ? (void *)&p
+            : strcmp(kind, "interior") == 0 ? (void *)(a + 1)
+            : strcmp(kind, "never") == 0    ? (void *)(a + 48)
+                                            : (void *)b);
     if (strcmp(kind, "null") == 0)
         arena_pool_free(&p, NULL);
     else if (strcmp(kind, "foreign") == 0)

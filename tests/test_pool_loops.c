@@ -114,12 +114,8 @@ static void random_run(size_t size, size_t align, size_t cap, bool closed, uint6
                 if (p.stride > 1)
                     ops[k].arg = slot(&p, s) + 1 + rng() % (p.stride - 1);
                 break;
-            case 2:
-                ops[k].arg = rng() % 2 ? slot(&p, cap) : (char *)p.base - p.stride;
-                break;
-            case 3:
-                ops[k].arg = (void *)p.stack;
-                break;
+            case 2: ops[k].arg = rng() % 2 ? slot(&p, cap) : (char *)p.base - p.stride; break;
+            case 3: ops[k].arg = (void *)p.stack; break;
             default: /* a slot that is free: double free */
                 if (state[s] == ARENA__POOL_LIVE) {
                     ops[k].arg = &local;

@@ -68,7 +68,11 @@ static size_t draw(size_t below)
 static void lua_hook_churn_is_flat(void **state)
 {
     enum { RING = 64, WARM = 40000, OPS = 40000 };
-    static struct { char *p; size_t n; uint64_t id; } ring[RING];
+    static struct {
+        char *p;
+        size_t n;
+        uint64_t id;
+    } ring[RING];
     arena a;
     size_t i, warm_retained = 0, warm_calls = 0, most_live = 0, live = 0, total = 0;
     uint64_t id = 1;

@@ -441,7 +441,7 @@ static void test_asan_rewind_cuts_grown_value(void **state)
         arena_rewind(&a, m);
         assert_null(__asan_region_is_poisoned(first, 40));
         assert_null(__asan_region_is_poisoned(x, sizes[i]));
-        assert_true(__asan_address_is_poisoned(x + end));     /* its guard */
+        assert_true(__asan_address_is_poisoned(x + end)); /* its guard */
         assert_true(__asan_address_is_poisoned(x + end + 7));
         for (char *q = x + end; q < x + 1500; q++)
             assert_true(__asan_address_is_poisoned(q));

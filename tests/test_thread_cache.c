@@ -30,7 +30,7 @@ static void test_acquire_recycle_reuses_the_arena_and_its_chunks(void **state)
     assert_int_equal(arena_size(b), 0);
     assert_int_equal(arena_retained(b), 1000);
     assert_ptr_equal(arena_alloc(b, 512), p); /* same chunk, same place */
-    assert_int_equal(tb.calls, calls);       /* nothing allocated */
+    assert_int_equal(tb.calls, calls);        /* nothing allocated */
     assert_true(arena_check(b));
     arena_cache_recycle(c, b);
     arena_cache_destroy(c);
@@ -342,7 +342,6 @@ static void test_destroy_frees_acquired_and_parked_arenas(void **state)
     assert_int_equal(tb.live, 0);
 }
 
-
 static void test_two_caches_on_one_thread(void **state)
 {
     arena_cache *c1 = arena_cache_create(NULL);
@@ -429,9 +428,9 @@ static void test_double_recycle_after_the_store_was_full(void **state)
     size_t live = tb_full.live;
     assert_non_null(arena_alloc(a, 600));
     assert_non_null(arena_alloc(a, 3000)); /* an oversized chunk too */
-    arena_cache_recycle(c, slotted); /* this thread's slot */
-    arena_cache_recycle(c, stored);  /* the store: now full */
-    arena_cache_recycle(c, a);       /* released: its chunks go back */
+    arena_cache_recycle(c, slotted);       /* this thread's slot */
+    arena_cache_recycle(c, stored);        /* the store: now full */
+    arena_cache_recycle(c, a);             /* released: its chunks go back */
     assert_int_equal(recorded_errors.count, 0);
     assert_int_equal(arena_cache_count(c), 1);
     assert_int_equal(tb_full.live, live);
@@ -611,7 +610,7 @@ static void test_released_structs_are_reused_not_accumulated(void **state)
 /* ---- Threads ------------------------------------------------------------------ */
 
 #define THREADS 4
-#define ROUNDS 1000
+#define ROUNDS  1000
 
 struct worker {
     arena_cache *c;
@@ -784,7 +783,7 @@ static void test_destroyed_cache_in_another_threads_slot(void **state)
 /* Producers fill arenas and hand them to consumers, which check and recycle
  * them: acquire and recycle on different threads, all at once. */
 #define HANDOFFS 500
-#define QUEUE 8
+#define QUEUE    8
 
 struct payload;
 

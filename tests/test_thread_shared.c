@@ -287,7 +287,7 @@ static void test_a_grown_run_falls_back_to_the_smallest(void **state)
 /* ---- Threads ------------------------------------------------------------------ */
 
 #define THREADS 4
-#define VALUES 20000
+#define VALUES  20000
 
 struct value {
     uint32_t *p;

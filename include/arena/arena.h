@@ -393,9 +393,9 @@ ARENA_API void arena_scope_end(arena_scope *s);
  * Elsewhere (MSVC) the macro does not exist: use arena_scope_begin() and
  * arena_scope_end() on every path.  At most one per line.
  */
-#  define ARENA_SCOPE(a)                                                             \
-      arena_scope ARENA__CAT(arena__scope_, __LINE__)                                \
-          __attribute__((cleanup(arena_scope_end), unused)) = arena_scope_begin(a)
+#  define ARENA_SCOPE(a)                                                                           \
+    arena_scope ARENA__CAT(arena__scope_, __LINE__)                                                \
+        __attribute__((cleanup(arena_scope_end), unused)) = arena_scope_begin(a)
 #else
 #  define ARENA_HAVE_SCOPE 0
 #endif
@@ -414,8 +414,8 @@ ARENA_API void arena_scope_end(arena_scope *s);
  * Checked build, ASan, Valgrind: a guard follows the value, so a write past
  * its end is reported.
  */
-ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
-static inline void *arena_alloc(arena *a, size_t size);
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) static inline void *arena_alloc(arena *a,
+                                                                                    size_t size);
 
 /** arena_alloc() at alignment `align`: a power of two (0: ARENA_ALIGN); any
  *  other value returns NULL and stores nothing.  Alignments above ARENA_ALIGN
@@ -424,13 +424,13 @@ static inline void *arena_alloc(arena *a, size_t size);
  *  alignment, not to be dereferenced: up to 4096 arena_alloc()'s for size 0,
  *  above it the address whose value is `align` (no object's: no object is
  *  aligned to every power of two). */
-ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
-static inline void *arena_alloc_aligned(arena *a, size_t size, size_t align);
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) static inline void *arena_alloc_aligned(
+    arena *a, size_t size, size_t align);
 
 /** `count * size` zeroed bytes, ARENA_ALIGN-aligned, owned by the arena.
  *  NULL (arena unchanged) when the product overflows or memory runs out. */
-ARENA__NODISCARD ARENA__MALLOC
-static inline void *arena_calloc(arena *a, size_t count, size_t size);
+ARENA__NODISCARD ARENA__MALLOC static inline void *arena_calloc(arena *a, size_t count,
+                                                                size_t size);
 
 /** Copies `size` bytes of `src` into the arena at alignment `align` (a power
  *  of two, 0: ARENA_ALIGN).  Size 0 stores nothing (non-NULL result at
@@ -524,8 +524,8 @@ ARENA_API void arena_free(arena *a, void *ptr, size_t size);
  * are free blocks; one test when there are none).  Size 0 and failure as
  * arena_alloc().
  */
-ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
-ARENA_API void *arena_alloc_reuse(arena *a, size_t size);
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) ARENA_API
+    void *arena_alloc_reuse(arena *a, size_t size);
 
 /**
  * Formats like printf straight into the arena: a NUL-terminated string,
@@ -538,24 +538,24 @@ ARENA_API void *arena_alloc_reuse(arena *a, size_t size);
  * arguments must not point at memory the call writes (the arena's unused
  * room).
  */
-ARENA__NODISCARD ARENA__FORMAT_PRINTF(2, 3)
-ARENA_API char *arena_sprintf(arena *a, const char *fmt, ...);
+ARENA__NODISCARD ARENA__FORMAT_PRINTF(2, 3) ARENA_API
+    char *arena_sprintf(arena *a, const char *fmt, ...);
 
 /** arena_sprintf() with a va_list, which it consumes (va_end is the caller's). */
-ARENA__NODISCARD ARENA__FORMAT_PRINTF(2, 0)
-ARENA_API char *arena_vsprintf(arena *a, const char *fmt, va_list ap);
+ARENA__NODISCARD ARENA__FORMAT_PRINTF(2, 0) ARENA_API
+    char *arena_vsprintf(arena *a, const char *fmt, va_list ap);
 
 /** A zeroed T, aligned to alignof(T) (above ARENA_ALIGN too), owned by the
  *  arena.  NULL on out-of-memory. */
 #define ARENA_NEW(a, T) ((T *)arena__new((a), sizeof(T), ARENA__ALIGNOF(T)))
 /** A zeroed T[n], aligned to alignof(T); NULL when n * sizeof(T) overflows
  *  or on out-of-memory. */
-#define ARENA_NEW_ARRAY(a, T, n) \
-    ((T *)arena__new_array((a), (size_t)(n), sizeof(T), ARENA__ALIGNOF(T)))
+#define ARENA_NEW_ARRAY(a, T, n)                                                                   \
+  ((T *)arena__new_array((a), (size_t)(n), sizeof(T), ARENA__ALIGNOF(T)))
 /** An uninitialised T[n], aligned to alignof(T); NULL when n * sizeof(T)
  *  overflows or on out-of-memory. */
-#define ARENA_ALLOC_ARRAY(a, T, n) \
-    ((T *)arena__alloc_array((a), (size_t)(n), sizeof(T), ARENA__ALIGNOF(T)))
+#define ARENA_ALLOC_ARRAY(a, T, n)                                                                 \
+  ((T *)arena__alloc_array((a), (size_t)(n), sizeof(T), ARENA__ALIGNOF(T)))
 
 /* ---- Refs ------------------------------------------------------------------------ */
 

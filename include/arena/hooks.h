@@ -50,8 +50,8 @@ extern "C" {
  * dereferenced.  NULL on out-of-memory or overflow, arena unchanged.  Fits
  * protobuf-c's ProtobufCAllocator.alloc.
  */
-ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
-ARENA_API void *arena_hook_alloc(void *arena_ctx, size_t size);
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) ARENA_API
+    void *arena_hook_alloc(void *arena_ctx, size_t size);
 
 /** Does nothing: the value dies with the batch.  Fits ProtobufCAllocator.free
  *  (so protobuf_c_message_free_unpacked() may be called, or skipped) and
@@ -65,8 +65,8 @@ ARENA_API void arena_hook_free(void *arena_ctx, void *ptr);
  * Z_MEM_ERROR.  Use with `strm.zfree = arena_hook_free` and
  * `strm.opaque = &arena`.
  */
-ARENA__NODISCARD ARENA__MALLOC
-ARENA_API void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size);
+ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_hook_zalloc(void *arena_ctx, unsigned items,
+                                                                 unsigned size);
 
 /**
  * Lua's lua_Alloc: `lua_newstate(arena_hook_lua, &arena)`.
@@ -142,12 +142,10 @@ ARENA_API arena *arena_current(void);
  * falls back to the heap (that would change the block's lifetime).
  * Thread-safe in the sense above (it uses the calling thread's arena).
  */
-ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(1)
-ARENA_API void *arena_cur_malloc(size_t size);
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(1) ARENA_API void *arena_cur_malloc(size_t size);
 
 /** arena_cur_malloc(count * size), zeroed; NULL when the product overflows. */
-ARENA__NODISCARD ARENA__MALLOC
-ARENA_API void *arena_cur_calloc(size_t count, size_t size);
+ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_cur_calloc(size_t count, size_t size);
 
 /**
  * realloc for a block of this family (the header has its size):
@@ -192,8 +190,7 @@ ARENA_API size_t arena_cur_size(const void *ptr);
 
 /** strdup through arena_cur_malloc (libxml2's xmlStrdupFunc).  NULL on
  *  out-of-memory. */
-ARENA__NODISCARD ARENA__MALLOC
-ARENA_API char *arena_cur_strdup(const char *s);
+ARENA__NODISCARD ARENA__MALLOC ARENA_API char *arena_cur_strdup(const char *s);
 
 #ifdef __cplusplus
 }

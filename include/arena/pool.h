@@ -139,8 +139,7 @@ ARENA_API void arena_pool_destroy(arena_pool *p);
  * was freed (ARENA_ERR_CORRUPT).  Under AddressSanitizer the slot's obj_size
  * bytes are unpoisoned.
  */
-ARENA__NODISCARD ARENA__MALLOC
-static inline void *arena_pool_alloc(arena_pool *p);
+ARENA__NODISCARD ARENA__MALLOC static inline void *arena_pool_alloc(arena_pool *p);
 
 /**
  * Gives slot `obj` back.  O(1), no heap work.  Misuse is detected exactly in

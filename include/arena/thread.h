@@ -156,9 +156,8 @@ ARENA_API void arena_scratch_release_thread(void);
  * enclosing block is left (as ARENA_SCOPE).  Check s.arena for NULL.  gcc and
  * clang only.
  */
-#  define ARENA_SCRATCH_SCOPE(s, conflicts, n)                                   \
-      arena_scope s __attribute__((cleanup(arena_scope_end))) =                   \
-          arena_scratch_begin((conflicts), (n))
+#  define ARENA_SCRATCH_SCOPE(s, conflicts, n)                                                     \
+    arena_scope s __attribute__((cleanup(arena_scope_end))) = arena_scratch_begin((conflicts), (n))
 #endif
 
 /* ---- Shared arena ---------------------------------------------------------------- */
@@ -185,7 +184,7 @@ typedef struct arena_shared arena_shared;
  * Thread-safe.
  */
 ARENA__NODISCARD ARENA_API arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
-                                                            const arena_allocator *backing);
+                                                             const arena_allocator *backing);
 
 /** Frees every chunk and the shared arena.  No thread may allocate from it
  *  during or after the call.  NULL: nothing. */
@@ -204,18 +203,18 @@ ARENA_API void arena_shared_destroy(arena_shared *s);
  * AddressSanitizer the rest of the run stays poisoned, and values placed
  * under the lock get arena_alloc()'s guards.
  */
-ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
-ARENA_API void *arena_shared_alloc(arena_shared *s, size_t size);
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) ARENA_API
+    void *arena_shared_alloc(arena_shared *s, size_t size);
 
 /** arena_shared_alloc() at `align`, a power of two (0: ARENA_ALIGN); any
  *  other alignment returns NULL.  Thread-safe. */
-ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2)
-ARENA_API void *arena_shared_alloc_aligned(arena_shared *s, size_t size, size_t align);
+ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) ARENA_API
+    void *arena_shared_alloc_aligned(arena_shared *s, size_t size, size_t align);
 
 /** `count * size` zeroed bytes, ARENA_ALIGN-aligned; NULL when the product
  *  overflows or on out-of-memory.  Thread-safe. */
-ARENA__NODISCARD ARENA__MALLOC
-ARENA_API void *arena_shared_calloc(arena_shared *s, size_t count, size_t size);
+ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_shared_calloc(arena_shared *s, size_t count,
+                                                                   size_t size);
 
 /**
  * Forgets every value and keeps chunks for the next batch as arena_reset_to()

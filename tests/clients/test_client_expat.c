@@ -26,12 +26,12 @@ static void make_document(size_t items)
                                 "<batch xmlns=\"urn:a\" xmlns:b=\"urn:b\" name=\"&co;\">\n");
     for (i = 0; i < items; i++) {
         assert_true(text_len < sizeof text - 400);
-        text_len += (size_t)snprintf(
-            text + text_len, sizeof text - text_len,
-            "  <b:item id=\"%zu\" b:score=\"%zu\" label=\"x&lt;%zu&gt;\">"
-            "caf\xc3\xa9 %zu &co; <![CDATA[<raw %zu>]]><!-- c --><empty/>"
-            "<long-element-name-%zu attr-%zu=\"%0*zu\"/></b:item>\n",
-            i, (i * 7919) % 1000, i, i, i, i % 13, i % 5, (int)(i % 60), i);
+        text_len +=
+            (size_t)snprintf(text + text_len, sizeof text - text_len,
+                             "  <b:item id=\"%zu\" b:score=\"%zu\" label=\"x&lt;%zu&gt;\">"
+                             "caf\xc3\xa9 %zu &co; <![CDATA[<raw %zu>]]><!-- c --><empty/>"
+                             "<long-element-name-%zu attr-%zu=\"%0*zu\"/></b:item>\n",
+                             i, (i * 7919) % 1000, i, i, i, i % 13, i % 5, (int)(i % 60), i);
     }
     text_len += (size_t)snprintf(text + text_len, sizeof text - text_len, "</batch>\n");
     assert_true(text_len < sizeof text);

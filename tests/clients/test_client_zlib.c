@@ -22,8 +22,8 @@ static void make_input(size_t len)
     size_t i = 0;
     assert_true(len <= INPUT_MAX);
     while (i < len) {
-        int n = snprintf((char *)input + i, len - i, "line %zu: value=%zu name=item-%zu;\n",
-                         i / 40, (i * 2654435761u) % 100000, i % 977);
+        int n = snprintf((char *)input + i, len - i, "line %zu: value=%zu name=item-%zu;\n", i / 40,
+                         (i * 2654435761u) % 100000, i % 977);
         if (n < 0 || (size_t)n >= len - i)
             break;
         i += (size_t)n;
@@ -67,8 +67,7 @@ static int round_trip(arena *a, const struct settings *s, output *out)
         z.zfree = arena_hook_free;
         z.opaque = a;
     }
-    rc = deflateInit2(&z, s->level, Z_DEFLATED, s->window_bits, s->mem_level,
-                      Z_DEFAULT_STRATEGY);
+    rc = deflateInit2(&z, s->level, Z_DEFLATED, s->window_bits, s->mem_level, Z_DEFAULT_STRATEGY);
     if (rc == Z_MEM_ERROR)
         return CLIENT_OOM;
     assert_int_equal(rc, Z_OK);
@@ -96,8 +95,8 @@ static int round_trip(arena *a, const struct settings *s, output *out)
     /* in small steps, so that inflate keeps a window (its late allocation) */
     do {
         z.next_out = unpacked + z.total_out;
-        z.avail_out = (uInt)(sizeof unpacked - z.total_out < 4096 ? sizeof unpacked - z.total_out
-                                                                   : 4096);
+        z.avail_out =
+            (uInt)(sizeof unpacked - z.total_out < 4096 ? sizeof unpacked - z.total_out : 4096);
         rc = inflate(&z, Z_NO_FLUSH);
     } while (rc == Z_OK);
     if (rc == Z_MEM_ERROR) {

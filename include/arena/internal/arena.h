@@ -187,8 +187,7 @@ static inline bool arena__rewind_window(arena *a, arena_mark m)
 {
     if (ARENA__INLINE_WINDOW &&
         ARENA__LIKELY(m.serial == a->saves && m.serial > a->expired && !a->pending &&
-                      m.cur == a->cur &&
-                      m.nused == a->nused && m.pos != NULL &&
+                      m.cur == a->cur && m.nused == a->nused && m.pos != NULL &&
                       (uintptr_t)m.pos >= (uintptr_t)a->counted &&
                       (uintptr_t)m.pos <= (uintptr_t)a->ptr)) {
         a->size = m.size;
@@ -387,10 +386,7 @@ static inline char *arena_strndup(arena *a, const char *s, size_t len)
     return arena__strndup_slow(a, s, len);
 }
 
-static inline char *arena_strdup(arena *a, const char *s)
-{
-    return arena_strndup(a, s, strlen(s));
-}
+static inline char *arena_strdup(arena *a, const char *s) { return arena_strndup(a, s, strlen(s)); }
 
 /* Zeroed allocation of `size` bytes at `align`. */
 static inline void *arena__new(arena *a, size_t size, size_t align)
@@ -457,15 +453,9 @@ static inline arena_ref arena_ref_strndup(arena *a, const char *s, size_t len)
  * chunk): a length never reaches it, since it is <= ARENA_REF_MAX. */
 #define ARENA__REF_LEN_MASK 0x7FFFFFFFu
 
-static inline bool arena_ref_empty(arena_ref r)
-{
-    return (r.len & ARENA__REF_LEN_MASK) == 0;
-}
+static inline bool arena_ref_empty(arena_ref r) { return (r.len & ARENA__REF_LEN_MASK) == 0; }
 
-static inline size_t arena_ref_len(arena_ref r)
-{
-    return r.len & ARENA__REF_LEN_MASK;
-}
+static inline size_t arena_ref_len(arena_ref r) { return r.len & ARENA__REF_LEN_MASK; }
 
 static inline void *arena_ref_ptr(const arena *a, arena_ref r)
 {

@@ -32,23 +32,23 @@
  * exported copies, also sets ARENA__DEFINE_OUT_OF_LINE. */
 
 #if defined(__GNUC__) || defined(__clang__)
-#  define ARENA__LIKELY(x)     __builtin_expect(!!(x), 1)
-#  define ARENA__UNLIKELY(x)   __builtin_expect(!!(x), 0)
-#  define ARENA__NODISCARD     __attribute__((warn_unused_result))
-#  define ARENA__MALLOC        __attribute__((malloc))
-#  define ARENA__ALLOC_SIZE(i) __attribute__((alloc_size(i)))
-#  define ARENA__NOINLINE      __attribute__((noinline))
-#  define ARENA__CONSTANT(x)   __builtin_constant_p(x)
-#  define ARENA__COLD          __attribute__((cold))
+#  define ARENA__LIKELY(x)           __builtin_expect(!!(x), 1)
+#  define ARENA__UNLIKELY(x)         __builtin_expect(!!(x), 0)
+#  define ARENA__NODISCARD           __attribute__((warn_unused_result))
+#  define ARENA__MALLOC              __attribute__((malloc))
+#  define ARENA__ALLOC_SIZE(i)       __attribute__((alloc_size(i)))
+#  define ARENA__NOINLINE            __attribute__((noinline))
+#  define ARENA__CONSTANT(x)         __builtin_constant_p(x)
+#  define ARENA__COLD                __attribute__((cold))
 #  define ARENA__FORMAT_PRINTF(f, v) __attribute__((format(printf, f, v)))
 #else
-#  define ARENA__LIKELY(x)     (x)
-#  define ARENA__UNLIKELY(x)   (x)
+#  define ARENA__LIKELY(x)   (x)
+#  define ARENA__UNLIKELY(x) (x)
 #  define ARENA__NODISCARD
 #  define ARENA__MALLOC
 #  define ARENA__ALLOC_SIZE(i)
 #  define ARENA__NOINLINE
-#  define ARENA__CONSTANT(x)   0
+#  define ARENA__CONSTANT(x) 0
 #  define ARENA__COLD
 #  define ARENA__FORMAT_PRINTF(f, v)
 #endif

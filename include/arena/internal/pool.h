@@ -67,12 +67,16 @@ static inline arena__pool_regs arena__pool_load(const arena_pool *p)
  * needs.  Not for clang, which keeps no field in a register across such a
  * call either way, and would store each held value to the stack. */
 #if defined(__GNUC__) && !defined(__clang__)
-#  define ARENA__POOL_HOLD_ALLOC(r)                                                        \
-      __asm__("" : : "g"((r).base), "g"((r).stack), "g"((r).state), "g"((r).nfree),      \
-              "g"((r).open), "g"((r).stride))
-#  define ARENA__POOL_HOLD_FREE(r)                                                         \
-      __asm__("" : : "g"((r).base), "g"((r).stack), "g"((r).state), "g"((r).nfree),      \
-              "g"((r).open), "g"((r).inv), "g"((r).shift))
+#  define ARENA__POOL_HOLD_ALLOC(r)                                                                \
+    __asm__(""                                                                                     \
+            :                                                                                      \
+            : "g"((r).base), "g"((r).stack), "g"((r).state), "g"((r).nfree), "g"((r).open),        \
+              "g"((r).stride))
+#  define ARENA__POOL_HOLD_FREE(r)                                                                 \
+    __asm__(""                                                                                     \
+            :                                                                                      \
+            : "g"((r).base), "g"((r).stack), "g"((r).state), "g"((r).nfree), "g"((r).open),        \
+              "g"((r).inv), "g"((r).shift))
 #else
 #  define ARENA__POOL_HOLD_ALLOC(r) ((void)(r))
 #  define ARENA__POOL_HOLD_FREE(r)  ((void)(r))
@@ -156,7 +160,7 @@ static inline void arena_pool_free(arena_pool *p, void *obj)
     p->nfree = r.nfree;
     ARENA__POOL_HOLD_FREE(r);
 #else
-    arena__pool_free_slow(p, obj); /* the library sees every transition */
+    arena__pool_free_slow(p, obj);    /* the library sees every transition */
 #endif
 }
 
@@ -165,20 +169,11 @@ static inline bool arena_pool_owns(const arena_pool *p, const void *obj)
     return arena__pool_index(p, obj) < p->cap;
 }
 
-static inline size_t arena_pool_capacity(const arena_pool *p)
-{
-    return p->cap;
-}
+static inline size_t arena_pool_capacity(const arena_pool *p) { return p->cap; }
 
-static inline size_t arena_pool_used(const arena_pool *p)
-{
-    return p->cap - p->nfree;
-}
+static inline size_t arena_pool_used(const arena_pool *p) { return p->cap - p->nfree; }
 
-static inline size_t arena_pool_available(const arena_pool *p)
-{
-    return p->nfree;
-}
+static inline size_t arena_pool_available(const arena_pool *p) { return p->nfree; }
 
 #ifdef __cplusplus
 }

@@ -53,32 +53,32 @@ typedef union arena__cold_space {
  * it when it must see every allocation (sanitizers, Valgrind, checked builds).
  */
 struct arena {
-    char *ptr;   /* inline bump position, or NULL */
-    char *end;   /* inline limit, or NULL */
-    size_t size;    /* arena_size(), less the bytes the window holds past `counted` */
-    char *counted;  /* where the window's uncounted bytes start: the inline paths
+    char *ptr;     /* inline bump position, or NULL */
+    char *end;     /* inline limit, or NULL */
+    size_t size;   /* arena_size(), less the bytes the window holds past `counted` */
+    char *counted; /* where the window's uncounted bytes start: the inline paths
                        bump ptr without touching size (a read-modify-write of a
                        counter on every allocation would chain each one to the
                        last through memory); arena_size() = size + (ptr - counted) */
 
-    char *pos;                    /* position in the current chunk when ptr == NULL */
-    struct arena__chunk *chunks;  /* the chunk index: [0, nused) in use, then spares */
-    uint32_t cur;                 /* index of the current chunk (valid when cold.lim) */
-    uint32_t nused;               /* chunks holding values of this batch */
-    uint32_t nchunks;             /* chunks held (in use + spare) */
-    uint32_t lazy;                /* nonzero: `cold` is not written yet (the inline
+    char *pos;                   /* position in the current chunk when ptr == NULL */
+    struct arena__chunk *chunks; /* the chunk index: [0, nused) in use, then spares */
+    uint32_t cur;                /* index of the current chunk (valid when cold.lim) */
+    uint32_t nused;              /* chunks holding values of this batch */
+    uint32_t nchunks;            /* chunks held (in use + spare) */
+    uint32_t lazy;               /* nonzero: `cold` is not written yet (the inline
                                      arena_init_buffer() leaves it to the library) */
-    uint32_t pending;             /* nonzero: the library holds state that a reset or
+    uint32_t pending;            /* nonzero: the library holds state that a reset or
                                      rewind must see (blocks given back for reuse), so
                                      the inline reset and rewind call it */
-    uint32_t spare;               /* 1 + the resets the inline path may still make
+    uint32_t spare;              /* 1 + the resets the inline path may still make
                                      before the library's next call; 0: released
                                      inline (see arena__reset_first()) */
-    char *buf;                    /* the caller's first chunk, or NULL */
-    struct arena__chunk first;    /* the index while it has one slot */
-    uint64_t saves;               /* marks taken: the serial of the latest */
-    uint64_t expired;             /* marks up to this serial expired (reset, release) */
-    arena__cold_space cold;       /* the library's: private */
+    char *buf;                   /* the caller's first chunk, or NULL */
+    struct arena__chunk first;   /* the index while it has one slot */
+    uint64_t saves;              /* marks taken: the serial of the latest */
+    uint64_t expired;            /* marks up to this serial expired (reset, release) */
+    arena__cold_space cold;      /* the library's: private */
 };
 
 #endif /* ARENA_INTERNAL_TYPES_H */

@@ -71,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena/thread.h"
 #include "reuse.h"
 
 /* Size-0 results at alignments up to ZERO_ALIGN point here (see
@@ -84,15 +85,107 @@ static const arena empty_arena;
 
 /* ---- Backing allocator --------------------------------------------------------- */
 
-static void *back_alloc(arena *a, size_t n)
+/* Tells the arena's callback (if any) of a refused request of `n` bytes. */
+static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
 {
-    return arena__back_alloc(&arena__cold(a)->backing, n);
+    const struct arena__settings *s = &arena__cold(a)->set;
+    arena_limit_event e;
+    arena__cold(a)->counts.limit_hits++;
+    if (!s->on_limit)
+        return;
+    e.arena = a;
+    e.name = s->name;
+    e.cause = cause;
+    e.limit_name = s->name;
+    e.limit = SIZE_MAX;
+    e.held = arena__cold(a)->counts.held;
+    e.asked = n;
+    if (cause == ARENA_LIMIT_ARENA) {
+        e.limit = s->limit;
+    } else if (cause == ARENA_LIMIT_BUDGET) {
+        e.limit_name = arena_budget_name(s->budget);
+        e.limit = arena_budget_limit(s->budget);
+        e.held = arena_budget_used(s->budget);
+    }
+    s->on_limit(&e, s->on_limit_ctx);
 }
 
-static void back_free(arena *a, void *p, size_t n)
+size_t arena__backing_room(const arena *a)
 {
-    arena__back_free(&arena__cold(a)->backing, p, n);
+    const struct arena__cold *c = arena__cold(a);
+    size_t room = SIZE_MAX;
+    if (c->flags & ARENA__LIMITED)
+        room = c->counts.held < c->set.limit ? c->set.limit - c->counts.held : 0;
+    if (c->set.budget) {
+        size_t b = arena__budget_room(c->set.budget);
+        room = b < room ? b : room;
+    }
+    return room;
 }
+
+void *arena__take_backing(arena *a, size_t n)
+{
+    struct arena__cold *c = arena__cold(a);
+    void *p;
+    if ((c->flags & ARENA__LIMITED) &&
+        (c->counts.held > c->set.limit || n > c->set.limit - c->counts.held)) {
+        refused(a, ARENA_LIMIT_ARENA, n);
+        return NULL;
+    }
+    if (c->set.budget && !arena__budget_charge(c->set.budget, n)) {
+        refused(a, ARENA_LIMIT_BUDGET, n);
+        return NULL;
+    }
+    c->counts.calls++;
+    p = arena__back_alloc(&c->backing, n);
+    if (!p) {
+        if (c->set.budget)
+            arena__budget_refund(c->set.budget, n);
+        refused(a, ARENA_LIMIT_BACKING, n);
+        return NULL;
+    }
+    c->counts.held += n;
+    if (c->counts.held > c->counts.peak_held)
+        c->counts.peak_held = c->counts.held;
+    return p;
+}
+
+void arena__give_backing(arena *a, void *p, size_t n)
+{
+    struct arena__cold *c = arena__cold(a);
+    c->counts.calls++;
+    arena__back_free(&c->backing, p, n);
+    c->counts.held -= n;
+    if (c->set.budget)
+        arena__budget_refund(c->set.budget, n);
+}
+
+static void *back_alloc(arena *a, size_t n) { return arena__take_backing(a, n); }
+
+/* The peaks of arena_retained(), after it grew. */
+static void note_retained(arena *a)
+{
+    struct arena__counts *k = &arena__cold(a)->counts;
+    size_t r = arena__cold(a)->retained;
+    if (r > k->peak_retained)
+        k->peak_retained = r;
+    if (r > k->peak_retained_batch)
+        k->peak_retained_batch = r;
+}
+
+/* The peaks of arena_size(), after the library stored a value and before
+ * a batch ends (not at a rewind, which the inline path may make too). */
+void arena__note_stored(arena *a)
+{
+    struct arena__counts *k = &arena__cold(a)->counts;
+    size_t size = arena_size(a);
+    if (size > k->peak_stored)
+        k->peak_stored = size;
+    if (size > k->peak_stored_batch)
+        k->peak_stored_batch = size;
+}
+
+static void back_free(arena *a, void *p, size_t n) { arena__give_backing(a, p, n); }
 
 static size_t budget(const arena *a)
 {
@@ -150,7 +243,7 @@ static void set_cursor(arena *a, char *pos)
 {
     a->pos = pos;
     a->ptr = a->end = a->counted = NULL;
-    if (pos && !arena__instrumented()) {
+    if (pos && !arena__instrumented() && !(a->pending & ARENA__PENDING_OVER)) {
         uintptr_t end = arena__align_down((uintptr_t)arena__cold(a)->lim, ARENA_ALIGN);
         if (arena__align_up((uintptr_t)pos, ARENA_ALIGN) <= end) {
             a->ptr = a->counted = pos;
@@ -166,6 +259,8 @@ static void buffer_cold(arena *a, size_t cap)
     struct arena__slot *s = &arena__cold(a)->first_slot;
     arena__cold(a)->ncap = 1;
     arena__cold(a)->retained = cap;
+    arena__cold(a)->counts.inuse = cap;
+    note_retained(a);
     arena__cold(a)->nkeys = 1;
     s->key = 0;
     s->last = arena__cold(a)->batch;
@@ -187,6 +282,17 @@ static ARENA__NOINLINE void write_cold(arena *a)
 }
 
 static void note_batches(arena *a, size_t demand, uint32_t k);
+static void check_over(arena *a);
+static size_t limited_retention(const arena *a, size_t retain_limit);
+
+/* `k` batches ended (resets): the batch peaks start again. */
+static void new_batch_counts(arena *a, uint32_t k)
+{
+    struct arena__counts *c = &arena__cold(a)->counts;
+    c->resets += k;
+    c->peak_stored_batch = 0;
+    c->peak_retained_batch = arena__cold(a)->retained;
+}
 static void forget_history(arena *a, size_t keep);
 static struct arena__slot *slots(const arena *a);
 
@@ -208,6 +314,7 @@ static ARENA__NOINLINE void note_inline_resets(arena *a)
         uint32_t flags = arena__cold(a)->flags & ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
         note_batches(a, cap, k);
         arena__cold(a)->batch += k;
+        new_batch_counts(a, k);
         /* The batch under way at the last call may have freed an outgrown
          * chunk (free_outgrown()); the k - 1 after it did not. */
         if (k == 1 && (arena__cold(a)->flags & ARENA__OUTGREW))
@@ -376,15 +483,25 @@ static uint32_t take_spare(arena *a, uint32_t i);
  * 2^31 (which refs rely on: see make_ref()).  No object can exceed
  * PTRDIFF_MAX bytes, so such a chunk is refused before the backing sees it
  * (a sanitizer or Valgrind would flag the request). */
-static uint32_t add_chunk(arena *a, size_t cap)
+static uint32_t add_chunk(arena *a, size_t cap, size_t least)
 {
-    size_t extra = arena__chunk_extra(cap, budget(a));
+    size_t extra = arena__chunk_extra(cap, budget(a)), room;
     struct arena__slot *s;
     char *base;
 
     if ((arena__cold(a)->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra ||
         !index_reserve(a))
         return UINT32_MAX;
+    /* Under a limit, a chunk cut down to the room left (no less than
+     * `least`): what the limit allows then still serves values. */
+    room = arena__backing_room(a);
+    if (cap + extra > room && least < cap) {
+        size_t fit = room > extra ? room - extra : 0;
+        if (fit >= least) {
+            cap = fit;
+            extra = arena__chunk_extra(cap, budget(a));
+        }
+    }
     base = (char *)back_alloc(a, cap + extra);
     if (!base)
         return UINT32_MAX;
@@ -396,6 +513,7 @@ static uint32_t add_chunk(arena *a, size_t cap)
     s->last = arena__cold(a)->batch;
     a->nchunks++;
     arena__cold(a)->retained += cap;
+    note_retained(a);
     return take_spare(a, a->nchunks - 1);
 }
 
@@ -412,8 +530,10 @@ static void drop_chunks_from(arena *a, uint32_t from)
 {
     uint32_t i;
 
-    for (i = from; i < a->nused; i++)
+    for (i = from; i < a->nused; i++) {
         arena__expired(a, i, a->chunks[i].base);
+        arena__cold(a)->counts.inuse -= usable(a, &a->chunks[i]);
+    }
     a->nused = from;
 }
 
@@ -437,6 +557,7 @@ static bool used_now(const arena *a, uint32_t i)
 static uint32_t take_spare(arena *a, uint32_t i)
 {
     slots(a)[i].last = arena__cold(a)->batch;
+    arena__cold(a)->counts.inuse += usable(a, &a->chunks[i]);
     if (i != a->nused) {
         struct entry e = get_entry(a, i);
         move_entries(a, a->nused + 1, a->nused, i - a->nused);
@@ -576,6 +697,10 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
     /* Every size computation below stays clear of SIZE_MAX. */
     if (size > SIZE_MAX - arena__hdr() - 2 * ARENA__GRANULE - align)
         return NULL;
+    if (ARENA__UNLIKELY(a->pending & ARENA__PENDING_OVER)) {
+        refused(a, ARENA_LIMIT_ARENA, size);
+        return NULL;
+    }
     align = arena__placing(a, align);
 
     /* The padding a fresh ARENA_ALIGN-aligned chunk may need for `align`
@@ -596,7 +721,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
             last = slots(a)[i].last;
             i = take_spare(a, i);
         } else {
-            i = add_chunk(a, budget(a));
+            i = add_chunk(a, budget(a), need + arena__hdr());
             if (i == UINT32_MAX)
                 return NULL;
         }
@@ -618,7 +743,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
     if (need > budget(a)) {
         i = use_spare(a, need, need > SIZE_MAX / 2 ? SIZE_MAX : 2 * need);
         if (i == UINT32_MAX) {
-            i = add_chunk(a, need);
+            i = add_chunk(a, need, need);
             if (i == UINT32_MAX) {
                 if (opened)
                     unopen(a, spare, last);
@@ -633,7 +758,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
 
     i = use_spare(a, need, regular_max(a));
     if (i == UINT32_MAX) {
-        i = add_chunk(a, budget(a));
+        i = add_chunk(a, budget(a), need + arena__hdr());
         if (i == UINT32_MAX)
             return NULL;
     }
@@ -644,6 +769,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
 
 placed:
     a->size += size;
+    arena__note_stored(a);
     arena__value_placed(a, &a->chunks[*chunk], p, size);
     return p;
 }
@@ -824,7 +950,8 @@ static void *take_block(arena *a, size_t n)
     char *s, *p, *to, *end;
     bool logged;
 
-    if (!(a->pending & ARENA__PENDING_REUSE) || n > SIZE_MAX / 4)
+    if ((a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) != ARENA__PENDING_REUSE ||
+        n > SIZE_MAX / 4)
         return NULL;
     /* A rewind to a mark taken before this placement must find it. */
     logged = arena__instrumented() && a->saves > a->expired;
@@ -856,6 +983,8 @@ static void *take_block(arena *a, size_t n)
     if (to < end)
         (void)arena__reuse_file(a, to, (size_t)(end - to));
     a->size += n;
+    arena__cold(a)->counts.reused += n;
+    arena__note_stored(a);
     return p;
 }
 
@@ -1000,8 +1129,9 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
             shrink_block(a, p, old_size, new_size);
         return p;
     }
-    if (last && new_size <= (size_t)(lim - p)) {
+    if (last && new_size <= (size_t)(lim - p) && !(a->pending & ARENA__PENDING_OVER)) {
         resize_last(a, p, old_size, new_size);
+        arena__note_stored(a);
         return p;
     }
     q = (char *)take_block(a, new_size);
@@ -1165,6 +1295,7 @@ void arena__release_slow(arena *a)
     uint32_t i;
 
     sync(a);
+    arena__note_stored(a);
     arena__reuse_release(a);
 
     if (a->buf)
@@ -1179,6 +1310,9 @@ void arena__release_slow(arena *a)
     a->chunks = NULL;
     arena__cold(a)->ncap = a->nchunks = a->nused = 0;
     arena__cold(a)->retained = 0;
+    arena__cold(a)->counts.inuse = 0;
+    arena__cold(a)->counts.peak_stored_batch = 0;
+    arena__cold(a)->counts.peak_retained_batch = 0;
     arena__cold(a)->nkeys = arena__cold(a)->born = 0;
     forget_history(a, bufcap);
     a->size = 0;
@@ -1188,6 +1322,7 @@ void arena__release_slow(arena *a)
         arena__buffer_released(a, bufcap);
         attach_buffer(a, bufcap);
     }
+    check_over(a);
 }
 
 /* Keeps the spares that fit `limit` beside the chunks in use (and the
@@ -1372,6 +1507,7 @@ static void end_batch(arena *a)
         flags |= ARENA__OUTGREW_LAST;
     arena__cold(a)->flags = flags;
     arena__cold(a)->batch++;
+    new_batch_counts(a, 1);
 }
 
 /* A reset that keeps what the policy keeps, and at most `retain_limit`. */
@@ -1381,6 +1517,7 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     uint32_t in_use;
 
     sync(a);
+    arena__note_stored(a);
     if (retain_limit == 0)
         arena__reuse_release(a);
     else
@@ -1391,9 +1528,15 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     restore_spares(a, 0, in_use);
     renumber(a);
     most = retention_target(a);
+    retain_limit = limited_retention(a, retain_limit);
     free_spares(a, most < retain_limit ? most : retain_limit, true);
     end_batch(a);
     reopen(a);
+    check_over(a);
+    if (a->pending & ARENA__PENDING_OVER) { /* the index and overhead count too */
+        free_spares(a, 0, false);
+        check_over(a);
+    }
 }
 
 void arena__reset_slow(arena *a) { reset_to_slow(a, SIZE_MAX); }
@@ -1413,6 +1556,7 @@ void arena_trim(arena *a, size_t max_retained)
 {
     sync(a);
     free_spares(a, max_retained, false);
+    check_over(a);
 }
 
 /* ---- Marks ----------------------------------------------------------------------------------
@@ -1574,6 +1718,119 @@ bool arena__rewind(arena *a, arena_mark m)
 }
 
 void arena__rewind_slow(arena *a, arena_mark m) { (void)arena__rewind(a, m); }
+
+/* ---- Limits, counters and names --------------------------------------------------------- */
+
+/* Enters or leaves the state of an arena that holds more than its limit
+ * (ARENA__PENDING_OVER: the window closed, allocations refused), after the
+ * limit or what the arena holds changed.  Requires sync() first. */
+static void check_over(arena *a)
+{
+    const struct arena__cold *c = arena__cold(a);
+    bool over = (c->flags & ARENA__LIMITED) && c->counts.held > c->set.limit;
+    if (over == ((a->pending & ARENA__PENDING_OVER) != 0))
+        return;
+    if (over)
+        a->pending |= ARENA__PENDING_OVER;
+    else
+        a->pending &= ~(uint32_t)ARENA__PENDING_OVER;
+    if (c->lim)
+        set_cursor(a, cursor(a));
+}
+
+/* The retention a reset may keep under the arena's limit. */
+static size_t limited_retention(const arena *a, size_t retain_limit)
+{
+    const struct arena__cold *c = arena__cold(a);
+    if ((c->flags & ARENA__LIMITED) && c->set.limit < retain_limit)
+        return c->set.limit;
+    return retain_limit;
+}
+
+void arena_set_limit(arena *a, size_t limit)
+{
+    sync(a);
+    arena__cold(a)->set.limit = limit;
+    if (limit == SIZE_MAX)
+        arena__cold(a)->flags &= ~(uint32_t)ARENA__LIMITED;
+    else
+        arena__cold(a)->flags |= ARENA__LIMITED;
+    check_over(a);
+}
+
+size_t arena_limit(const arena *a)
+{
+    if (a->lazy || !(arena__cold(a)->flags & ARENA__LIMITED))
+        return SIZE_MAX;
+    return arena__cold(a)->set.limit;
+}
+
+void arena_set_budget(arena *a, arena_budget *b)
+{
+    struct arena__cold *c;
+    wake(a);
+    c = arena__cold(a);
+    if (c->set.budget == b)
+        return;
+    if (c->set.budget)
+        arena__budget_refund(c->set.budget, c->counts.held);
+    c->set.budget = b;
+    if (b && c->counts.held && !arena__budget_charge(b, c->counts.held))
+        arena__budget_force(b, c->counts.held);
+}
+
+void arena_on_limit(arena *a, arena_limit_fn *fn, void *ctx)
+{
+    wake(a);
+    arena__cold(a)->set.on_limit = fn;
+    arena__cold(a)->set.on_limit_ctx = fn ? ctx : NULL;
+}
+
+void arena_set_name(arena *a, const char *name)
+{
+    wake(a);
+    arena__cold(a)->set.name = name;
+}
+
+const char *arena_name(const arena *a) { return a->lazy ? NULL : arena__cold(a)->set.name; }
+
+void arena_get_stats(const arena *a, arena_stats *out)
+{
+    const struct arena__cold *c = arena__cold(a);
+    size_t inuse, room = 0;
+    const char *lim;
+    bool inline_resets = a->spare != ARENA__INLINE_RESETS + 1;
+
+    memset(out, 0, sizeof *out);
+    out->stored = arena_size(a);
+    out->retained = arena_retained(a);
+    out->limit = arena_limit(a);
+    out->chunks = a->nchunks;
+    lim = current_lim(a);
+    if (lim)
+        room = (size_t)(lim - cursor(a));
+    inuse = a->lazy ? a->first.cap : c->counts.inuse;
+    out->waste = inuse - room - out->stored;
+    if (a->lazy) { /* nothing but the inline paths ran since the inline init */
+        out->peak_stored = out->peak_stored_batch = out->stored;
+        out->peak_retained = out->peak_retained_batch = out->retained;
+        return;
+    }
+    out->held = c->counts.held;
+    out->peak_held = c->counts.peak_held;
+    out->reused = c->counts.reused;
+    out->backing_calls = c->counts.calls;
+    out->limit_hits = c->counts.limit_hits;
+    out->resets = c->counts.resets;
+    if (inline_resets && a->spare)
+        out->resets += ARENA__INLINE_RESETS + 1 - a->spare;
+    out->peak_stored = c->counts.peak_stored > out->stored ? c->counts.peak_stored : out->stored;
+    out->peak_stored_batch = inline_resets ? out->stored : c->counts.peak_stored_batch;
+    if (out->peak_stored_batch < out->stored)
+        out->peak_stored_batch = out->stored;
+    out->peak_retained = c->counts.peak_retained;
+    out->peak_retained_batch = inline_resets ? out->retained : c->counts.peak_retained_batch;
+}
 
 size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : arena__cold(a)->retained; }
 

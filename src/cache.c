@@ -73,6 +73,7 @@ struct arena_cache {
     arena_allocator serial;  /* what the arenas and nodes use: `backing` under
                                 back_lock, or malloc */
     pthread_mutex_t back_lock;
+    arena_budget budget;     /* what every arena charges: the group limit, the totals */
 };
 
 /* This thread's slot: an arena recycled into `gen`'s cache, or NULL.  A
@@ -206,6 +207,7 @@ arena_cache *arena_cache_create(const arena_cache_config *config)
         c->serial.ctx = c;
     }
     c->gen = arena__new_gen();
+    arena__budget_init(&c->budget, SIZE_MAX, NULL);
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         arena__back_free(&backing, c, sizeof *c);
         return NULL;
@@ -273,6 +275,7 @@ static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
     if (!n)
         return NULL;
     arena_init_with(&n->a, c->chunk_bytes, &c->serial);
+    arena_set_budget(&n->a, &c->budget);
     n->owner = c;
     n->next = NULL;
     n->state = ACQUIRED;
@@ -333,6 +336,28 @@ void arena_cache_recycle(arena_cache *c, arena *a)
         return;
     }
     stack_push(c, n);
+}
+
+void arena_cache_set_limit(arena_cache *c, size_t limit) { arena_budget_set_limit(&c->budget, limit); }
+
+void arena_cache_set_name(arena_cache *c, const char *name) { c->budget.name = name; }
+
+void arena_cache_get_stats(arena_cache *c, arena_cache_stats *out)
+{
+    const struct node *n;
+    size_t all = 0, spares = 0;
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&c->lock);
+    for (n = c->all.next_all; n != &c->all; n = n->next_all)
+        all++;
+    for (n = c->spare; n; n = n->next)
+        spares++;
+    out->stored = c->nstack;
+    pthread_mutex_unlock(&c->lock);
+    out->arenas = all - spares;
+    out->out = out->arenas - out->stored;
+    out->held = arena_budget_used(&c->budget);
+    out->limit = arena_budget_limit(&c->budget);
 }
 
 size_t arena_cache_count(arena_cache *c)

@@ -24,6 +24,34 @@ struct arena__span {
 #define ARENA__DEAD_SPANS 4
 
 struct arena__reuse;
+struct arena__node;
+
+/* What arena_get_stats() reports beside the arena's own fields: counts kept
+ * on the library's paths only (the inline paths touch none of them). */
+struct arena__counts {
+    size_t held;                /* bytes taken from the backing now: chunks with their
+                                   overhead, the index, the reuse table */
+    size_t peak_held;           /* the most `held` has been since init */
+    size_t inuse;               /* usable capacity of the chunks in use, [0, nused) */
+    size_t peak_stored;         /* the largest arena_size() the library saw since init */
+    size_t peak_stored_batch;   /* ... since the batch began */
+    size_t peak_retained;       /* the largest arena_retained() since init */
+    size_t peak_retained_batch; /* ... since the batch began */
+    uint64_t reused;            /* bytes handed out again from blocks given back */
+    uint64_t calls;             /* calls to the backing allocator (both ways) */
+    uint64_t resets;            /* batches ended by the library (resets, releases) */
+    uint64_t limit_hits;        /* allocations refused by a limit or the backing */
+};
+
+/* Settings an operator gives (limits, names: arena_set_limit() and the like). */
+struct arena__settings {
+    size_t limit;                   /* the arena's limit, when ARENA__LIMITED */
+    const char *name;               /* the caller's string, or NULL */
+    arena_limit_fn *on_limit;       /* NULL: none */
+    void *on_limit_ctx;
+    struct arena_budget *budget;    /* a group limit charged beside, or NULL */
+    struct arena__node *node;       /* its entry in the registry, or NULL */
+};
 
 /* What the library keeps of each chunk beside its entry of the index (see
  * the chunk index in src/arena.c). */
@@ -53,6 +81,8 @@ struct arena__cold {
     uint32_t ndead;                /* spans in `dead` */
     struct arena__span dead[ARENA__DEAD_SPANS]; /* marks expired by rewinds, by serial:
                                                    the latest spans, oldest first */
+    struct arena__counts counts;
+    struct arena__settings set;
 };
 
 /* The arena's bookkeeping.  Access is through this one accessor, which

@@ -90,7 +90,8 @@ void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size)
  * general path, which the fast path agrees with. */
 static bool fast(const arena *a)
 {
-    return !arena__instrumented() && (a->pending & ARENA__PENDING_REUSE);
+    return !arena__instrumented() &&
+           (a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) == ARENA__PENDING_REUSE;
 }
 
 static void *hook_alloc(arena *a, size_t n)
@@ -99,6 +100,8 @@ static void *hook_alloc(arena *a, size_t n)
     void *p;
     if (fast(a) && r != SIZE_MAX && (p = arena__reuse_pop(a, r)) != NULL) {
         a->size += n;
+        arena__cold(a)->counts.reused += n;
+        arena__note_stored(a);
         return p;
     }
     p = arena_alloc_reuse(a, r);
@@ -141,6 +144,8 @@ static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
         memcpy(q, p, r < s ? r : s);
         arena__reuse_push(a, (char *)p, r);
         a->size += new_size - old_size;
+        arena__cold(a)->counts.reused += new_size;
+        arena__note_stored(a);
         return q;
     }
     q = s < r ? arena__shrink_moving(a, p, r, s) : arena_realloc(a, p, r, s);

@@ -7,6 +7,7 @@
 #ifndef ARENA_INTERNAL_H
 #define ARENA_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "arena/arena.h"
@@ -45,8 +46,42 @@ enum {
     ARENA__BUF_OPEN = 2u,    /* instrumented: the caller's buffer is open (after a
                              release) until the arena next stores into it */
     ARENA__OUTGREW = 4u,     /* this batch gave an outgrown chunk back (free_outgrown()) */
-    ARENA__OUTGREW_LAST = 8u /* the last batch did */
+    ARENA__OUTGREW_LAST = 8u, /* the last batch did */
+    ARENA__LIMITED = 16u      /* counts.set.limit applies (arena_set_limit()) */
 };
+
+/* The bit of `pending` that says the arena holds more than its limit
+ * (arena_set_limit()): its window stays closed, and the inline reset and
+ * rewind call the library, which refuses allocations until the arena is
+ * under it again.  (ARENA__PENDING_REUSE: reuse.h.) */
+#define ARENA__PENDING_OVER 4u
+
+/* What the arena takes from and gives back to its backing allocator, counted
+ * and limited (arena_set_limit(), arena_set_budget()): NULL when a limit or
+ * the backing refuses (the callback told).  Every backing call of an arena
+ * goes through these two. */
+ARENA__HIDDEN void *arena__take_backing(arena *a, size_t n);
+ARENA__HIDDEN void arena__give_backing(arena *a, void *p, size_t n);
+/* The peaks of arena_size() (arena_get_stats()), after the library placed a
+ * value or before a batch ends. */
+ARENA__HIDDEN void arena__note_stored(arena *a);
+/* What a limit leaves for a new request (SIZE_MAX: no limit). */
+ARENA__HIDDEN size_t arena__backing_room(const arena *a);
+
+/* A group limit (budget.c); the cache embeds one. */
+struct arena_budget {
+    _Atomic size_t used;
+    _Atomic size_t limit;
+    const char *name;
+};
+ARENA__HIDDEN void arena__budget_init(arena_budget *b, size_t limit, const char *name);
+
+/* Group limits (budget.c): charge `n` bytes (false, nothing charged, when
+ * that would cross the limit), give them back, and the room left. */
+ARENA__HIDDEN bool arena__budget_charge(arena_budget *b, size_t n);
+ARENA__HIDDEN void arena__budget_refund(arena_budget *b, size_t n);
+ARENA__HIDDEN size_t arena__budget_room(const arena_budget *b);
+ARENA__HIDDEN void arena__budget_force(arena_budget *b, size_t n); /* past the limit */
 
 /* ---- Arithmetic --------------------------------------------------------------- */
 

@@ -236,7 +236,7 @@ static struct arena__reuse *table(arena *a)
     struct arena__cold *c = arena__cold(a);
     if (!c->reuse && !(c->flags & ARENA__FIXED)) {
         size_t cap = arena__instrumented() ? LOG_CAP : 0;
-        c->reuse = (struct arena__reuse *)arena__back_alloc(&c->backing, table_bytes(cap));
+        c->reuse = (struct arena__reuse *)arena__take_backing(a, table_bytes(cap));
         if (c->reuse) {
             memset(c->reuse, 0, sizeof *c->reuse);
             c->reuse->caplog = cap;
@@ -433,6 +433,6 @@ void arena__reuse_release(arena *a)
     a->pending &= ~(uint32_t)ARENA__PENDING_REUSE;
     if (!c->reuse)
         return;
-    arena__back_free(&c->backing, c->reuse, table_bytes(c->reuse->caplog));
+    arena__give_backing(a, c->reuse, table_bytes(c->reuse->caplog));
     c->reuse = NULL;
 }

@@ -235,3 +235,24 @@ size_t arena_shared_retained(arena_shared *s)
     pthread_mutex_unlock(&s->lock);
     return n;
 }
+
+void arena_shared_set_limit(arena_shared *s, size_t limit)
+{
+    pthread_mutex_lock(&s->lock);
+    arena_set_limit(&s->inner, limit);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void arena_shared_set_name(arena_shared *s, const char *name)
+{
+    pthread_mutex_lock(&s->lock);
+    arena_set_name(&s->inner, name);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void arena_shared_get_stats(arena_shared *s, arena_stats *out)
+{
+    pthread_mutex_lock(&s->lock);
+    arena_get_stats(&s->inner, out);
+    pthread_mutex_unlock(&s->lock);
+}

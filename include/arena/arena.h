@@ -593,6 +593,125 @@ static inline void *arena_ref_ptr(const arena *a, arena_ref r);
  *  (and, in a checked build, after a report as arena_ref_ptr()). */
 static inline const char *arena_ref_str(const arena *a, arena_ref r);
 
+/* ---- Limits, counters and names ---------------------------------------------------- */
+
+/** A group limit: one byte budget that several arenas (every arena of an
+ *  arena_cache, say) charge what they take from their backing allocators
+ *  against, beside each arena's own limit.  Opaque and thread-safe: arenas
+ *  on many threads charge it at once, and nothing they hold together ever
+ *  exceeds its limit.  See arena_budget_create() in thread.h. */
+typedef struct arena_budget arena_budget;
+
+/** Why an allocation was refused (arena_limit_event.cause). */
+typedef enum arena_limit_cause {
+    ARENA_LIMIT_ARENA = 1, /**< the arena's own limit (arena_set_limit()) */
+    ARENA_LIMIT_BUDGET,    /**< the group limit it charges (arena_set_budget()) */
+    ARENA_LIMIT_BACKING    /**< the backing allocator returned NULL */
+} arena_limit_cause;
+
+/** What an allocation that a limit (or the backing allocator) refused
+ *  asked for, as arena_on_limit()'s callback gets it. */
+typedef struct arena_limit_event {
+    const struct arena *arena; /**< the arena whose allocation failed */
+    const char *name;          /**< its name (arena_set_name()), or NULL */
+    arena_limit_cause cause;   /**< which limit said no */
+    const char *limit_name;    /**< the budget's name for ARENA_LIMIT_BUDGET, else `name` */
+    size_t limit;              /**< that limit, in bytes (SIZE_MAX: the backing's failure) */
+    size_t held;               /**< what the limited party held then, in bytes */
+    size_t asked;              /**< the bytes the arena asked of its backing */
+} arena_limit_event;
+
+/** A callback told of each refusal: it may log, count, or note that the
+ *  request should be shed; it must not call any function on the arena
+ *  (the allocation that failed is under way).  Runs in the thread that
+ *  allocated. */
+typedef void arena_limit_fn(const arena_limit_event *event, void *ctx);
+
+/**
+ * Limits what the arena holds to `limit` bytes: everything it takes from its
+ * backing allocator (chunks with their overhead, oversized values, and its
+ * bookkeeping: the chunk index and the reuse table); the caller's buffer
+ * of arena_init_buffer() is not taken, and does not count.  SIZE_MAX: no
+ * limit (the default).
+ *
+ * Enforced at the byte: a new chunk is cut down to the room left under the
+ * limit (to no less than the value that needs it), so an allocation fails
+ * only when no memory the limit allows could hold it, and then it returns
+ * NULL with the arena unchanged, as on out-of-memory (arena_on_limit() is
+ * told).  The inline fast path is unchanged: it stores into chunks already
+ * held.  A limit below what the arena holds already frees nothing: every
+ * allocation (inline ones included) fails until a reset, arena_reset_to(),
+ * arena_trim() or release brings the arena under it; a reset then keeps
+ * at most the limit's worth of chunks.  0 refuses every allocation that
+ * needs memory.  The limit stays through resets, rewinds (it is not part of
+ * a mark) and releases.  Never fails; O(1).
+ */
+ARENA_API void arena_set_limit(arena *a, size_t limit);
+
+/** The arena's limit (arena_set_limit()); SIZE_MAX when none. */
+ARENA_API size_t arena_limit(const arena *a);
+
+/** Charges what the arena takes from its backing from now on (and what it
+ *  holds already) against the group limit `b` (NULL: none), which must
+ *  outlive the arena or be detached (arena_set_budget(a, NULL)) first.  A
+ *  charge that would cross the budget's limit fails as the arena's own
+ *  limit does, but only new memory is refused: values still fit the chunks
+ *  the arena holds.  The bytes go back to the budget as the arena frees
+ *  chunks.  Never fails. */
+ARENA_API void arena_set_budget(arena *a, arena_budget *b);
+
+/** Installs `fn` (with `ctx`; NULL: none) to be told of every allocation of
+ *  this arena that a limit or the backing allocator refuses (see
+ *  arena_limit_event).  Neither is misuse: the allocation returns NULL
+ *  either way, as it does without a callback.  Kept through resets and
+ *  releases. */
+ARENA_API void arena_on_limit(arena *a, arena_limit_fn *fn, void *ctx);
+
+/** Names the arena for reports and limit events: `name` is the caller's
+ *  string, which must stay valid while the arena uses it (no copy is made,
+ *  nothing is allocated); NULL clears it.  A name set again replaces the
+ *  last.  Kept through resets and releases.  O(1). */
+ARENA_API void arena_set_name(arena *a, const char *name);
+
+/** The arena's name, or NULL. */
+ARENA_API const char *arena_name(const arena *a);
+
+/** A snapshot of an arena's counters (arena_get_stats()).  All in bytes but
+ *  for the counts of events. */
+typedef struct arena_stats {
+    size_t stored;              /**< arena_size() */
+    size_t retained;            /**< arena_retained() */
+    size_t held;                /**< taken from the backing allocator now: chunks
+                                     with their overhead, and bookkeeping */
+    size_t waste;               /**< of the chunks in use, what holds no value:
+                                     chunk tails, alignment padding, blocks given
+                                     back and not reused yet */
+    size_t limit;               /**< arena_limit() */
+    size_t peak_stored;         /**< the largest `stored` since init ... */
+    size_t peak_stored_batch;   /**< ... and since the batch began (see below) */
+    size_t peak_retained;       /**< the largest `retained` since init ... */
+    size_t peak_retained_batch; /**< ... and since the batch began */
+    size_t peak_held;           /**< the largest `held` since init */
+    uint64_t chunks;            /**< chunks held (in use and spare) */
+    uint64_t reused;            /**< bytes handed out again from blocks given back */
+    uint64_t backing_calls;     /**< calls to the backing allocator, both ways */
+    uint64_t resets;            /**< batches ended by a reset or arena_reset_to() */
+    uint64_t limit_hits;        /**< allocations refused (arena_on_limit()) */
+    uint64_t reserved[4];       /**< zero; room for later counters */
+} arena_stats;
+
+/**
+ * Fills `*out` with the arena's counters: O(1), reads only (one thread at a
+ * time, as every use of the arena).  Every figure is exact, but for the
+ * peaks of `stored`: those are the largest arena_size() after each value
+ * the library places (an allocation that misses the inline window, takes a
+ * block given back, or grows a value), when a batch ends (reset, release),
+ * and now; values that the inline paths store and a rewind forgets before
+ * any of those (a scope that stays within its chunk) may escape them.
+ * Instrumented builds have no inline paths: there they are exact.
+ */
+ARENA_API void arena_get_stats(const arena *a, arena_stats *out);
+
 /* ---- Checks ------------------------------------------------------------------------- */
 
 /** Walks the arena's bookkeeping and reports the first inconsistency through

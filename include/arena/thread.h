@@ -29,6 +29,37 @@
 extern "C" {
 #endif
 
+/* ---- Group limits ------------------------------------------------------------------ */
+
+/**
+ * A group limit (arena_budget, arena.h) of `limit` bytes (SIZE_MAX: none,
+ * a counter only), named `name` (the caller's string, kept alive while the
+ * budget is; NULL: none) for limit events and reports.  Arenas charge it
+ * through arena_set_budget().  NULL on out-of-memory.  Thread-safe: any
+ * number of arenas on any threads charge one budget at once, and what they
+ * hold together never exceeds its limit (a charge that would cross it
+ * fails whole).  Destroy it after every arena charging it is released or
+ * detached.
+ */
+ARENA__NODISCARD ARENA_API arena_budget *arena_budget_create(size_t limit, const char *name);
+
+/** Frees a budget.  NULL does nothing. */
+ARENA_API void arena_budget_destroy(arena_budget *b);
+
+/** Changes the limit: charges already made stay (the budget may then be
+ *  above it; later charges fail until it comes under).  Thread-safe. */
+ARENA_API void arena_budget_set_limit(arena_budget *b, size_t limit);
+
+/** The limit (SIZE_MAX: none).  Thread-safe. */
+ARENA_API size_t arena_budget_limit(const arena_budget *b);
+
+/** The bytes charged now: what the arenas charging it hold from their
+ *  backing allocators.  Thread-safe (a moment old under concurrent use). */
+ARENA_API size_t arena_budget_used(const arena_budget *b);
+
+/** The name given at creation. */
+ARENA_API const char *arena_budget_name(const arena_budget *b);
+
 /* ---- Arena cache ------------------------------------------------------------ */
 
 /** An opaque, thread-safe store of reset arenas. */
@@ -116,6 +147,36 @@ ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
  *  slots, nor the structs of released ones).  Thread-safe; a snapshot, for
  *  monitoring and tests. */
 ARENA_API size_t arena_cache_count(arena_cache *c);
+
+/** A snapshot of a cache (arena_cache_get_stats()). */
+typedef struct arena_cache_stats {
+    size_t arenas;      /**< arenas the cache holds (made, and not freed) */
+    size_t out;         /**< of them, not in the shared store: acquired, or
+                             waiting in a thread's slot for its next acquire */
+    size_t stored;      /**< in the shared store (arena_cache_count()) */
+    size_t held;        /**< bytes all its arenas hold from the backing now */
+    size_t limit;       /**< arena_cache_set_limit() (SIZE_MAX: none) */
+    size_t reserved[3]; /**< zero; room for later figures */
+} arena_cache_stats;
+
+/** A group limit over every arena of the cache: what they hold together
+ *  from the backing allocator (chunks, bookkeeping) stays at or below
+ *  `limit` bytes (SIZE_MAX: none, the default), under any number of
+ *  threads; an allocation that would cross it fails as an arena's own
+ *  limit does (arena_set_limit(), arena_on_limit() with
+ *  ARENA_LIMIT_BUDGET), beside each arena's own limit.  The arenas charge
+ *  the cache's budget (arena_set_budget() on one of them replaces it).
+ *  Lowering it frees nothing.  Thread-safe. */
+ARENA_API void arena_cache_set_limit(arena_cache *c, size_t limit);
+
+/** Names the cache (the caller's string; NULL: none), for reports and the
+ *  limit events of the cache's limit.  Set it before threads use the cache. */
+ARENA_API void arena_cache_set_name(arena_cache *c, const char *name);
+
+/** Fills `*out` with the cache's figures: counts under the cache's lock,
+ *  `held` from the cache's budget.  Thread-safe; a moment old under
+ *  concurrent use.  O(arenas). */
+ARENA_API void arena_cache_get_stats(arena_cache *c, arena_cache_stats *out);
 
 /* ---- Scratch arenas ------------------------------------------------------------ */
 
@@ -228,6 +289,19 @@ ARENA_API void arena_shared_reset(arena_shared *s, size_t retain_limit);
 
 /** Capacity of the chunks held, in bytes.  Thread-safe (a snapshot). */
 ARENA_API size_t arena_shared_retained(arena_shared *s);
+
+/** arena_set_limit() on the shared arena (the arena its threads' runs come
+ *  from): what it holds stays at or below `limit` bytes.  A thread whose run
+ *  cannot be refilled under the limit gets NULL.  Thread-safe. */
+ARENA_API void arena_shared_set_limit(arena_shared *s, size_t limit);
+
+/** Names the shared arena (the caller's string; NULL: none).  Thread-safe. */
+ARENA_API void arena_shared_set_name(arena_shared *s, const char *name);
+
+/** arena_get_stats() of the shared arena, under its lock: `stored` counts
+ *  the runs threads claimed (values and the unused rest of each run).
+ *  Thread-safe; a moment old under concurrent use. */
+ARENA_API void arena_shared_get_stats(arena_shared *s, arena_stats *out);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,7 @@ struct arena__chunk {
  * library's own (src/cold.h) and may change in any 2.x release; only its
  * size and alignment are ABI, and they leave room for what later releases
  * add.  Internal. */
-#define ARENA__COLD_BYTES 384
+#define ARENA__COLD_BYTES 512
 
 /* The storage of `cold`: bytes, aligned for anything the library keeps
  * there.  Internal. */

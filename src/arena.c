@@ -71,7 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena/thread.h"
+#include "arena/report.h"
 #include "reuse.h"
 
 /* Size-0 results at alignments up to ZERO_ALIGN point here (see
@@ -339,6 +339,15 @@ static void wake(arena *a)
 /* wake() for the functions that take a const arena: an arena whose `lazy`
  * is set was written by arena_init_buffer(), so it is not a const object,
  * and writing its cold part changes nothing they report. */
+void arena__wake(arena *a) { wake(a); }
+
+/* A registered arena's record gets its counters (arena/report.h). */
+static void published(arena *a)
+{
+    if (ARENA__UNLIKELY(arena__cold(a)->set.node != NULL))
+        arena__publish(a);
+}
+
 static void wake_const(const arena *a) { wake((arena *)(uintptr_t)a); }
 
 /* Folds the bytes the inline paths stored since the window opened into
@@ -770,6 +779,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
 placed:
     a->size += size;
     arena__note_stored(a);
+    published(a);
     arena__value_placed(a, &a->chunks[*chunk], p, size);
     return p;
 }
@@ -985,6 +995,7 @@ static void *take_block(arena *a, size_t n)
     a->size += n;
     arena__cold(a)->counts.reused += n;
     arena__note_stored(a);
+    published(a);
     return p;
 }
 
@@ -1296,6 +1307,8 @@ void arena__release_slow(arena *a)
 
     sync(a);
     arena__note_stored(a);
+    if (arena__cold(a)->set.node)
+        arena_unregister(a);
     arena__reuse_release(a);
 
     if (a->buf)
@@ -1537,6 +1550,7 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
         free_spares(a, 0, false);
         check_over(a);
     }
+    published(a);
 }
 
 void arena__reset_slow(arena *a) { reset_to_slow(a, SIZE_MAX); }
@@ -1756,6 +1770,7 @@ void arena_set_limit(arena *a, size_t limit)
     else
         arena__cold(a)->flags |= ARENA__LIMITED;
     check_over(a);
+    published(a);
 }
 
 size_t arena_limit(const arena *a)
@@ -1790,6 +1805,7 @@ void arena_set_name(arena *a, const char *name)
 {
     wake(a);
     arena__cold(a)->set.name = name;
+    published(a);
 }
 
 const char *arena_name(const arena *a) { return a->lazy ? NULL : arena__cold(a)->set.name; }

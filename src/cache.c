@@ -47,6 +47,7 @@
 #include <stdlib.h>
 
 #include "arena/thread.h"
+#include "arena/report.h"
 #include "thread_state.h"
 
 enum { ACQUIRED = 1, STACKED, PARKED, RELEASED };
@@ -74,6 +75,7 @@ struct arena_cache {
                                 back_lock, or malloc */
     pthread_mutex_t back_lock;
     arena_budget budget;     /* what every arena charges: the group limit, the totals */
+    struct arena__node *node; /* its record in the registry (report.h), under lock */
 };
 
 /* This thread's slot: an arena recycled into `gen`'s cache, or NULL.  A
@@ -230,6 +232,7 @@ void arena_cache_destroy(arena_cache *c)
     arena_allocator backing;
     if (!c)
         return;
+    arena__unregister_object(c->node); /* first: the report reads the cache */
     pthread_mutex_lock(&registry_lock);
     for (link = &registry; *link != c; link = &(*link)->next_live)
         ;
@@ -253,6 +256,7 @@ void arena_cache_destroy(arena_cache *c)
 static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
 {
     struct node *n;
+    struct arena__node *parent;
 
     pthread_mutex_lock(&c->lock);
     n = c->stack;
@@ -264,9 +268,12 @@ static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
         if (n)
             c->spare = n->next;
     }
+    parent = c->node;
     if (n) {
         n->state = ACQUIRED;
         pthread_mutex_unlock(&c->lock);
+        if (parent)
+            (void)arena__register_under(&n->a, parent); /* a released one left */
         return &n->a;
     }
     pthread_mutex_unlock(&c->lock);
@@ -285,6 +292,8 @@ static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
     c->all.next_all->prev_all = n;
     c->all.next_all = n;
     pthread_mutex_unlock(&c->lock);
+    if (parent)
+        (void)arena__register_under(&n->a, parent);
     return &n->a;
 }
 
@@ -341,6 +350,30 @@ void arena_cache_recycle(arena_cache *c, arena *a)
 void arena_cache_set_limit(arena_cache *c, size_t limit) { arena_budget_set_limit(&c->budget, limit); }
 
 void arena_cache_set_name(arena_cache *c, const char *name) { c->budget.name = name; }
+
+const char *arena__cache_name(arena_cache *c) { return c->budget.name; }
+
+bool arena_cache_register(arena_cache *c)
+{
+    struct arena__node *n;
+    pthread_mutex_lock(&c->lock);
+    n = c->node;
+    pthread_mutex_unlock(&c->lock);
+    if (n)
+        return true;
+    n = arena__register_object(1, c);
+    if (!n)
+        return false;
+    pthread_mutex_lock(&c->lock);
+    if (c->node) { /* another thread registered it meanwhile */
+        pthread_mutex_unlock(&c->lock);
+        arena__unregister_object(n);
+        return true;
+    }
+    c->node = n;
+    pthread_mutex_unlock(&c->lock);
+    return true;
+}
 
 void arena_cache_get_stats(arena_cache *c, arena_cache_stats *out)
 {

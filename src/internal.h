@@ -62,6 +62,20 @@ enum {
  * goes through these two. */
 ARENA__HIDDEN void *arena__take_backing(arena *a, size_t n);
 ARENA__HIDDEN void arena__give_backing(arena *a, void *p, size_t n);
+/* The registry (report.c).  arena__publish() copies a registered arena's
+ * counters to its record; the arena's own paths call it through
+ * arena__published(), which costs a registered arena's pointer test only. */
+struct arena__node;
+struct arena_cache;
+struct arena_shared;
+ARENA__HIDDEN void arena__publish(arena *a);
+ARENA__HIDDEN bool arena__register_under(arena *a, struct arena__node *parent);
+ARENA__HIDDEN struct arena__node *arena__register_object(int cache, void *obj);
+ARENA__HIDDEN void arena__unregister_object(struct arena__node *n);
+ARENA__HIDDEN void arena__wake(arena *a);
+ARENA__HIDDEN const char *arena__cache_name(struct arena_cache *c);
+ARENA__HIDDEN const char *arena__shared_name(struct arena_shared *s);
+
 /* The peaks of arena_size() (arena_get_stats()), after the library placed a
  * value or before a batch ends. */
 ARENA__HIDDEN void arena__note_stored(arena *a);

@@ -36,6 +36,7 @@
 
 #include "arena/thread.h"
 #include "instrument.h"
+#include "arena/report.h"
 #include "thread_state.h"
 
 #define RUN_SLOTS     4
@@ -62,7 +63,8 @@ struct arena_shared {
     /* cppcheck-suppress unusedStructMember ; padding on purpose */
     char pad[64]; /* keeps the lock's cache line away from the fields above */
     pthread_mutex_t lock;
-    arena inner; /* under lock */
+    arena inner;              /* under lock */
+    struct arena__node *node; /* its record in the registry (report.h), under lock */
 };
 
 static ARENA__TLS struct run tls_runs[RUN_SLOTS];
@@ -115,6 +117,7 @@ void arena_shared_destroy(arena_shared *s)
     arena_allocator b;
     if (!s)
         return;
+    arena__unregister_object(s->node); /* first: the report reads the arena */
     b = arena__cold(&s->inner)->backing;
     arena_release(&s->inner);
     pthread_mutex_destroy(&s->lock);
@@ -255,4 +258,35 @@ void arena_shared_get_stats(arena_shared *s, arena_stats *out)
     pthread_mutex_lock(&s->lock);
     arena_get_stats(&s->inner, out);
     pthread_mutex_unlock(&s->lock);
+}
+
+const char *arena__shared_name(arena_shared *s)
+{
+    const char *name;
+    pthread_mutex_lock(&s->lock);
+    name = arena_name(&s->inner);
+    pthread_mutex_unlock(&s->lock);
+    return name;
+}
+
+bool arena_shared_register(arena_shared *s)
+{
+    struct arena__node *n;
+    pthread_mutex_lock(&s->lock);
+    n = s->node;
+    pthread_mutex_unlock(&s->lock);
+    if (n)
+        return true;
+    n = arena__register_object(0, s);
+    if (!n)
+        return false;
+    pthread_mutex_lock(&s->lock);
+    if (s->node) {
+        pthread_mutex_unlock(&s->lock);
+        arena__unregister_object(n);
+        return true;
+    }
+    s->node = n;
+    pthread_mutex_unlock(&s->lock);
+    return true;
 }

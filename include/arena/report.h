@@ -1,0 +1,71 @@
+/*
+ * libarena: the registry of named arenas, and the report of what they hold.
+ *
+ * Opt-in: an arena, cache or shared arena appears in the report once it is
+ * registered, and leaves it when it is released (or destroyed, or
+ * unregistered).  A program that registers nothing pays nothing; a
+ * registered arena publishes its counters (arena_get_stats()) at the
+ * library's calls (an allocation that misses the inline window, a reset, a
+ * release, arena_get_stats()), a few relaxed atomic stores, so the report,
+ * which any thread may ask for at any time, reads figures that may be a
+ * moment old and never tears one.  The arenas of a registered cache are
+ * registered under it as they are made; everything else is at the top.
+ *
+ * Registration allocates a small record from the C heap (not from the
+ * arena's backing: it is not counted in `held` or any limit).  This header
+ * includes only thread.h (hence arena.h), and is usable from C++.
+ */
+#ifndef ARENA_REPORT_H
+#define ARENA_REPORT_H
+
+#include "arena/thread.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Registers `a` for the report (again: nothing).  It stays registered until
+ *  arena_release() (or arena_unregister()).  False on out-of-memory (then
+ *  not registered).  The arena's thread calls it, as every use of the
+ *  arena; the registry itself is thread-safe. */
+ARENA_API bool arena_register(arena *a);
+
+/** Takes `a` out of the report (not registered: nothing).  The arena's
+ *  thread calls it. */
+ARENA_API void arena_unregister(arena *a);
+
+/** Registers a cache, and every arena it makes from now on under it, until
+ *  arena_cache_destroy().  False on out-of-memory.  Thread-safe. */
+ARENA_API bool arena_cache_register(arena_cache *c);
+
+/** Registers a shared arena until arena_shared_destroy().  False on
+ *  out-of-memory.  Thread-safe. */
+ARENA_API bool arena_shared_register(arena_shared *s);
+
+/** arena_report()'s formats. */
+enum {
+    ARENA_REPORT_TEXT = 0, /**< aligned columns, one line per entry, children indented */
+    ARENA_REPORT_JSON = 1  /**< one JSON object: {"entries": [ ... ]}, children nested */
+};
+
+/**
+ * Writes the report of every registered entry into `buf` (`len` bytes):
+ * for each its kind, name, and counters (stored, retained, held, limit,
+ * peak held, resets, limit hits; a cache's arenas and arenas out), as
+ * `format` says.  Truncated to fit, always NUL-terminated when len > 0
+ * (buf may be NULL when len is 0).  Returns the length of the whole report
+ * (without the NUL), which may exceed len - 1: call again with a buffer of
+ * that size plus one.  Thread-safe, while other threads allocate, register
+ * and release.  O(entries).
+ */
+ARENA_API size_t arena_report(char *buf, size_t len, int format);
+
+/** arena_report() to a `FILE *` (given as `void *`, so that this header need
+ *  not include <stdio.h>).  0, or -1 when writing fails. */
+ARENA_API int arena_report_file(void *stream, int format);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARENA_REPORT_H */

@@ -52,6 +52,9 @@ inline bool failed(arena_ref r) { return arena_ref_empty(r); }
 
 namespace bench {
 void return_memory() { malloc_trim(0); }
+#if HAVE_PMR
+void register_cxx(); // bench_cxx.cc: the C++ layer
+#endif
 } // namespace bench
 
 using namespace bench;
@@ -711,5 +714,8 @@ int main(int argc, char **argv)
     register_ingest();
     register_threads_arena();
     register_clients_arena();
+#if HAVE_PMR
+    register_cxx();
+#endif
     return run_main(argc, argv);
 }

@@ -1,0 +1,138 @@
+/*
+ * The C++ layer (arena/arena.hpp) in bench_arena: std::pmr containers over
+ * libarena::resource against the standard library's resources, and
+ * libarena::pool<T> beside the C pool's rows (the wrapper must cost nothing)
+ * and new/delete.
+ */
+#include <arena/arena.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory_resource>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "workloads.h"
+
+using namespace bench;
+using benchmark::State;
+
+namespace bench {
+void register_cxx();
+}
+
+namespace {
+
+// Elements per container: a batch, as the other rows keep live.
+constexpr size_t kElems = kBatch;
+
+// How each resource is used for a batch: made once, `end()` after each
+// container is dropped (the arena's reset, the monotonic resource's release).
+struct ArenaRes {
+    libarena::arena a;
+    libarena::resource r{a};
+    std::pmr::memory_resource *get() { return &r; }
+    void end() { a.reset(); }
+};
+struct MonotonicRes {
+    std::pmr::monotonic_buffer_resource r{65536};
+    std::pmr::memory_resource *get() { return &r; }
+    void end() { r.release(); }
+};
+struct PoolRes {
+    std::pmr::unsynchronized_pool_resource r;
+    std::pmr::memory_resource *get() { return &r; }
+    void end() {}
+};
+struct DefaultRes {
+    std::pmr::memory_resource *get() { return std::pmr::new_delete_resource(); }
+    void end() {}
+};
+
+// A std::pmr::vector<std::pmr::string> of kElems strings of 16..47 bytes
+// (none fits the small-string buffer), grown one push_back at a time, then
+// dropped.
+template <class Res> void vector_of_strings(State &st)
+{
+    Res res;
+    const std::string text(64, 'v');
+    size_t n = opaque(kElems);
+    for (auto _ : st) {
+        {
+            std::pmr::vector<std::pmr::string> v(res.get());
+            for (size_t i = 0; i < n; i++)
+                v.emplace_back(text.data(), 16 + (i & 31));
+            benchmark::DoNotOptimize(v.data());
+        }
+        res.end();
+    }
+}
+
+// A std::pmr::map<uint64_t, uint64_t> of kElems entries inserted in a
+// scattered order, then dropped.
+template <class Res> void map_of_ints(State &st)
+{
+    Res res;
+    size_t n = opaque(kElems);
+    for (auto _ : st) {
+        {
+            std::pmr::map<uint64_t, uint64_t> m(res.get());
+            for (uint64_t i = 0; i < n; i++)
+                m.emplace((i * 2654435761u) & 0xffffffu, i);
+            benchmark::DoNotOptimize(&m);
+        }
+        res.end();
+    }
+}
+
+template <class Res> void pmr_rows(const char *impl, const char *label)
+{
+    add(std::string("cxx/vector_string/") + impl, label, kElems, vector_of_strings<Res>);
+    add(std::string("cxx/map/") + impl, label, kElems, map_of_ints<Res>);
+}
+
+// The pool rows' objects: `N` bytes at the alignment the C pool's rows ask.
+template <size_t N> struct alignas(std::max_align_t) Obj {
+    unsigned char b[N];
+};
+
+template <size_t N> void pool_cxx_rows()
+{
+    for (bool rolling : {false, true})
+        for (size_t cap : kPoolCaps) {
+            add(pool_name(rolling, N, cap, "arena_pool_cxx"), "libarena::pool<T> (C++)", 2.0 * cap,
+                [rolling, cap](State &st) {
+                    libarena::pool<Obj<N>> p(opaque(cap));
+                    auto take = [&] { return static_cast<void *>(p.allocate()); };
+                    auto give = [&](void *q) { p.deallocate(static_cast<Obj<N> *>(q)); };
+                    if (rolling)
+                        pool_rolling(st, cap, take, give);
+                    else
+                        pool_batch(st, cap, take, give);
+                });
+            add(pool_name(rolling, N, cap, "new_delete"), "new/delete (glibc)", 2.0 * cap,
+                [rolling, cap](State &st) {
+                    auto take = [] { return static_cast<void *>(new Obj<N>); };
+                    auto give = [](void *q) { delete static_cast<Obj<N> *>(q); };
+                    if (rolling)
+                        pool_rolling(st, cap, take, give);
+                    else
+                        pool_batch(st, cap, take, give);
+                });
+        }
+}
+
+} // namespace
+
+void bench::register_cxx()
+{
+    pmr_rows<ArenaRes>("arena_resource", "libarena::resource");
+    pmr_rows<MonotonicRes>("pmr_monotonic", "std::pmr::monotonic_buffer_resource");
+    pmr_rows<PoolRes>("pmr_pool", "std::pmr::unsynchronized_pool_resource");
+    pmr_rows<DefaultRes>("glibc", "std::pmr::new_delete_resource (glibc)");
+    static_assert(kPoolSizes[0] == 16 && kPoolSizes[1] == 256, "Obj<N> for each pool size");
+    pool_cxx_rows<16>();
+    pool_cxx_rows<256>();
+}

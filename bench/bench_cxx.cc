@@ -36,6 +36,12 @@ struct ArenaRes {
     std::pmr::memory_resource *get() { return &r; }
     void end() { a.reset(); }
 };
+struct ArenaMonotonicRes {
+    libarena::arena a;
+    libarena::monotonic_resource r{a};
+    std::pmr::memory_resource *get() { return &r; }
+    void end() { a.reset(); }
+};
 struct MonotonicRes {
     std::pmr::monotonic_buffer_resource r{65536};
     std::pmr::memory_resource *get() { return &r; }
@@ -129,6 +135,7 @@ template <size_t N> void pool_cxx_rows()
 void bench::register_cxx()
 {
     pmr_rows<ArenaRes>("arena_resource", "libarena::resource");
+    pmr_rows<ArenaMonotonicRes>("arena_monotonic", "libarena::monotonic_resource");
     pmr_rows<MonotonicRes>("pmr_monotonic", "std::pmr::monotonic_buffer_resource");
     pmr_rows<PoolRes>("pmr_pool", "std::pmr::unsynchronized_pool_resource");
     pmr_rows<DefaultRes>("glibc", "std::pmr::new_delete_resource (glibc)");

@@ -135,8 +135,9 @@ def targets(rows):
             t.append(("threads: scales (CPU per value at 2 threads <= 1.25x of 1)", "threads/2",
                       impl, None, ""))
     for g in ("cxx/vector_string", "cxx/map"):
-        faster("C++: libarena::resource ahead of std::pmr::monotonic_buffer_resource", g,
-               "arena_resource", "pmr_monotonic", 1.0)
+        for impl in ("arena_resource", "arena_monotonic"):
+            faster("C++: libarena's resources ahead of std::pmr::monotonic_buffer_resource", g,
+                   impl, "pmr_monotonic", 1.0)
     for name in rows.order:
         if name.startswith("pool/") and name.endswith("/arena_pool_cxx"):
             g = name.rsplit("/", 1)[0]

@@ -367,6 +367,33 @@ static void test_resource_out_of_memory(void **)
     assert_true(v.empty());
 }
 
+static void test_monotonic_resource(void **)
+{
+    libarena::arena a;
+    libarena::monotonic_resource r(a);
+    assert_ptr_equal(r.get(), a.get());
+    assert_true(r.is_equal(r));
+    libarena::resource other(a);
+    assert_false(r.is_equal(other));
+    std::size_t news = heap_news;
+    {
+        std::pmr::vector<std::pmr::string> v(&r);
+        for (int k = 0; k < 100; k++)
+            v.emplace_back(50, char('a' + k % 26));
+        std::pmr::map<int, std::pmr::string> m(&r);
+        for (int k = 0; k < 100; k++)
+            m.emplace(k, v[static_cast<std::size_t>(k)]);
+        assert_true(m[25].size() == 50 && m[25][49] == 'z');
+    }
+    assert_int_equal(heap_news, news);
+    std::size_t kept = a.size(); // nothing given back: it waits for the reset
+    assert_true(kept >= 200 * 51);
+    void *p = r.allocate(64, 128);
+    assert_true(aligned(p, 128));
+    a.reset();
+    assert_int_equal(a.size(), 0);
+}
+
 // ---- libarena::allocator<T> ----------------------------------------------------------------
 
 template <class T> using arena_vector = std::vector<T, libarena::allocator<T>>;
@@ -521,6 +548,7 @@ int main()
         cmocka_unit_test(test_resource_reuse),
         cmocka_unit_test(test_resource_alignment_and_equality),
         cmocka_unit_test(test_resource_out_of_memory),
+        cmocka_unit_test(test_monotonic_resource),
         cmocka_unit_test(test_allocator_containers),
         cmocka_unit_test(test_allocator_traits),
         cmocka_unit_test(test_scratch_scope),

@@ -11,6 +11,7 @@
  *   libarena::current_scope  a guard that makes an arena current (arena_cur_* hooks)
  *   libarena::pool<T>        the fixed-capacity pool, typed
  *   libarena::resource       a std::pmr::memory_resource over an arena
+ *   libarena::monotonic_resource  the same without reuse: deallocation does nothing
  *   libarena::allocator<T>   an allocator over an arena, for non-pmr containers
  *
  * Contracts are the C API's: an arena, a pool or a resource is not
@@ -327,6 +328,42 @@ protected:
     {
         arena_free(a_, p, bytes);
     }
+    bool do_is_equal(const std::pmr::memory_resource &o) const noexcept override
+    {
+        return this == &o;
+    }
+
+private:
+    ::arena *a_;
+};
+
+/**
+ * resource without reuse, for containers that live as long as the batch:
+ * do_allocate bumps (arena_alloc()'s inline path, arena_alloc_aligned()
+ * above ARENA_ALIGN), do_deallocate does nothing, as
+ * std::pmr::monotonic_buffer_resource, and the arena's reset drops it all.
+ * Cheaper per call than resource when the containers are dropped with the
+ * batch; a container that grows or erases leaves what it gave back unused
+ * until the reset.  Equality as resource's.
+ */
+class monotonic_resource : public std::pmr::memory_resource {
+public:
+    explicit monotonic_resource(::arena *a) noexcept : a_(a) {}
+    explicit monotonic_resource(libarena::arena &a) noexcept : a_(a.get()) {}
+    monotonic_resource(const monotonic_resource &) = delete;
+    monotonic_resource &operator=(const monotonic_resource &) = delete;
+
+    ::arena *get() const noexcept { return a_; }
+
+protected:
+    void *do_allocate(std::size_t bytes, std::size_t align) override
+    {
+        void *p = arena__cxx_alloc(a_, bytes, align);
+        if (!p)
+            throw std::bad_alloc();
+        return p;
+    }
+    void do_deallocate(void *, std::size_t, std::size_t) override {}
     bool do_is_equal(const std::pmr::memory_resource &o) const noexcept override
     {
         return this == &o;

@@ -12,7 +12,11 @@ CMAKE_ARGS ?=
 BENCH_BUILD ?= build-bench
 BENCH_ARGS ?=
 
-.PHONY: test build deps docs clean bench
+# `make amalgamation`: the library as two files, arena.h and arena.c, in
+# $(AMALGAMATION_DIR) (scripts/amalgamate.py; never committed).
+AMALGAMATION_DIR ?= build-amalgamation
+
+.PHONY: test build deps docs clean bench amalgamation
 
 test: deps
 	cmake --preset $(PRESET) $(CMAKE_ARGS)
@@ -35,6 +39,9 @@ docs:
 
 clean:
 	rm -rf build build-*
+
+amalgamation:
+	python3 scripts/amalgamate.py $(AMALGAMATION_DIR)
 
 bench:
 	scripts/deps.sh bench

@@ -55,6 +55,7 @@ void return_memory() { malloc_trim(0); }
 #if HAVE_PMR
 void register_cxx(); // bench_cxx.cc: the C++ layer
 #endif
+void register_amalgamation(const char *impl, const char *label); // bench_amalgamation.cc
 } // namespace bench
 
 using namespace bench;
@@ -717,5 +718,6 @@ int main(int argc, char **argv)
 #if HAVE_PMR
     register_cxx();
 #endif
+    register_amalgamation("arena_library", "libarena, the library (src/)");
     return run_main(argc, argv);
 }

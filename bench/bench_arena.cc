@@ -45,6 +45,7 @@
 #endif
 #if HAVE_PMR
 #  include <memory_resource>
+#  include <arena/arena.hpp> // needs <memory_resource>
 #endif
 
 // A ref is a failure when it is empty (found by the batch loop through ADL).
@@ -372,6 +373,29 @@ void pool_run(State &st, bool rolling, size_t cap, Take take, Give give)
         pool_batch(st, cap, take, give);
 }
 
+// The typed rows' objects: N bytes at the alignment the C pool's rows ask.
+template <size_t N> struct alignas(std::max_align_t) PoolObj {
+    unsigned char b[N];
+};
+static_assert(kPoolSizes[0] == 16 && kPoolSizes[1] == 256, "a PoolObj for each pool size");
+
+#if HAVE_PMR
+template <class T> void typed_pool_run(State &st, bool rolling, size_t cap)
+{
+    libarena::pool<T> p(cap);
+    pool_run(
+        st, rolling, cap, [&] { return static_cast<void *>(p.allocate()); },
+        [&](void *q) { p.deallocate(static_cast<T *>(q)); });
+}
+#endif
+
+template <class T> void new_delete_run(State &st, bool rolling, size_t cap)
+{
+    pool_run(
+        st, rolling, cap, [] { return static_cast<void *>(new T); },
+        [](void *q) { delete static_cast<T *>(q); });
+}
+
 void register_pool()
 {
     const char *const kFreeList = "limit proxy (bare free list)";
@@ -394,6 +418,23 @@ void register_pool()
 #else
     pool_absent("arena_pool", kArenaPool, "not built (no arena/pool.h)");
 #endif
+#if HAVE_PMR
+    // The C++ layer's pool (arena/arena.hpp) must cost what the C calls
+    // above cost: the same harness, the object type chosen by size.
+    pool_rows("arena_pool_cxx", "libarena::pool<T> (C++)",
+              [](State &st, bool rolling, size_t size, size_t cap) {
+                  if (size == 16)
+                      typed_pool_run<PoolObj<16>>(st, rolling, cap);
+                  else
+                      typed_pool_run<PoolObj<256>>(st, rolling, cap);
+              });
+#endif
+    pool_rows("new_delete", "new/delete (glibc)", [](State &st, bool rolling, size_t size, size_t cap) {
+        if (size == 16)
+            new_delete_run<PoolObj<16>>(st, rolling, cap);
+        else
+            new_delete_run<PoolObj<256>>(st, rolling, cap);
+    });
 #if HAVE_BOOST_POOL
     pool_rows("boost_pool", "Boost.Pool", [](State &st, bool rolling, size_t size, size_t cap) {
         boost::pool<> p(opaque(size), cap);

@@ -1,8 +1,7 @@
 /*
  * The C++ layer (arena/arena.hpp) in bench_arena: std::pmr containers over
- * libarena::resource against the standard library's resources, and
- * libarena::pool<T> beside the C pool's rows (the wrapper must cost nothing)
- * and new/delete.
+ * libarena's resources against the standard library's.  libarena::pool<T>'s
+ * rows are in bench_arena.cc, beside the C pool's and built the same way.
  */
 #include <arena/arena.hpp>
 
@@ -99,37 +98,6 @@ template <class Res> void pmr_rows(const char *impl, const char *label)
     add(std::string("cxx/map/") + impl, label, kElems, map_of_ints<Res>);
 }
 
-// The pool rows' objects: `N` bytes at the alignment the C pool's rows ask.
-template <size_t N> struct alignas(std::max_align_t) Obj {
-    unsigned char b[N];
-};
-
-template <size_t N> void pool_cxx_rows()
-{
-    for (bool rolling : {false, true})
-        for (size_t cap : kPoolCaps) {
-            add(pool_name(rolling, N, cap, "arena_pool_cxx"), "libarena::pool<T> (C++)", 2.0 * cap,
-                [rolling, cap](State &st) {
-                    libarena::pool<Obj<N>> p(opaque(cap));
-                    auto take = [&] { return static_cast<void *>(p.allocate()); };
-                    auto give = [&](void *q) { p.deallocate(static_cast<Obj<N> *>(q)); };
-                    if (rolling)
-                        pool_rolling(st, cap, take, give);
-                    else
-                        pool_batch(st, cap, take, give);
-                });
-            add(pool_name(rolling, N, cap, "new_delete"), "new/delete (glibc)", 2.0 * cap,
-                [rolling, cap](State &st) {
-                    auto take = [] { return static_cast<void *>(new Obj<N>); };
-                    auto give = [](void *q) { delete static_cast<Obj<N> *>(q); };
-                    if (rolling)
-                        pool_rolling(st, cap, take, give);
-                    else
-                        pool_batch(st, cap, take, give);
-                });
-        }
-}
-
 } // namespace
 
 void bench::register_cxx()
@@ -139,7 +107,4 @@ void bench::register_cxx()
     pmr_rows<MonotonicRes>("pmr_monotonic", "std::pmr::monotonic_buffer_resource");
     pmr_rows<PoolRes>("pmr_pool", "std::pmr::unsynchronized_pool_resource");
     pmr_rows<DefaultRes>("glibc", "std::pmr::new_delete_resource (glibc)");
-    static_assert(kPoolSizes[0] == 16 && kPoolSizes[1] == 256, "Obj<N> for each pool size");
-    pool_cxx_rows<16>();
-    pool_cxx_rows<256>();
 }

@@ -246,6 +246,15 @@ static void test_pool_zero_capacity(void **)
     assert_true(p.empty());
     assert_true(p.full());
     assert_null(p.allocate());
+    if constexpr (sizeof(std::size_t) > 4) { // a capacity the C pool cannot index
+        bool caught = false;
+        try {
+            libarena::pool<int> huge(std::size_t(UINT32_MAX) + 1);
+        } catch (const std::length_error &) {
+            caught = true;
+        }
+        assert_true(caught);
+    }
 }
 
 static void test_pool_bad_frees(void **)

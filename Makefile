@@ -13,7 +13,11 @@ CMAKE_ARGS ?=
 BENCH_BUILD ?= build-bench
 BENCH_ARGS ?=
 
-.PHONY: test build deps docs clean bench format lint
+# `make amalgamation`: the library as two files, arena.h and arena.c, in
+# $(AMALGAMATION_DIR) (scripts/amalgamate.py; never committed).
+AMALGAMATION_DIR ?= build-amalgamation
+
+.PHONY: test build deps docs clean bench format lint amalgamation
 
 test: deps
 	cmake --preset $(PRESET) $(CMAKE_ARGS)
@@ -45,6 +49,9 @@ format:
 lint:
 	scripts/deps.sh ci
 	scripts/lint.sh
+
+amalgamation:
+	python3 scripts/amalgamate.py $(AMALGAMATION_DIR)
 
 bench:
 	scripts/deps.sh bench

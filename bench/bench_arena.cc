@@ -45,6 +45,7 @@
 #endif
 #if HAVE_PMR
 #  include <memory_resource>
+#  include <arena/arena.hpp> // needs <memory_resource>
 #endif
 
 // A ref is a failure when it is empty (found by the batch loop through ADL).
@@ -52,6 +53,10 @@ inline bool failed(arena_ref r) { return arena_ref_empty(r); }
 
 namespace bench {
 void return_memory() { malloc_trim(0); }
+#if HAVE_PMR
+void register_cxx(); // bench_cxx.cc: the C++ layer
+#endif
+void register_amalgamation(const char *impl, const char *label); // bench_amalgamation.cc
 } // namespace bench
 
 using namespace bench;
@@ -368,6 +373,29 @@ void pool_run(State &st, bool rolling, size_t cap, Take take, Give give)
         pool_batch(st, cap, take, give);
 }
 
+// The typed rows' objects: N bytes at the alignment the C pool's rows ask.
+template <size_t N> struct alignas(std::max_align_t) PoolObj {
+    unsigned char b[N];
+};
+static_assert(kPoolSizes[0] == 16 && kPoolSizes[1] == 256, "a PoolObj for each pool size");
+
+#if HAVE_PMR
+template <class T> void typed_pool_run(State &st, bool rolling, size_t cap)
+{
+    libarena::pool<T> p(cap);
+    pool_run(
+        st, rolling, cap, [&] { return static_cast<void *>(p.allocate()); },
+        [&](void *q) { p.deallocate(static_cast<T *>(q)); });
+}
+#endif
+
+template <class T> void new_delete_run(State &st, bool rolling, size_t cap)
+{
+    pool_run(
+        st, rolling, cap, [] { return static_cast<void *>(new T); },
+        [](void *q) { delete static_cast<T *>(q); });
+}
+
 void register_pool()
 {
     const char *const kFreeList = "limit proxy (bare free list)";
@@ -390,6 +418,23 @@ void register_pool()
 #else
     pool_absent("arena_pool", kArenaPool, "not built (no arena/pool.h)");
 #endif
+#if HAVE_PMR
+    // The C++ layer's pool (arena/arena.hpp) must cost what the C calls
+    // above cost: the same harness, the object type chosen by size.
+    pool_rows("arena_pool_cxx", "libarena::pool<T> (C++)",
+              [](State &st, bool rolling, size_t size, size_t cap) {
+                  if (size == 16)
+                      typed_pool_run<PoolObj<16>>(st, rolling, cap);
+                  else
+                      typed_pool_run<PoolObj<256>>(st, rolling, cap);
+              });
+#endif
+    pool_rows("new_delete", "new/delete (glibc)", [](State &st, bool rolling, size_t size, size_t cap) {
+        if (size == 16)
+            new_delete_run<PoolObj<16>>(st, rolling, cap);
+        else
+            new_delete_run<PoolObj<256>>(st, rolling, cap);
+    });
 #if HAVE_BOOST_POOL
     pool_rows("boost_pool", "Boost.Pool", [](State &st, bool rolling, size_t size, size_t cap) {
         boost::pool<> p(opaque(size), cap);
@@ -711,5 +756,9 @@ int main(int argc, char **argv)
     register_ingest();
     register_threads_arena();
     register_clients_arena();
+#if HAVE_PMR
+    register_cxx();
+#endif
+    register_amalgamation("arena_library", "libarena, the library (src/)");
     return run_main(argc, argv);
 }

@@ -45,7 +45,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-BINARIES = ["bench_arena", "bench_malloc_glibc", "bench_malloc_jemalloc",
+BINARIES = ["bench_arena", "bench_amalgamation", "bench_malloc_glibc", "bench_malloc_jemalloc",
             "bench_malloc_mimalloc", "bench_malloc_tcmalloc"]
 NOT_INSTALLED = "not installed"
 # bench/targets.py writes its table after this line of latest.md and of
@@ -101,6 +101,12 @@ SECTIONS = [
                "serves a Lua request, unpacks and drops a batch, or runs a churn batch (the "
                "library frees as it goes; a bulk-drop allocator is reset after it, a malloc "
                "frees the rest); faults per operation counted after the warm-up", "us/op"),
+    ("cxx", "11. C++ (arena/arena.hpp): a std::pmr container of 4096 elements built one "
+            "insertion at a time and dropped, over each memory resource (the arena reset, "
+            "the monotonic resource released after each)", "ns/element"),
+    ("amalgamation", "12. The amalgamation (scripts/amalgamate.py, one translation unit) against "
+                     "the library compiled from src/, same flags: a batch of 4096 values",
+     "ns/value"),
 ]
 # The real-client cases (bench/clients.h), as the report names them; {name}
 # is the row's counter of that name (a batch's size, which quick mode makes
@@ -157,6 +163,13 @@ def case_label(group, figure=lambda k: None):
         return "512 B zeroed" if p[1] == "512" else "100 x 16..128 B"
     if w == "threads":
         return "%s thread%s" % (p[1], "" if p[1] == "1" else "s")
+    if w == "cxx":
+        return {"vector_string": "pmr::vector<pmr::string>, 16..47 B each",
+                "map": "pmr::map<uint64_t, uint64_t>"}.get(p[1], p[1])
+    if w == "amalgamation":
+        return {"alloc16": "arena_alloc 16 B (inline)",
+                "reuse": "arena_alloc_reuse 16..128 B, half freed",
+                "cur_hooks": "arena_cur_malloc 16..128 B, half freed"}.get(p[1], p[1])
     if w == "client":
         case = "/".join(p[1:])
         return re.sub(r"\{(\w+)\}",

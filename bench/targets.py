@@ -134,6 +134,20 @@ def targets(rows):
         else:
             t.append(("threads: scales (CPU per value at 2 threads <= 1.25x of 1)", "threads/2",
                       impl, None, ""))
+    for g in ("cxx/vector_string", "cxx/map"):
+        for impl in ("arena_resource", "arena_monotonic"):
+            faster("C++: libarena's resources ahead of std::pmr::monotonic_buffer_resource", g,
+                   impl, "pmr_monotonic", 1.0)
+    for name in rows.order:
+        if name.startswith("pool/") and name.endswith("/arena_pool_cxx"):
+            g = name.rsplit("/", 1)[0]
+            x, c = ns(name), ns(g + "/arena_pool")
+            if x is None or c is None:
+                t.append(("C++: libarena::pool<T> within 2% of the C pool", g, "arena_pool_cxx",
+                          None, rows.error(name)))
+            else:
+                t.append(("C++: libarena::pool<T> within 2% of the C pool", g, "arena_pool_cxx",
+                          x / c <= 1.02, "%.3fx the C pool (<= 1.02)" % (x / c)))
     client_targets(rows, t)
     return t
 

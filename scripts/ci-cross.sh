@@ -208,7 +208,9 @@ target_mingw() {
 # library, is stood in for by the declarations they use.  Each public header
 # alone and all together, as C11 and C++17, for a static library and for the
 # DLL (dllimport), plain and checked, as clang-cl sees them and, without
-# __clang__, as MSVC's cl does (no GNU attribute or builtin).
+# __clang__, as MSVC's cl does (no GNU attribute or builtin).  arena.hpp is
+# not among them: it needs a C++ standard library (<memory_resource>), and
+# MSVC's is not here to stand in for.
 target_msvc() {
     step "public headers, clang --target=x86_64-pc-windows-msvc -fms-compatibility"
     local b=$out/msvc h lang shared checked cl n=0

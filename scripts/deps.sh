@@ -13,7 +13,7 @@ set -eu
 pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev \
 libcjson-dev liblua5.4-dev zlib1g-dev libexpat1-dev libprotobuf-c-dev protobuf-c-compiler"
 pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy gcc-multilib g++-multilib qemu-user \
-libcmocka-dev:i386 doxygen abigail-tools"
+libcmocka-dev:i386 doxygen abigail-tools meson ninja-build"
 pkgs_cross="cmake make pkg-config clang dpkg-dev valgrind protobuf-c-compiler qemu-user musl-tools \
 gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix wine64"
 for a in aarch64-linux-gnu:arm64 s390x-linux-gnu:s390x arm-linux-gnueabihf:armhf; do

@@ -1,5 +1,7 @@
-// The public headers compile as C++17 (-Wall -Wextra -Werror) and work.
+// The public headers, the C++ layer included, compile as C++17 (-Wall -Wextra
+// -Werror) and work.
 #include <arena/arena.h>
+#include <arena/arena.hpp>
 #include <arena/hooks.h>
 #include <arena/pool.h>
 #include <arena/thread.h>

@@ -1,0 +1,569 @@
+// The C++ layer (arena/arena.hpp): every class, with standard containers.
+// Built as C++17 (test_cxx) and C++20 (test_cxx20).
+#include <arena/arena.hpp>
+
+#include <cstdarg>
+#include <cstddef>
+#include <csetjmp>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <map>
+#include <memory_resource>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+extern "C" {
+#include <cmocka.h>
+}
+
+// ---- Heap calls of the program: the containers below must make none ----------------
+
+static std::size_t heap_news; // operator new calls since start
+
+void *operator new(std::size_t n)
+{
+    heap_news++;
+    if (void *p = std::malloc(n ? n : 1))
+        return p;
+    throw std::bad_alloc();
+}
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+
+// ---- An error handler that records instead of aborting -------------------------------
+
+static int errors;
+static arena_error last_error;
+
+static void record_error(arena_error code, const char *, void *)
+{
+    errors++;
+    last_error = code;
+}
+
+struct recording {
+    arena_error_fn *prev;
+    void *prev_ctx;
+    recording()
+    {
+        errors = 0;
+        prev = arena_get_error_handler(&prev_ctx);
+        arena_set_error_handler(record_error, nullptr);
+    }
+    ~recording() { arena_set_error_handler(prev, prev_ctx); }
+};
+
+static bool aligned(const void *p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
+
+// ---- libarena::arena ----------------------------------------------------------------
+
+struct point {
+    double x, y;
+    point(double x_, double y_) : x(x_), y(y_) {}
+};
+
+struct alignas(64) wide {
+    char b[64];
+};
+
+struct throws_on_negative {
+    int v;
+    explicit throws_on_negative(int x) : v(x)
+    {
+        if (x < 0)
+            throw std::invalid_argument("negative");
+    }
+};
+
+static void test_arena_make_reset(void **)
+{
+    libarena::arena a;
+    point *p = a.make<point>(1.5, 2.5);
+    assert_non_null(p);
+    assert_true(p->x == 1.5 && p->y == 2.5);
+    assert_true(aligned(p, alignof(point)));
+    wide *w = a.make<wide>();
+    assert_non_null(w);
+    assert_true(aligned(w, 64));
+    int *i = a.make<int>(7);
+    assert_int_equal(*i, 7);
+    assert_true(a.size() >= sizeof(point) + sizeof(wide) + sizeof(int));
+    char *s = arena_strdup(a, "through the C API"); // converts to ::arena *
+    assert_string_equal(s, "through the C API");
+    a.reset();
+    assert_int_equal(a.size(), 0);
+    assert_true(a.retained() > 0);
+    a.reset_to(0);
+    assert_int_equal(a.retained(), 0);
+}
+
+static void test_arena_make_throws(void **)
+{
+    libarena::arena a;
+    assert_non_null(a.make<int>(1));
+    std::size_t before = a.size();
+    bool caught = false;
+    try {
+        (void)a.make<throws_on_negative>(-1);
+    } catch (const std::invalid_argument &) {
+        caught = true;
+    }
+    assert_true(caught);
+    assert_int_equal(a.size(), before); // its bytes went back
+    throws_on_negative *t = a.make<throws_on_negative>(3);
+    assert_non_null(t);
+    assert_int_equal(t->v, 3);
+}
+
+static void test_arena_move(void **)
+{
+    libarena::arena a(4096);
+    int *i = a.make<int>(42);
+    ::arena *c = a.get();
+    libarena::arena b(std::move(a));
+    assert_null(a.get()); // NOLINT(bugprone-use-after-move): the documented state
+    assert_ptr_equal(b.get(), c);
+    assert_int_equal(*i, 42); // values stay where they are
+    libarena::arena d;
+    d = std::move(b);
+    assert_ptr_equal(d.get(), c);
+    assert_int_equal(*i, 42);
+    std::vector<libarena::arena> many; // a move-only type in a container
+    for (int k = 0; k < 10; k++) {
+        many.emplace_back(1024);
+        assert_non_null(many.back().make<int>(k));
+    }
+}
+
+static void test_arena_scope(void **)
+{
+    libarena::arena a;
+    assert_non_null(a.make<int>(1));
+    std::size_t outer = a.size();
+    {
+        auto s = a.scope();
+        assert_ptr_equal(s.get(), a.get());
+        for (int k = 0; k < 1000; k++)
+            assert_non_null(a.allocate(100));
+        {
+            libarena::scope inner(a);
+            assert_non_null(a.allocate(50000));
+        }
+        assert_true(a.size() > outer);
+    }
+    assert_int_equal(a.size(), outer);
+}
+
+static void test_arena_buffer(void **)
+{
+    alignas(std::max_align_t) static unsigned char buf[4096];
+    libarena::arena a(buf, sizeof buf); // no backing: the buffer is all there is
+    void *p = a.allocate(1000);
+    assert_non_null(p);
+    assert_true(static_cast<unsigned char *>(p) >= buf && static_cast<unsigned char *>(p) < buf + sizeof buf);
+    assert_null(a.allocate(8192));
+    void *q = a.allocate(128, 256);
+    assert_non_null(q);
+    assert_true(aligned(q, 256));
+}
+
+// ---- libarena::pool<T> ----------------------------------------------------------------
+
+struct conn {
+    int fd;
+    char buf[100];
+};
+
+struct counted {
+    static int alive;
+    counted() { alive++; }
+    ~counted() { alive--; }
+    long v = 5;
+};
+int counted::alive;
+
+static void test_pool_capacity(void **)
+{
+    libarena::pool<conn> p(64);
+    assert_int_equal(p.capacity(), 64);
+    assert_true(p.empty());
+    assert_false(p.full());
+    std::vector<conn *> live;
+    std::map<conn *, int> where; // pointer stability: every slot keeps its address
+    for (int k = 0; k < 64; k++) {
+        conn *c = p.allocate();
+        assert_non_null(c);
+        assert_true(aligned(c, alignof(conn)));
+        c->fd = k;
+        live.push_back(c);
+        where[c] = k;
+    }
+    assert_int_equal(where.size(), 64); // all distinct
+    assert_true(p.full());
+    assert_int_equal(p.used(), 64);
+    assert_null(p.allocate());
+    for (conn *c : live)
+        assert_int_equal(c->fd, where[c]);
+    conn *last = live.back();
+    p.deallocate(last);
+    assert_false(p.full());
+    assert_ptr_equal(p.allocate(), last); // LIFO
+    for (conn *c : live)
+        p.deallocate(c);
+    assert_true(p.empty());
+    assert_int_equal(p.used(), 0);
+}
+
+static void test_pool_runs_no_constructor(void **)
+{
+    counted::alive = 0;
+    {
+        libarena::pool<counted> p(4);
+        counted *c = p.allocate();
+        assert_int_equal(counted::alive, 0); // raw storage
+        ::new (c) counted();
+        assert_int_equal(counted::alive, 1);
+        c->~counted();
+        p.deallocate(c);
+        assert_non_null(p.allocate()); // live at destruction: no destructor runs
+    }
+    assert_int_equal(counted::alive, 0);
+    libarena::pool<std::string> strings(2); // any T: the pool holds bytes
+    std::string *s = ::new (strings.allocate()) std::string(40, 'x');
+    assert_int_equal(s->size(), 40);
+    s->~basic_string();
+    strings.deallocate(s);
+}
+
+static void test_pool_zero_capacity(void **)
+{
+    libarena::pool<int> p(0);
+    assert_int_equal(p.capacity(), 0);
+    assert_true(p.empty());
+    assert_true(p.full());
+    assert_null(p.allocate());
+    if constexpr (sizeof(std::size_t) > 4) { // a capacity the C pool cannot index
+        bool caught = false;
+        try {
+            libarena::pool<int> huge(std::size_t(UINT32_MAX) + 1);
+        } catch (const std::length_error &) {
+            caught = true;
+        }
+        assert_true(caught);
+    }
+}
+
+static void test_pool_bad_frees(void **)
+{
+    recording rec;
+    libarena::pool<conn> p(8);
+    conn *a = p.allocate();
+    conn *b = p.allocate();
+    p.deallocate(nullptr);
+    assert_int_equal(errors, 1);
+    assert_int_equal(last_error, ARENA_ERR_NULL_FREE);
+    conn outside;
+    p.deallocate(&outside);
+    assert_int_equal(errors, 2);
+    assert_int_equal(last_error, ARENA_ERR_FOREIGN_POINTER);
+    p.deallocate(reinterpret_cast<conn *>(reinterpret_cast<char *>(a) + 1));
+    assert_int_equal(errors, 3);
+    assert_int_equal(last_error, ARENA_ERR_FOREIGN_POINTER);
+    p.deallocate(b);
+    p.deallocate(b);
+    assert_int_equal(errors, 4);
+    assert_int_equal(last_error, ARENA_ERR_DOUBLE_FREE);
+    assert_int_equal(p.used(), 1); // as it was after the good free
+    p.deallocate(a);
+    assert_true(p.empty());
+    assert_int_equal(errors, 4);
+}
+
+// ---- libarena::resource ----------------------------------------------------------------
+
+static void test_resource_containers(void **)
+{
+    libarena::arena a;
+    libarena::resource r(a);
+    std::size_t news = heap_news;
+    {
+        std::pmr::vector<std::pmr::string> v(&r);
+        for (int k = 0; k < 1000; k++) {
+            v.emplace_back(std::to_string(k)); // short: no heap temporary
+            v.back().append(40, 'x');
+        }
+        assert_int_equal(v.size(), 1000);
+        assert_string_equal(v[999].substr(0, 4).c_str(), "999x");
+        assert_ptr_equal(v[5].get_allocator().resource(), &r);
+
+        std::pmr::map<std::pmr::string, int> m(&r);
+        for (int k = 0; k < 500; k++)
+            m.emplace(std::pmr::string("key-long-enough-for-the-heap-") + char('a' + k % 26) +
+                          std::pmr::string(k % 7, 'y'),
+                      k);
+        for (int k = 0; k < 100; k++)
+            m.erase(m.begin());
+        assert_true(m.size() > 0);
+
+        std::pmr::unordered_map<int, std::pmr::string> u(&r);
+        for (int k = 0; k < 2000; k++)
+            u[k] = "value-that-does-not-fit-the-small-buffer";
+        assert_int_equal(u.size(), 2000);
+        assert_string_equal(u[1234].c_str(), "value-that-does-not-fit-the-small-buffer");
+        assert_true(a.size() > 0);
+    }
+    assert_int_equal(heap_news, news); // nothing came from the heap
+    assert_int_equal(a.size(), 0);     // and every byte was given back
+}
+
+static void test_resource_reuse(void **)
+{
+    libarena::arena a;
+    libarena::resource r(a);
+    std::pmr::vector<int> v(&r);
+    for (int k = 0; k < 100000; k++)
+        v.push_back(k);
+    // The buffers the vector outgrew went back: the arena holds about the last one.
+    assert_true(a.size() <= v.capacity() * sizeof(int) + 64);
+    std::size_t before = a.size();
+    v.clear();
+    v.shrink_to_fit();
+    assert_true(a.size() < before);
+    // A list that erases and inserts holds about what it uses.
+    std::pmr::list<long> l(&r);
+    for (int round = 0; round < 100; round++) {
+        for (int k = 0; k < 100; k++)
+            l.push_back(k);
+        l.clear();
+    }
+    assert_true(a.size() < 100 * 64 + 4096);
+}
+
+static void test_resource_alignment_and_equality(void **)
+{
+    libarena::arena a;
+    libarena::resource r(a), s(a.get());
+    assert_ptr_equal(r.get(), a.get());
+    assert_true(r.is_equal(r));
+    assert_false(r.is_equal(s)); // same arena, another object
+    std::pmr::monotonic_buffer_resource mono;
+    assert_false(r.is_equal(mono));
+    void *p = r.allocate(100, 256);
+    assert_true(aligned(p, 256));
+    r.deallocate(p, 100, 256);
+    void *z = r.allocate(0, 8);
+    assert_non_null(z);
+    r.deallocate(z, 0, 8);
+}
+
+static void test_resource_out_of_memory(void **)
+{
+    alignas(std::max_align_t) static unsigned char buf[2048];
+    libarena::arena a(buf, sizeof buf);
+    libarena::resource r(a);
+    std::pmr::vector<char> v(&r);
+    bool caught = false;
+    try {
+        v.resize(1 << 20);
+    } catch (const std::bad_alloc &) {
+        caught = true;
+    }
+    assert_true(caught);
+    assert_true(v.empty());
+}
+
+static void test_monotonic_resource(void **)
+{
+    libarena::arena a;
+    libarena::monotonic_resource r(a);
+    assert_ptr_equal(r.get(), a.get());
+    assert_true(r.is_equal(r));
+    libarena::resource other(a);
+    assert_false(r.is_equal(other));
+    std::size_t news = heap_news;
+    {
+        std::pmr::vector<std::pmr::string> v(&r);
+        for (int k = 0; k < 100; k++)
+            v.emplace_back(50, char('a' + k % 26));
+        std::pmr::map<int, std::pmr::string> m(&r);
+        for (int k = 0; k < 100; k++)
+            m.emplace(k, v[static_cast<std::size_t>(k)]);
+        assert_true(m[25].size() == 50 && m[25][49] == 'z');
+    }
+    assert_int_equal(heap_news, news);
+    std::size_t kept = a.size(); // nothing given back: it waits for the reset
+    assert_true(kept >= 200 * 51);
+    void *p = r.allocate(64, 128);
+    assert_true(aligned(p, 128));
+    a.reset();
+    assert_int_equal(a.size(), 0);
+}
+
+// ---- libarena::allocator<T> ----------------------------------------------------------------
+
+template <class T> using arena_vector = std::vector<T, libarena::allocator<T>>;
+
+static void test_allocator_containers(void **)
+{
+    libarena::arena a;
+    libarena::allocator<int> al(a);
+    std::size_t news = heap_news;
+    arena_vector<int> v(al);
+    for (int k = 0; k < 10000; k++)
+        v.push_back(k);
+    assert_int_equal(v[9999], 9999);
+    assert_true(a.size() <= v.capacity() * sizeof(int) + 64); // old buffers reused
+
+    using map_alloc = libarena::allocator<std::pair<const int, double>>;
+    std::map<int, double, std::less<int>, map_alloc> m(al); // rebinds to its nodes
+    for (int k = 0; k < 1000; k++)
+        m[k] = k * 0.5;
+    assert_true(m[999] == 499.5);
+
+    std::list<int, libarena::allocator<int>> l(al);
+    for (int k = 0; k < 100; k++)
+        l.push_front(k);
+    assert_int_equal(l.front(), 99);
+
+    using umap_alloc = libarena::allocator<std::pair<const long, long>>;
+    std::unordered_map<long, long, std::hash<long>, std::equal_to<long>, umap_alloc> u(
+        umap_alloc(a.get()));
+    for (long k = 0; k < 1000; k++)
+        u[k] = -k;
+    assert_true(u[500] == -500);
+
+    using arena_string = std::basic_string<char, std::char_traits<char>, libarena::allocator<char>>;
+    const char *text = "a string long enough to leave the small buffer";
+    arena_string s(text, al);
+    s += s;
+    assert_int_equal(s.size(), 2 * std::strlen(text));
+    assert_int_equal(heap_news, news);
+}
+
+static void test_allocator_traits(void **)
+{
+    libarena::arena a, b;
+    libarena::allocator<int> x(a), y(a.get()), z(b);
+    libarena::allocator<double> xd(x); // rebind by conversion
+    assert_true(x == y);
+    assert_true(x != z);
+    assert_true(xd == x);
+    assert_ptr_equal(xd.get(), a.get());
+    using traits = std::allocator_traits<libarena::allocator<int>>;
+    static_assert(std::is_same_v<traits::rebind_alloc<long>, libarena::allocator<long>>);
+    static_assert(traits::propagate_on_container_move_assignment::value);
+    static_assert(traits::propagate_on_container_swap::value);
+    static_assert(!traits::propagate_on_container_copy_assignment::value);
+    static_assert(!traits::is_always_equal::value);
+
+    arena_vector<int> va(x), vb(z);
+    va.assign(100, 1);
+    vb.assign(10, 2);
+    vb = std::move(va); // the allocator follows its memory
+    assert_ptr_equal(vb.get_allocator().get(), a.get());
+    assert_int_equal(vb.size(), 100);
+    arena_vector<int> vc(z);
+    vc = vb; // copy assignment keeps its own arena
+    assert_ptr_equal(vc.get_allocator().get(), b.get());
+    assert_int_equal(vc[99], 1);
+
+    bool caught = false;
+    try {
+        (void)x.allocate(SIZE_MAX / 2);
+    } catch (const std::bad_array_new_length &) {
+        caught = true;
+    }
+    assert_true(caught);
+}
+
+// ---- Scratch scopes and the current arena --------------------------------------------
+
+static void test_scratch_scope(void **)
+{
+    {
+        libarena::scratch_scope s1;
+        assert_true(static_cast<bool>(s1));
+        {
+            libarena::scratch_scope s2(s1.get()); // never s1's arena
+            assert_true(static_cast<bool>(s2));
+            assert_true(s2.get() != s1.get());
+            libarena::resource r(s2.get());
+            std::pmr::vector<std::pmr::string> v(&r);
+            v.emplace_back("scratch values, long enough for a heap buffer");
+            {
+                libarena::scratch_scope none{s1.get(), s2.get()}; // both are conflicts
+                assert_false(static_cast<bool>(none));
+                assert_null(none.get());
+            }
+        }
+        {
+            libarena::scratch_scope s3{s1.get()};
+            assert_true(s3.get() != s1.get());
+        }
+        assert_non_null(arena_alloc(s1.get(), 1000));
+    }
+    libarena::scratch_scope again;
+    assert_int_equal(arena_size(again.get()), 0); // the first scope rewound it
+}
+
+static void test_current_scope(void **)
+{
+    libarena::arena a, b;
+    assert_null(arena_current());
+    void *heap = arena_cur_malloc(10); // no arena current: the C heap
+    {
+        libarena::current_scope cur(a);
+        assert_ptr_equal(arena_current(), a.get());
+        assert_null(cur.previous());
+        void *p = arena_cur_malloc(100);
+        assert_non_null(p);
+        assert_true(a.size() >= 100);
+        {
+            libarena::current_scope inner(b.get());
+            assert_ptr_equal(arena_current(), b.get());
+            assert_ptr_equal(inner.previous(), a.get());
+            assert_non_null(arena_cur_malloc(50));
+            assert_true(b.size() >= 50);
+        }
+        assert_ptr_equal(arena_current(), a.get());
+        arena_cur_free(p);
+    }
+    assert_null(arena_current());
+    arena_cur_free(heap);
+}
+
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+static_assert(libarena::batch_storable<point>);
+static_assert(!libarena::batch_storable<std::string>);
+#endif
+
+int main()
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arena_make_reset),
+        cmocka_unit_test(test_arena_make_throws),
+        cmocka_unit_test(test_arena_move),
+        cmocka_unit_test(test_arena_scope),
+        cmocka_unit_test(test_arena_buffer),
+        cmocka_unit_test(test_pool_capacity),
+        cmocka_unit_test(test_pool_runs_no_constructor),
+        cmocka_unit_test(test_pool_zero_capacity),
+        cmocka_unit_test(test_pool_bad_frees),
+        cmocka_unit_test(test_resource_containers),
+        cmocka_unit_test(test_resource_reuse),
+        cmocka_unit_test(test_resource_alignment_and_equality),
+        cmocka_unit_test(test_resource_out_of_memory),
+        cmocka_unit_test(test_monotonic_resource),
+        cmocka_unit_test(test_allocator_containers),
+        cmocka_unit_test(test_allocator_traits),
+        cmocka_unit_test(test_scratch_scope),
+        cmocka_unit_test(test_current_scope),
+    };
+    int rc = cmocka_run_group_tests(tests, nullptr, nullptr);
+    arena_scratch_release_thread();
+    return rc;
+}

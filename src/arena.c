@@ -1161,9 +1161,12 @@ void arena__init_buffer_slow(arena *a, void *buf, size_t len, const arena_alloca
 
 void arena__release_slow(arena *a)
 {
-    size_t bufcap = a->buf ? a->chunks[0].cap : 0;
+    size_t bufcap;
     uint32_t i;
 
+    if (!arena__cleanups_end(a, 0, "arena_release"))
+        return;
+    bufcap = a->buf ? a->chunks[0].cap : 0;
     sync(a);
     arena__reuse_release(a);
 
@@ -1188,6 +1191,7 @@ void arena__release_slow(arena *a)
         arena__buffer_released(a, bufcap);
         attach_buffer(a, bufcap);
     }
+    arena__child_idle(a);
 }
 
 /* Keeps the spares that fit `limit` beside the chunks in use (and the
@@ -1380,6 +1384,8 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     size_t most;
     uint32_t in_use;
 
+    if (!arena__cleanups_end(a, 0, retain_limit == SIZE_MAX ? "arena_reset" : "arena_reset_to"))
+        return;
     sync(a);
     if (retain_limit == 0)
         arena__reuse_release(a);
@@ -1394,6 +1400,7 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     free_spares(a, most < retain_limit ? most : retain_limit, true);
     end_batch(a);
     reopen(a);
+    arena__child_idle(a);
 }
 
 void arena__reset_slow(arena *a) { reset_to_slow(a, SIZE_MAX); }
@@ -1528,6 +1535,8 @@ bool arena__rewind(arena *a, arena_mark m)
                       (unsigned long long)m.serial, (void *)a);
         return false;
     }
+    if (!arena__cleanups_end(a, m.serial, "arena_rewind"))
+        return false;
     sync(a);
     arena__reuse_forget(a, m.serial);
     arena__buffer_reused(a);

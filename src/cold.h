@@ -24,6 +24,7 @@ struct arena__span {
 #define ARENA__DEAD_SPANS 4
 
 struct arena__reuse;
+struct arena_cleanup;
 
 /* What the library keeps of each chunk beside its entry of the index (see
  * the chunk index in src/arena.c). */
@@ -53,6 +54,10 @@ struct arena__cold {
     uint32_t ndead;                /* spans in `dead` */
     struct arena__span dead[ARENA__DEAD_SPANS]; /* marks expired by rewinds, by serial:
                                                    the latest spans, oldest first */
+    struct arena_cleanup *cleanups; /* the latest registered (src/cleanup.c); NULL: none */
+    arena *parent;                  /* a child arena's parent (src/child.c), else NULL */
+    struct arena_cleanup *tie;      /* the child's cleanup on its parent while it holds
+                                       memory of the parent's; NULL: none */
 };
 
 /* The arena's bookkeeping.  Access is through this one accessor, which

@@ -41,12 +41,21 @@
 
 /* Bits of the arena's flags; the checked build's tag serial is in bits 8-31. */
 enum {
-    ARENA__FIXED = 1u,       /* caller's buffer without backing: never allocate */
-    ARENA__BUF_OPEN = 2u,    /* instrumented: the caller's buffer is open (after a
+    ARENA__FIXED = 1u,        /* caller's buffer without backing: never allocate */
+    ARENA__BUF_OPEN = 2u,     /* instrumented: the caller's buffer is open (after a
                              release) until the arena next stores into it */
-    ARENA__OUTGREW = 4u,     /* this batch gave an outgrown chunk back (free_outgrown()) */
-    ARENA__OUTGREW_LAST = 8u /* the last batch did */
+    ARENA__OUTGREW = 4u,      /* this batch gave an outgrown chunk back (free_outgrown()) */
+    ARENA__OUTGREW_LAST = 8u, /* the last batch did */
+    ARENA__CLEANING = 16u     /* its cleanups are running (cleanup.c) */
 };
+
+/* Bits of `pending` (types.h): state of the library's that the end of a
+ * batch or of a scope must see, so that while any is set the inline reset,
+ * rewind and release call the library.  REUSE: the lists of free blocks
+ * are valid (reuse.c); CLEANUP: cleanups are registered, or running
+ * (cleanup.c). */
+#define ARENA__PENDING_REUSE   1u
+#define ARENA__PENDING_CLEANUP 2u
 
 /* ---- Arithmetic --------------------------------------------------------------- */
 
@@ -80,6 +89,27 @@ ARENA__HIDDEN void *arena__zero_size_value(size_t align);
 /* arena_rewind(), which says whether it rewound (false: the mark was
  * reported, and nothing happened). */
 ARENA__HIDDEN bool arena__rewind(arena *a, arena_mark m);
+
+/* ---- Cleanups (src/cleanup.c) ------------------------------------------------------ */
+
+/* Runs the cleanups of `a` pushed since the mark of `serial` (0: all), the
+ * latest first, before a reset, rewind or release (named by `caller`)
+ * touches anything; false, reported, when `a` is running its cleanups
+ * already (a call from one of them): the caller then does nothing. */
+ARENA__HIDDEN bool arena__cleanups_run(arena *a, uint64_t serial, const char *caller);
+
+/* arena__cleanups_run() where cleanups are registered: one test otherwise. */
+static inline bool arena__cleanups_end(arena *a, uint64_t serial, const char *caller)
+{
+    return !(a->pending & ARENA__PENDING_CLEANUP) || arena__cleanups_run(a, serial, caller);
+}
+
+/* ---- Child arenas (src/child.c) --------------------------------------------------- */
+
+/* After a release or a reset that left `a` nothing (no chunk, no index, no
+ * lists): a child then holds no memory of its parent's, and cancels its tie
+ * to the parent's batch.  One test for any other arena. */
+ARENA__HIDDEN void arena__child_idle(arena *a);
 
 /* ---- Errors --------------------------------------------------------------------- */
 

@@ -229,6 +229,8 @@ static void wake(arena *a)
         write_cold(a);
 }
 
+void arena__wake(arena *a) { wake(a); }
+
 /* wake() for the functions that take a const arena: an arena whose `lazy`
  * is set was written by arena_init_buffer(), so it is not a const object,
  * and writing its cold part changes nothing they report. */

@@ -78,7 +78,8 @@ arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void *ctx)
                       (void *)a);
         return NULL;
     }
-    /* Out of line: wakes a lazy arena, whose bookkeeping holds the head. */
+    /* The head is in the bookkeeping, which a lazy arena has not written. */
+    arena__wake(a);
     c = (struct arena_cleanup *)arena_alloc_reuse(a, sizeof *c);
     if (!c)
         return NULL;

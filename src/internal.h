@@ -84,6 +84,12 @@ ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n)
  * object of the library, above it the address whose value is `align`. */
 ARENA__HIDDEN void *arena__zero_size_value(size_t align);
 
+/* ---- The arena's bookkeeping ------------------------------------------------------- */
+
+/* Writes the bookkeeping of an arena the inline arena_init_buffer() left
+ * `lazy`, as every entry point that reads or writes it must first. */
+ARENA__HIDDEN void arena__wake(arena *a);
+
 /* ---- Marks ---------------------------------------------------------------------- */
 
 /* arena_rewind(), which says whether it rewound (false: the mark was

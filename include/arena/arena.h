@@ -643,10 +643,12 @@ ARENA_API arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void
  * of the batch that pushed it, so a handle used after that batch or scope
  * ended is a use after reset (undefined; the checked build, which clobbers
  * expired memory, mostly reports it).  Within the batch, a cleanup that
- * ran (from a cleanup of the same run) or was cancelled is reported
- * (ARENA_ERR_CLEANUP) while its record is not reused; a handle that is no
- * record of `a` is reported (ARENA_ERR_FOREIGN_POINTER) where its bytes
- * show it.  After a report nothing happens.
+ * ran (from a cleanup of the same run) is reported (ARENA_ERR_CLEANUP);
+ * one cancelled already, in a plain build while its record is not reused
+ * (ARENA_ERR_CLEANUP; the checked build clobbers the freed record, so it
+ * reads as foreign; ASan and Valgrind report the read of it); a handle
+ * that is no record of `a` is reported (ARENA_ERR_FOREIGN_POINTER) where
+ * its bytes show it.  After a report nothing happens.
  */
 ARENA_API void arena_cleanup_cancel(arena *a, arena_cleanup *c);
 

@@ -79,8 +79,14 @@ arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void *ctx)
         return NULL;
     }
     /* The head is in the bookkeeping, which a lazy arena has not written. */
-    arena__wake(a);
-    c = (struct arena_cleanup *)arena_alloc_reuse(a, sizeof *c);
+    if (a->lazy)
+        arena__wake(a);
+    /* A free block first (a cancelled record's, say) only where there are
+     * any: otherwise the inline bump, with no call. */
+    if (a->pending & ARENA__PENDING_REUSE)
+        c = (struct arena_cleanup *)arena_alloc_reuse(a, sizeof *c);
+    else
+        c = (struct arena_cleanup *)arena_alloc(a, sizeof *c);
     if (!c)
         return NULL;
     head = &arena__cold(a)->cleanups;

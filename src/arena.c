@@ -336,9 +336,6 @@ static void wake(arena *a)
         write_cold(a);
 }
 
-/* wake() for the functions that take a const arena: an arena whose `lazy`
- * is set was written by arena_init_buffer(), so it is not a const object,
- * and writing its cold part changes nothing they report. */
 void arena__wake(arena *a) { wake(a); }
 
 /* A registered arena's record gets its counters (arena/report.h). */
@@ -348,6 +345,9 @@ static void published(arena *a)
         arena__publish(a);
 }
 
+/* wake() for the functions that take a const arena: an arena whose `lazy`
+ * is set was written by arena_init_buffer(), so it is not a const object,
+ * and writing its cold part changes nothing they report. */
 static void wake_const(const arena *a) { wake((arena *)(uintptr_t)a); }
 
 /* Folds the bytes the inline paths stored since the window opened into
@@ -1302,9 +1302,12 @@ void arena__init_buffer_slow(arena *a, void *buf, size_t len, const arena_alloca
 
 void arena__release_slow(arena *a)
 {
-    size_t bufcap = a->buf ? a->chunks[0].cap : 0;
+    size_t bufcap;
     uint32_t i;
 
+    if (!arena__cleanups_end(a, 0, "arena_release"))
+        return;
+    bufcap = a->buf ? a->chunks[0].cap : 0;
     sync(a);
     arena__note_stored(a);
     if (arena__cold(a)->set.node)
@@ -1336,6 +1339,7 @@ void arena__release_slow(arena *a)
         attach_buffer(a, bufcap);
     }
     check_over(a);
+    arena__child_idle(a);
 }
 
 /* Keeps the spares that fit `limit` beside the chunks in use (and the
@@ -1529,6 +1533,8 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     size_t most;
     uint32_t in_use;
 
+    if (!arena__cleanups_end(a, 0, retain_limit == SIZE_MAX ? "arena_reset" : "arena_reset_to"))
+        return;
     sync(a);
     arena__note_stored(a);
     if (retain_limit == 0)
@@ -1550,6 +1556,7 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
         free_spares(a, 0, false);
         check_over(a);
     }
+    arena__child_idle(a);
     published(a);
 }
 
@@ -1686,6 +1693,8 @@ bool arena__rewind(arena *a, arena_mark m)
                       (unsigned long long)m.serial, (void *)a);
         return false;
     }
+    if (!arena__cleanups_end(a, m.serial, "arena_rewind"))
+        return false;
     sync(a);
     arena__reuse_forget(a, m.serial);
     arena__buffer_reused(a);

@@ -52,6 +52,7 @@ struct arena__settings {
     struct arena_budget *budget;    /* a group limit charged beside, or NULL */
     struct arena__node *node;       /* its entry in the registry, or NULL */
 };
+struct arena_cleanup;
 
 /* What the library keeps of each chunk beside its entry of the index (see
  * the chunk index in src/arena.c). */
@@ -83,6 +84,10 @@ struct arena__cold {
                                                    the latest spans, oldest first */
     struct arena__counts counts;
     struct arena__settings set;
+    struct arena_cleanup *cleanups; /* the latest registered (src/cleanup.c); NULL: none */
+    arena *parent;                  /* a child arena's parent (src/child.c), else NULL */
+    struct arena_cleanup *tie;      /* the child's cleanup on its parent while it holds
+                                       memory of the parent's; NULL: none */
 };
 
 /* The arena's bookkeeping.  Access is through this one accessor, which

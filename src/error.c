@@ -39,6 +39,7 @@ const char *arena_error_name(arena_error code)
     case ARENA_ERR_BAD_MARK: return "ARENA_ERR_BAD_MARK";
     case ARENA_ERR_CORRUPT: return "ARENA_ERR_CORRUPT";
     case ARENA_ERR_BAD_SIZE: return "ARENA_ERR_BAD_SIZE";
+    case ARENA_ERR_CLEANUP: return "ARENA_ERR_CLEANUP";
     }
     return "unknown";
 }

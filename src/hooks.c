@@ -178,18 +178,28 @@ void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new
  * value of `a`: a nested arena's chunk then never starts where one of `a`'s
  * own chunks starts, which Valgrind needs (both arenas describe their chunks
  * as mempools, named by their start address). */
-static void *backing_alloc(void *arena_ctx, size_t size)
+void *arena__nested_alloc(arena *a, size_t size)
 {
     char *p;
     if (size > SIZE_MAX - ARENA_ALIGN)
         return NULL;
-    p = (char *)hook_alloc((arena *)arena_ctx, size + ARENA_ALIGN);
+    p = (char *)hook_alloc(a, size + ARENA_ALIGN);
     return p ? p + ARENA_ALIGN : NULL;
+}
+
+void arena__nested_free(arena *a, void *ptr, size_t size)
+{
+    hook_free(a, (char *)ptr - ARENA_ALIGN, size + ARENA_ALIGN);
+}
+
+static void *backing_alloc(void *arena_ctx, size_t size)
+{
+    return arena__nested_alloc((arena *)arena_ctx, size);
 }
 
 static void backing_free(void *arena_ctx, void *ptr, size_t size)
 {
-    hook_free((arena *)arena_ctx, (char *)ptr - ARENA_ALIGN, size + ARENA_ALIGN);
+    arena__nested_free((arena *)arena_ctx, ptr, size);
 }
 
 arena_allocator arena_allocator_of(arena *a)
@@ -213,6 +223,12 @@ arena *arena_set_current(arena *a)
 }
 
 arena *arena_current(void) { return current; }
+
+arena *arena_current_begin(arena *a) { return arena_set_current(a); }
+
+void arena_current_end(arena *prev) { current = prev; }
+
+void arena__current_restore(arena **prev) { current = *prev; }
 
 /* ---- The block header ------------------------------------------------------------------- */
 

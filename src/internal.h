@@ -42,19 +42,25 @@
 
 /* Bits of the arena's flags; the checked build's tag serial is in bits 8-31. */
 enum {
-    ARENA__FIXED = 1u,       /* caller's buffer without backing: never allocate */
-    ARENA__BUF_OPEN = 2u,    /* instrumented: the caller's buffer is open (after a
+    ARENA__FIXED = 1u,        /* caller's buffer without backing: never allocate */
+    ARENA__BUF_OPEN = 2u,     /* instrumented: the caller's buffer is open (after a
                              release) until the arena next stores into it */
-    ARENA__OUTGREW = 4u,     /* this batch gave an outgrown chunk back (free_outgrown()) */
+    ARENA__OUTGREW = 4u,      /* this batch gave an outgrown chunk back (free_outgrown()) */
     ARENA__OUTGREW_LAST = 8u, /* the last batch did */
-    ARENA__LIMITED = 16u      /* counts.set.limit applies (arena_set_limit()) */
+    ARENA__CLEANING = 16u,    /* its cleanups are running (cleanup.c) */
+    ARENA__LIMITED = 32u      /* set.limit applies (arena_set_limit()) */
 };
 
-/* The bit of `pending` that says the arena holds more than its limit
- * (arena_set_limit()): its window stays closed, and the inline reset and
- * rewind call the library, which refuses allocations until the arena is
- * under it again.  (ARENA__PENDING_REUSE: reuse.h.) */
-#define ARENA__PENDING_OVER 4u
+/* Bits of `pending` (types.h): state of the library's that the end of a
+ * batch or of a scope must see, so that while any is set the inline reset,
+ * rewind and release call the library.  REUSE: the lists of free blocks
+ * are valid (reuse.c); CLEANUP: cleanups are registered, or running
+ * (cleanup.c); OVER: the arena holds more than its limit (arena_set_limit()),
+ * so its window stays closed and the library refuses allocations until it
+ * is under it again. */
+#define ARENA__PENDING_REUSE   1u
+#define ARENA__PENDING_CLEANUP 2u
+#define ARENA__PENDING_OVER    4u
 
 /* What the arena takes from and gives back to its backing allocator, counted
  * and limited (arena_set_limit(), arena_set_budget()): NULL when a limit or
@@ -72,7 +78,6 @@ ARENA__HIDDEN void arena__publish(arena *a);
 ARENA__HIDDEN bool arena__register_under(arena *a, struct arena__node *parent);
 ARENA__HIDDEN struct arena__node *arena__register_object(int cache, void *obj);
 ARENA__HIDDEN void arena__unregister_object(struct arena__node *n);
-ARENA__HIDDEN void arena__wake(arena *a);
 ARENA__HIDDEN const char *arena__cache_name(struct arena_cache *c);
 ARENA__HIDDEN const char *arena__shared_name(struct arena_shared *s);
 
@@ -124,11 +129,38 @@ ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n)
  * object of the library, above it the address whose value is `align`. */
 ARENA__HIDDEN void *arena__zero_size_value(size_t align);
 
+/* ---- The arena's bookkeeping ------------------------------------------------------- */
+
+/* Writes the bookkeeping of an arena the inline arena_init_buffer() left
+ * `lazy`, as every entry point that reads or writes it must first. */
+ARENA__HIDDEN void arena__wake(arena *a);
+
 /* ---- Marks ---------------------------------------------------------------------- */
 
 /* arena_rewind(), which says whether it rewound (false: the mark was
  * reported, and nothing happened). */
 ARENA__HIDDEN bool arena__rewind(arena *a, arena_mark m);
+
+/* ---- Cleanups (src/cleanup.c) ------------------------------------------------------ */
+
+/* Runs the cleanups of `a` pushed since the mark of `serial` (0: all), the
+ * latest first, before a reset, rewind or release (named by `caller`)
+ * touches anything; false, reported, when `a` is running its cleanups
+ * already (a call from one of them): the caller then does nothing. */
+ARENA__HIDDEN bool arena__cleanups_run(arena *a, uint64_t serial, const char *caller);
+
+/* arena__cleanups_run() where cleanups are registered: one test otherwise. */
+static inline bool arena__cleanups_end(arena *a, uint64_t serial, const char *caller)
+{
+    return !(a->pending & ARENA__PENDING_CLEANUP) || arena__cleanups_run(a, serial, caller);
+}
+
+/* ---- Child arenas (src/child.c) --------------------------------------------------- */
+
+/* After a release or a reset that left `a` nothing (no chunk, no index, no
+ * lists): a child then holds no memory of its parent's, and cancels its tie
+ * to the parent's batch.  One test for any other arena. */
+ARENA__HIDDEN void arena__child_idle(arena *a);
 
 /* ---- Errors --------------------------------------------------------------------- */
 

@@ -10,9 +10,6 @@
 
 /* ---- Reuse (src/reuse.c) ------------------------------------------------------------ */
 
-/* The bit of `pending` that says the arena's lists of free blocks are valid. */
-#define ARENA__PENDING_REUSE 1u
-
 /* Mixed into a free block's link (reuse.c) and into a block header's key
  * (hooks.c).  They differ by ARENA__FREED_OWNER, so that the header of a
  * block of the arena_cur_* family that a node overwrote decodes to that
@@ -64,5 +61,10 @@ ARENA__HIDDEN void arena__reuse_release(arena *a);
  * of an odd size is left to fragment the lists; in place, its tail given
  * back, only when that fails.  NULL after a reported misuse. */
 ARENA__HIDDEN void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size);
+
+/* arena_allocator_of()'s functions (hooks.c): a block of `size` bytes that
+ * starts ARENA_ALIGN bytes into a value of `a`, and its way back. */
+ARENA__HIDDEN void *arena__nested_alloc(arena *a, size_t size);
+ARENA__HIDDEN void arena__nested_free(arena *a, void *ptr, size_t size);
 
 #endif /* ARENA_REUSE_H */

@@ -117,6 +117,9 @@ void arena_shared_destroy(arena_shared *s)
     arena_allocator b;
     if (!s)
         return;
+    /* Outside the lock, as at a reset (below). */
+    if (!arena__cleanups_end(&s->inner, 0, "arena_shared_destroy"))
+        return;
     arena__unregister_object(s->node); /* first: the report reads the arena */
     b = arena__cold(&s->inner)->backing;
     arena_release(&s->inner);
@@ -224,6 +227,11 @@ void *arena_shared_calloc(arena_shared *s, size_t count, size_t size)
 
 void arena_shared_reset(arena_shared *s, size_t retain_limit)
 {
+    /* The cleanups run outside the lock, so that one may allocate from `s`
+     * (or push on it, which is refused as misuse, not a deadlock): the
+     * contract orders every other thread's use of `s` before the reset. */
+    if (!arena__cleanups_end(&s->inner, 0, "arena_shared_reset"))
+        return;
     pthread_mutex_lock(&s->lock);
     arena_reset_to(&s->inner, retain_limit);
     s->gen = arena__new_gen();
@@ -289,4 +297,19 @@ bool arena_shared_register(arena_shared *s)
     s->node = n;
     pthread_mutex_unlock(&s->lock);
     return true;
+}
+arena_cleanup *arena_shared_cleanup_push(arena_shared *s, arena_cleanup_fn *fn, void *ctx)
+{
+    arena_cleanup *c;
+    pthread_mutex_lock(&s->lock);
+    c = arena_cleanup_push(&s->inner, fn, ctx);
+    pthread_mutex_unlock(&s->lock);
+    return c;
+}
+
+void arena_shared_cleanup_cancel(arena_shared *s, arena_cleanup *c)
+{
+    pthread_mutex_lock(&s->lock);
+    arena_cleanup_cancel(&s->inner, c);
+    pthread_mutex_unlock(&s->lock);
 }

@@ -100,7 +100,12 @@ typedef enum arena_error {
      *  build: a guard or header overwritten */
     ARENA_ERR_CORRUPT,
     /** arena_realloc() told an old size larger than the value */
-    ARENA_ERR_BAD_SIZE
+    ARENA_ERR_BAD_SIZE,
+    /** a cleanup pushed with fn NULL, or on an arena whose cleanups are
+     *  running (from one of them); a reset, rewind or release of an arena
+     *  from one of its own cleanups; a cleanup cancelled after it ran or
+     *  was cancelled, where detectable (see arena_cleanup_cancel()) */
+    ARENA_ERR_CLEANUP
 } arena_error;
 
 /** An error handler.  `message` names the function and the offending value;
@@ -711,6 +716,81 @@ typedef struct arena_stats {
  * Instrumented builds have no inline paths: there they are exact.
  */
 ARENA_API void arena_get_stats(const arena *a, arena_stats *out);
+/* ---- Cleanups and child arenas ------------------------------------------------------ */
+
+/** A cleanup: called once with the `ctx` it was pushed with. */
+typedef void arena_cleanup_fn(void *ctx);
+
+/** A registered cleanup (opaque): a record stored in the arena, the handle
+ *  to cancel it by.  It is a value of the arena's batch. */
+typedef struct arena_cleanup arena_cleanup;
+
+/**
+ * Registers `fn(ctx)` to run exactly once when the values stored before
+ * this call die: at the reset, arena_reset_to() or release that ends the
+ * batch (the recycle of an arena_cache's arena is a reset), or at a rewind
+ * (or scope end) to a mark taken before this call.  Cleanups run last
+ * registered first, before the end of the batch or scope touches any
+ * memory: a cleanup may read the values stored before it was pushed (a
+ * struct holding a FILE *, say), and may use other arenas.  While an
+ * arena's cleanups run it refuses, as misuse (ARENA_ERR_CLEANUP, then
+ * nothing happens), a push on it and a reset, rewind or release of it; a
+ * cleanup may store values in it (they die with the batch or scope being
+ * ended) and cancel its other cleanups.
+ *
+ * The record (48 bytes on 64-bit targets) is a value of the arena, taken
+ * as arena_alloc_reuse() takes one: the returned handle stays valid until
+ * the cleanup runs or is cancelled.  Failure: out of memory returns NULL
+ * with nothing registered and the arena as it was.  Misuse: fn NULL, or a
+ * push on an arena whose cleanups are running: ARENA_ERR_CLEANUP, then
+ * NULL.  Cost: an allocation and a few stores; while any cleanup is
+ * registered the arena's reset, rewind and release are calls (the inline
+ * paths defer to the library), each O(cleanups it runs) more; an arena with
+ * none pays nothing.  Not thread-safe (see arena_shared_cleanup_push() in
+ * thread.h).  Checked build, and every build where cheap: a record
+ * overwritten by the program is reported (ARENA_ERR_CORRUPT) when it would
+ * run, and it and the older cleanups are then dropped unrun.
+ */
+ARENA_API arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void *ctx);
+
+/**
+ * Cancels the cleanup `c` of `a` (a resource closed early): it will not
+ * run, and its record goes back to the arena (arena_free()).  O(1).
+ * NULL: nothing (the result of a failed push).  Requires a handle of `a`
+ * whose cleanup has neither run nor been cancelled: its record is a value
+ * of the batch that pushed it, so a handle used after that batch or scope
+ * ended is a use after reset (undefined; the checked build, which clobbers
+ * expired memory, mostly reports it).  Within the batch, a cleanup that
+ * ran (from a cleanup of the same run) is reported (ARENA_ERR_CLEANUP);
+ * one cancelled already, in a plain build while its record is not reused
+ * (ARENA_ERR_CLEANUP; the checked build clobbers the freed record, so it
+ * reads as foreign; ASan and Valgrind report the read of it); a handle
+ * that is no record of `a` is reported (ARENA_ERR_FOREIGN_POINTER) where
+ * its bytes show it.  After a report nothing happens.
+ */
+ARENA_API void arena_cleanup_cancel(arena *a, arena_cleanup *c);
+
+/**
+ * Initialises `child` as an empty arena whose chunks come from `parent`
+ * (through arena_allocator_of(parent): each chunk is a value of the
+ * parent, and every chunk the child gives back -- at a reset, per its
+ * retention policy, at arena_trim() or at its release -- goes back to the
+ * parent's free blocks, O(1) each, for the next child to take with no
+ * backing call).  `chunk_bytes` is the child's chunk budget (0: a quarter
+ * of the parent's, so that a child's chunk fits in one of the parent's).
+ * The child dies with the parent's batch: when it first takes memory of
+ * the parent it pushes a cleanup on the parent (arena_cleanup_push()) that
+ * releases the child, so the parent's reset, release or rewind to a mark
+ * taken before that releases it (its own cleanups run then); its release
+ * before that cancels the cleanup.  Values of the child used after that
+ * are a use after reset; the child itself is then empty and may be used
+ * again, in the parent's next batch.  The child struct may be a value of
+ * the parent.  Requires that `parent` outlives the child's use and is not
+ * used by another thread meanwhile (the child's slow paths allocate from
+ * it).  Never fails (a chunk the parent cannot give is the child's
+ * out-of-memory).
+ */
+ARENA_API void arena_init_child(arena *child, arena *parent, size_t chunk_bytes);
 
 /* ---- Checks ------------------------------------------------------------------------- */
 

@@ -130,6 +130,41 @@ ARENA_API arena *arena_set_current(arena *a);
 ARENA_API arena *arena_current(void);
 
 /**
+ * A block in which `a` is the calling thread's current arena, as a pair:
+ * arena_current_begin(a) makes `a` current (NULL: none) and returns the
+ * previous one, which the matching arena_current_end(prev) makes current
+ * again.  Pairs nest; each must be ended on every path out of its block,
+ * innermost first (ARENA_CURRENT_SCOPE does it for gcc and clang).  The
+ * arena must stay valid until the end.  Never fails.
+ */
+ARENA_API arena *arena_current_begin(arena *a);
+
+/** Ends a block begun by arena_current_begin(): `prev`, what it returned,
+ *  is current again.  Never fails. */
+ARENA_API void arena_current_end(arena *prev);
+
+/* ARENA_CURRENT_SCOPE's cleanup: arena_current_end(*prev).  Internal. */
+ARENA_API void arena__current_restore(arena **prev);
+
+#if ARENA_HAVE_SCOPE
+/**
+ * ARENA_CURRENT_SCOPE(a);  as a statement inside a block: `a` is the
+ * calling thread's current arena (for the arena_cur_* family) from here to
+ * the end of the block, and the previous one is current again however the
+ * block is left (end of block, return, break, goto out of it), through the
+ * cleanup attribute of gcc and clang (ARENA_HAVE_SCOPE; elsewhere use
+ * arena_current_begin() and arena_current_end() on every path).  Not
+ * longjmp, and not C++ exceptions in C code.  Nests; at most one per line.
+ * Adopting libarena around a library call that uses global hooks:
+ *
+ *     { ARENA_CURRENT_SCOPE(&request); doc = cJSON_Parse(text); }
+ */
+#  define ARENA_CURRENT_SCOPE(a)                                                                   \
+    arena *ARENA__CAT(arena__current_, __LINE__)                                                   \
+        __attribute__((cleanup(arena__current_restore), unused)) = arena_current_begin(a)
+#endif
+
+/**
  * malloc for libraries with global hooks (cJSON_InitHooks, expat's
  * XML_Memory_Handling_Suite, json_set_alloc_funcs, xmlMemSetup,
  * sqlite3_mem_methods).  `size` bytes from the current arena, or from the C

@@ -247,8 +247,9 @@ typedef struct arena_shared arena_shared;
 ARENA__NODISCARD ARENA_API arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
                                                              const arena_allocator *backing);
 
-/** Frees every chunk and the shared arena.  No thread may allocate from it
- *  during or after the call.  NULL: nothing. */
+/** Runs its cleanups (arena_shared_cleanup_push()), then frees every chunk
+ *  and the shared arena.  No thread may allocate from it during or after
+ *  the call.  NULL: nothing. */
 ARENA_API void arena_shared_destroy(arena_shared *s);
 
 /**
@@ -278,7 +279,8 @@ ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_shared_calloc(arena_shared 
                                                                    size_t size);
 
 /**
- * Forgets every value and keeps chunks for the next batch as arena_reset_to()
+ * Runs the cleanups of the batch (arena_shared_cleanup_push()), then
+ * forgets every value and keeps chunks for the next batch as arena_reset_to()
  * does (SIZE_MAX: what the retention policy of arena_reset() keeps; 0: none).
  * Every thread's run is abandoned.  Requires that no thread allocates from
  * `s` during the call, and that the threads that allocate afterwards are
@@ -302,6 +304,24 @@ ARENA_API void arena_shared_set_name(arena_shared *s, const char *name);
  *  the runs threads claimed (values and the unused rest of each run).
  *  Thread-safe; a moment old under concurrent use. */
 ARENA_API void arena_shared_get_stats(arena_shared *s, arena_stats *out);
+/**
+ * arena_cleanup_push() on the shared arena: `fn(ctx)` runs exactly once, at
+ * the next arena_shared_reset() or at arena_shared_destroy(), last pushed
+ * first, before the batch's memory is given back or reused, in the thread
+ * that resets (and outside the arena's lock: a cleanup may allocate from
+ * other arenas, or from `s`, whose values die with the batch being ended).
+ * Thread-safe: any number of threads at once (a short lock; the record is
+ * stored under it, not in the thread's run).  NULL on out-of-memory, with
+ * nothing registered.  Misuse as arena_cleanup_push() (ARENA_ERR_CLEANUP:
+ * fn NULL, or a push from one of `s`'s cleanups), then NULL.
+ */
+ARENA_API arena_cleanup *arena_shared_cleanup_push(arena_shared *s, arena_cleanup_fn *fn,
+                                                   void *ctx);
+
+/** arena_cleanup_cancel() on the shared arena: `c` (a handle from
+ *  arena_shared_cleanup_push() on `s` in this batch, or NULL) will not run.
+ *  Thread-safe.  Misuse as arena_cleanup_cancel(). */
+ARENA_API void arena_shared_cleanup_cancel(arena_shared *s, arena_cleanup *c);
 
 #ifdef __cplusplus
 }

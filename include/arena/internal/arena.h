@@ -109,8 +109,8 @@ static inline void arena__empty_first(arena *a, char *base)
  * down, each of which used that chunk alone).  False when the arena is in
  * any other state (spares included), or when `spare` is 1 (no count left:
  * the library notes them first) or 0 (released inline: the library forgets
- * its history first), or when the arena holds free blocks to forget
- * (`pending`), which the slow path handles. */
+ * its history first), or when the arena holds free blocks to forget or
+ * cleanups to run (`pending`), which the slow path handles. */
 static inline bool arena__reset_first(arena *a)
 {
     if (!a->ptr || a->nchunks != 1 || a->pending || a->spare <= 1)
@@ -124,13 +124,17 @@ static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
 {
     if (ARENA__INLINE_WINDOW && a->lazy) {
         /* Untouched by the library since the inline arena_init_buffer(): one
-         * chunk, the buffer, in use; the window is open on it.  One load,
-         * and stores that a compiler drops when the arena's life ends here. */
+         * chunk, the buffer, in use; the window is open on it; nothing
+         * `pending` (a cleanup's push, a free block's filing write through
+         * the library, which clears `lazy`).  One load, and stores that a
+         * compiler drops when the arena's life ends here. */
         arena__empty_first(a, a->first.base);
         return;
     }
-    if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first && a->ptr) {
-        /* The buffer alone, the window open on it: a release is a reset
+    if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first && a->ptr &&
+        !a->pending) {
+        /* The buffer alone, the window open on it, nothing `pending` (no
+         * cleanups to run, no free blocks to forget): a release is a reset
          * that forgets the retention policy's history, which `spare` 0
          * tells the library (the batches counted down since its last call
          * are forgotten with the rest). */
@@ -181,7 +185,7 @@ static inline arena_scope arena_scope_begin(arena *a)
  * expires, so an expired mark never matches it), no mark is taken after it,
  * no chunk is dropped, and the window is open only where nothing is
  * instrumented, so nothing is poisoned; and nothing is `pending` (no free
- * blocks to forget).  False, with nothing changed, in
+ * blocks to forget, no cleanups to run).  False, with nothing changed, in
  * every other case: the library's rewind handles it, and reports misuse. */
 static inline bool arena__rewind_window(arena *a, arena_mark m)
 {

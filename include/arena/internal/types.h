@@ -68,9 +68,9 @@ struct arena {
     uint32_t nchunks;            /* chunks held (in use + spare) */
     uint32_t lazy;               /* nonzero: `cold` is not written yet (the inline
                                      arena_init_buffer() leaves it to the library) */
-    uint32_t pending;            /* nonzero: the library holds state that a reset or
-                                     rewind must see (blocks given back for reuse), so
-                                     the inline reset and rewind call it */
+    uint32_t pending;            /* nonzero: the library holds state that a reset,
+                                     rewind or release must see (blocks given back for
+                                     reuse, cleanups), so the inline ones call it */
     uint32_t spare;              /* 1 + the resets the inline path may still make
                                      before the library's next call; 0: released
                                      inline (see arena__reset_first()) */

@@ -1,0 +1,79 @@
+/*
+ * Child arenas: an arena whose chunks are values of another arena.
+ *
+ * The child's backing allocator takes its chunks from the parent as
+ * arena_allocator_of() does (hooks.c: a block rounded to its size class,
+ * ARENA_ALIGN bytes into a value of the parent), and gives them back the
+ * same way, to the parent's free blocks, from which the next chunk of the
+ * same size is taken at once: a child made, used and released in every
+ * step of a long batch of its parent costs the parent no backing call and
+ * no growth once warm, O(1) per chunk each way.
+ *
+ * The child's memory dies with the parent's batch, so the child must die
+ * with it: while the child holds memory of the parent (chunks, its index,
+ * its lists of free blocks) the parent holds a cleanup, the child's `tie`,
+ * that releases the child.  The tie is pushed by the child's first backing
+ * call, and cancelled when a release (or a reset to nothing) leaves the
+ * child holding nothing of the parent's, so that a child that is released
+ * and dropped (a struct on the stack) leaves nothing on the parent that
+ * names it, and the tie's record goes back to the parent's free blocks for
+ * the next child's.  When the tie runs, it forgets itself first: the
+ * release it makes must not cancel the cleanup that is running.
+ */
+#include "reuse.h"
+
+static void child_die(void *ctx)
+{
+    arena *child = (arena *)ctx;
+    arena__cold(child)->tie = NULL;
+    arena_release(child);
+}
+
+static void *child_alloc(void *ctx, size_t size)
+{
+    arena *child = (arena *)ctx;
+    struct arena__cold *k = arena__cold(child);
+    bool tied = k->tie != NULL;
+    void *p;
+
+    if (!tied && (k->tie = arena_cleanup_push(k->parent, child_die, child)) == NULL)
+        return NULL;
+    p = arena__nested_alloc(k->parent, size);
+    if (!p && !tied) { /* failure leaves the parent as it was */
+        arena_cleanup_cancel(k->parent, k->tie);
+        k->tie = NULL;
+    }
+    return p;
+}
+
+static void child_free(void *ctx, void *ptr, size_t size)
+{
+    arena *child = (arena *)ctx;
+    arena__nested_free(arena__cold(child)->parent, ptr, size);
+}
+
+void arena__child_idle(arena *a)
+{
+    struct arena__cold *k = arena__cold(a);
+    if (k->tie && a->nchunks == 0 && k->ncap <= 1 && !k->reuse) {
+        arena_cleanup_cancel(k->parent, k->tie);
+        k->tie = NULL;
+    }
+}
+
+void arena_init_child(arena *child, arena *parent, size_t chunk_bytes)
+{
+    arena_allocator al;
+    size_t budget = 0;
+
+    if (chunk_bytes == 0) {
+        if (!parent->lazy)
+            budget = arena__cold(parent)->budget;
+        chunk_bytes = (budget ? budget : ARENA_DEFAULT_CHUNK) / 4;
+    }
+    al.alloc = child_alloc;
+    al.free = child_free;
+    al.ctx = child;
+    arena_init_with(child, chunk_bytes, &al);
+    arena__cold(child)->parent = parent;
+}

@@ -19,7 +19,8 @@ for cc in gcc clang; do
         "$cc" -std=c11 -O2 -c scripts/fast-path-probe.c -I"$inc" -Ibuild-default/include \
             -o "$tmp/$cc.o"
         objdump -d --no-show-raw-insn "$tmp/$cc.o" | sed -n '/^Disassembly/,$p' |
-            sed 's/^ *[0-9a-f]*:[[:space:]]*//' >"$tmp/$side-$cc.s"
+            sed -E 's/^ *[0-9a-f]+:[[:space:]]*//; s/^[0-9a-f]+ </</; s/[0-9a-f]+ <([a-z_0-9]+)\+0x[0-9a-f]+>/<\1+.>/g' \
+            >"$tmp/$side-$cc.s"
     done
     if diff -u "$tmp/old-$cc.s" "$tmp/new-$cc.s"; then
         echo "fast-path-diff: $cc: identical to $rev ($(grep -c . "$tmp/new-$cc.s") lines)"

@@ -338,6 +338,14 @@ static void wake(arena *a)
 
 void arena__wake(arena *a) { wake(a); }
 
+void arena__note_holds(arena *a)
+{
+    if (arena__cold(a)->reuse || arena__cold(a)->set.node)
+        a->pending |= ARENA__PENDING_HOLDS;
+    else
+        a->pending &= ~(uint32_t)ARENA__PENDING_HOLDS;
+}
+
 /* A registered arena's record gets its counters (arena/report.h). */
 static void published(arena *a)
 {

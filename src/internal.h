@@ -57,7 +57,8 @@ enum {
  * are valid (reuse.c); CLEANUP: cleanups are registered, or running
  * (cleanup.c); OVER: the arena holds more than its limit (arena_set_limit()),
  * so its window stays closed and the library refuses allocations until it
- * is under it again. */
+ * is under it again.  ARENA__PENDING_HOLDS (8, internal/arena.h): the reuse
+ * table or a registry record exists, which only a release must see. */
 #define ARENA__PENDING_REUSE   1u
 #define ARENA__PENDING_CLEANUP 2u
 #define ARENA__PENDING_OVER    4u
@@ -75,6 +76,8 @@ struct arena__node;
 struct arena_cache;
 struct arena_shared;
 ARENA__HIDDEN void arena__publish(arena *a);
+/* Sets ARENA__PENDING_HOLDS as the reuse table and the registry record say. */
+ARENA__HIDDEN void arena__note_holds(arena *a);
 ARENA__HIDDEN bool arena__register_under(arena *a, struct arena__node *parent);
 ARENA__HIDDEN struct arena__node *arena__register_object(int cache, void *obj);
 ARENA__HIDDEN void arena__unregister_object(struct arena__node *n);

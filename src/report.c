@@ -98,6 +98,7 @@ bool arena__register_under(arena *a, struct arena__node *parent)
     if (!n)
         return false;
     arena__cold(a)->set.node = n;
+    arena__note_holds(a);
     arena__publish(a);
     link_node(n);
     return true;
@@ -111,6 +112,7 @@ void arena_unregister(arena *a)
     if (a->lazy || !(n = arena__cold(a)->set.node))
         return;
     arena__cold(a)->set.node = NULL;
+    arena__note_holds(a);
     unlink_node(n);
 }
 

@@ -240,6 +240,7 @@ static struct arena__reuse *table(arena *a)
         if (c->reuse) {
             memset(c->reuse, 0, sizeof *c->reuse);
             c->reuse->caplog = cap;
+            arena__note_holds(a);
         }
     }
     return c->reuse;
@@ -435,4 +436,5 @@ void arena__reuse_release(arena *a)
         return;
     arena__give_backing(a, c->reuse, table_bytes(c->reuse->caplog));
     c->reuse = NULL;
+    arena__note_holds(a);
 }

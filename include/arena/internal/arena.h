@@ -48,6 +48,12 @@ ARENA_API extern int arena__inline_ok;
 #  define ARENA__SCOPE_INLINE
 #endif
 
+/* The bit of `pending` that only a release must see: the library holds
+ * something for the arena beyond its chunks (the reuse table, a record in
+ * the registry), which the inline release would leak.  The inline reset and
+ * rewind ignore it; the other bits stop them too (src/internal.h). */
+#define ARENA__PENDING_HOLDS 8u
+
 /* How many resets the inline path may make between two of the library's
  * calls (`spare` counts them down: see arena__reset_first()). */
 #define ARENA__INLINE_RESETS ((uint32_t)256)
@@ -113,7 +119,7 @@ static inline void arena__empty_first(arena *a, char *base)
  * cleanups to run (`pending`), which the slow path handles. */
 static inline bool arena__reset_first(arena *a)
 {
-    if (!a->ptr || a->nchunks != 1 || a->pending || a->spare <= 1)
+    if (!a->ptr || a->nchunks != 1 || (a->pending & ~ARENA__PENDING_HOLDS) || a->spare <= 1)
         return false;
     a->spare--;
     arena__empty_first(a, a->chunks[0].base);
@@ -134,7 +140,8 @@ static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
     if (ARENA__INLINE_WINDOW && a->buf && a->nchunks == 1 && a->chunks == &a->first && a->ptr &&
         !a->pending) {
         /* The buffer alone, the window open on it, nothing `pending` (no
-         * cleanups to run, no free blocks to forget): a release is a reset
+         * cleanups to run, no free blocks to forget, nothing the library
+         * holds beyond the buffer): a release is a reset
          * that forgets the retention policy's history, which `spare` 0
          * tells the library (the batches counted down since its last call
          * are forgotten with the rest). */
@@ -190,7 +197,8 @@ static inline arena_scope arena_scope_begin(arena *a)
 static inline bool arena__rewind_window(arena *a, arena_mark m)
 {
     if (ARENA__INLINE_WINDOW &&
-        ARENA__LIKELY(m.serial == a->saves && m.serial > a->expired && !a->pending &&
+        ARENA__LIKELY(m.serial == a->saves && m.serial > a->expired &&
+                      !(a->pending & ~ARENA__PENDING_HOLDS) &&
                       m.cur == a->cur && m.nused == a->nused && m.pos != NULL &&
                       (uintptr_t)m.pos >= (uintptr_t)a->counted &&
                       (uintptr_t)m.pos <= (uintptr_t)a->ptr)) {

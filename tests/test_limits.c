@@ -1,0 +1,492 @@
+/*
+ * Limits, counters, names and the report (arena_set_limit(), arena_budget,
+ * arena_get_stats(), arena_set_name(), arena/report.h), single-threaded:
+ * the counters against a shadow count of the backing allocator, the limit
+ * exact at the byte, a lowered limit, 0 and SIZE_MAX, the callback, group
+ * limits, and the report's formats and truncation.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <arena/arena.h>
+#include <arena/report.h>
+#include <arena/thread.h>
+
+#include "support.h"
+
+static test_backing tb;
+
+/* ---- The callback ----------------------------------------------------------------------- */
+
+static arena_limit_event last_event;
+static int events;
+
+static void on_limit(const arena_limit_event *e, void *ctx)
+{
+    (void)ctx;
+    last_event = *e;
+    events++;
+}
+
+/* ---- A shadow count ------------------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* Every counter the backing can see agrees with it, after every call. */
+static void check_against_backing(const arena *a, size_t limit, uint64_t resets)
+{
+    arena_stats s;
+    arena_get_stats(a, &s);
+    assert_int_equal(s.held, tb.live_bytes);
+    assert_int_equal(s.backing_calls, tb.calls + tb.frees);
+    assert_int_equal(s.chunks, a->nchunks);
+    assert_int_equal(s.retained, arena_retained(a));
+    assert_int_equal(s.stored, arena_size(a));
+    assert_int_equal(s.resets, resets);
+    assert_true(s.peak_held >= s.held);
+    assert_true(s.peak_retained >= s.retained);
+    assert_true(s.peak_stored >= s.stored);
+    assert_true(s.peak_stored_batch >= s.stored);
+    assert_true(tb.live_bytes <= limit);
+    assert_true(s.limit == limit);
+}
+
+/* Random work under a random limit (or none): stores of every size class,
+ * values given back and reused, grown, marks and rewinds, resets, trims and
+ * releases.  The counters match the backing exactly, and the backing never
+ * holds more than the limit. */
+static void counters_match_the_backing(void **state)
+{
+    int seed;
+    (void)state;
+    for (seed = 1; seed <= 12; seed++) {
+        arena_allocator al = tb_allocator(&tb);
+        arena a;
+        size_t limit = seed % 3 == 0 ? SIZE_MAX : (size_t)(20000 + 37000 * (seed % 7));
+        uint64_t resets = 0;
+        void *last = NULL;
+        size_t last_n = 0;
+        arena_mark m = {0};
+        bool marked = false;
+        int step;
+
+        rng_state = 0x9E3779B97F4A7C15ull * (uint64_t)seed;
+        arena_init_with(&a, 4096 << (seed % 4), &al);
+        arena_set_limit(&a, limit);
+        for (step = 0; step < 1500; step++) {
+            unsigned op = (unsigned)(rng() % 16);
+            size_t n = (size_t)(rng() % (op == 0 ? 40000 : 300)) + 1;
+            void *p;
+            switch (op) {
+            case 0: case 1: case 2: case 3: case 4:
+                p = arena_alloc(&a, n);
+                if (p) {
+                    memset(p, 0x5A, n);
+                    last = p;
+                    last_n = n;
+                }
+                break;
+            case 5: case 6:
+                p = arena_alloc_reuse(&a, n);
+                if (p && rng() % 2)
+                    arena_free(&a, p, n);
+                else if (p)
+                    last = p, last_n = n;
+                break;
+            case 7:
+                if (last) {
+                    p = arena_realloc(&a, last, last_n, last_n + n);
+                    if (p)
+                        last = p, last_n += n;
+                }
+                break;
+            case 8:
+                m = arena_save(&a);
+                marked = true;
+                break;
+            case 9:
+                if (marked) {
+                    arena_rewind(&a, m);
+                    last = NULL;
+                }
+                break;
+            case 10:
+                arena_reset(&a);
+                resets++;
+                last = NULL;
+                marked = false;
+                break;
+            case 11:
+                arena_reset_to(&a, rng() % 50000);
+                resets++;
+                last = NULL;
+                marked = false;
+                break;
+            case 12:
+                arena_trim(&a, rng() % 50000);
+                break;
+            case 13:
+                if (rng() % 8 == 0) {
+                    arena_release(&a);
+                    last = NULL;
+                    marked = false;
+                }
+                break;
+            default:
+                p = arena_strdup(&a, "a string of some length");
+                break;
+            }
+            check_against_backing(&a, limit, resets);
+        }
+        arena_release(&a);
+        assert_int_equal(tb.live, 0);
+    }
+}
+
+/* ---- The limit --------------------------------------------------------------------------- */
+
+/* With 64 KiB chunks and a limit of 100,000 bytes, 112-byte values fill
+ * nearly all of the limit (not one chunk's worth: the second chunk is cut
+ * down to the room left), and the value that fails is one the room left
+ * cannot hold. */
+static void limit_is_enforced_at_the_byte(void **state)
+{
+    const size_t limit = 100000;
+    arena_allocator al = tb_allocator(&tb);
+    arena_stats s;
+    arena a;
+    size_t stored = 0;
+    int before;
+    (void)state;
+    arena_init_with(&a, 65536, &al);
+    arena_set_limit(&a, limit);
+    arena_on_limit(&a, on_limit, NULL);
+    events = 0;
+    while (arena_alloc(&a, 112))
+        stored += 112;
+    arena_get_stats(&a, &s);
+    assert_true(s.held <= limit);
+    assert_int_equal(s.held, tb.live_bytes);
+    /* Chunk granularity would have stopped near 65536. */
+    assert_true(limit - s.held < 4096);
+    assert_true(stored > limit - 8192);
+    assert_int_equal(events, 1);
+    assert_int_equal(last_event.cause, ARENA_LIMIT_ARENA);
+    assert_int_equal(last_event.limit, limit);
+    assert_int_equal(last_event.held, s.held);
+    assert_ptr_equal(last_event.arena, &a);
+    assert_int_equal(s.limit_hits, 1);
+    /* A failure leaves the arena as it was: the same size, and the next
+     * value that fits goes where it would have. */
+    before = events;
+    assert_int_equal(arena_size(&a), stored);
+    assert_null(arena_alloc(&a, 112));
+    assert_int_equal(arena_size(&a), stored);
+    assert_int_equal(events, before + 1);
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+static void lowered_limit_refuses_until_a_reset(void **state)
+{
+    arena_allocator al = tb_allocator(&tb);
+    unsigned char *v[3], *grown;
+    arena_stats s;
+    arena_mark m;
+    arena a;
+    int i;
+    (void)state;
+    arena_init_with(&a, 4096, &al);
+    arena_on_limit(&a, on_limit, NULL);
+    for (i = 0; i < 3; i++) {
+        v[i] = (unsigned char *)arena_alloc(&a, 3000);
+        assert_non_null(v[i]);
+        memset(v[i], i + 1, 3000);
+    }
+    m = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 10));
+    arena_get_stats(&a, &s);
+    arena_set_limit(&a, s.held / 2);
+    assert_int_equal(tb.live_bytes, s.held); /* nothing freed behind the caller's back */
+    events = 0;
+    assert_null(arena_alloc(&a, 1)); /* the inline path too */
+    assert_null(arena_alloc_reuse(&a, 1));
+    assert_null(arena_strdup(&a, "x"));
+    grown = (unsigned char *)arena_realloc(&a, v[2], 3000, 3001);
+    assert_null(grown);
+    assert_true(events >= 4);
+    assert_int_equal(last_event.cause, ARENA_LIMIT_ARENA);
+    for (i = 0; i < 3; i++) {
+        size_t j;
+        for (j = 0; j < 3000; j++)
+            assert_int_equal(v[i][j], i + 1);
+    }
+    /* A limit changed between a mark and its rewind: the rewind is valid,
+     * and the limit stays. */
+    arena_rewind(&a, m);
+    assert_int_equal(arena_limit(&a), s.held / 2);
+    assert_null(arena_alloc(&a, 1));
+    /* The reset keeps no more than the limit allows: under it again. */
+    arena_reset(&a);
+    arena_get_stats(&a, &s);
+    assert_true(s.held <= arena_limit(&a));
+    assert_non_null(arena_alloc(&a, 100));
+    arena_set_limit(&a, SIZE_MAX);
+    assert_int_equal(arena_limit(&a), SIZE_MAX);
+    assert_non_null(arena_alloc(&a, 100000));
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+static void limit_zero_and_size_max(void **state)
+{
+    static _Alignas(16) unsigned char buf[1024];
+    arena_allocator al = tb_allocator(&tb);
+    arena a, b;
+    (void)state;
+    arena_init_with(&a, 0, &al);
+    arena_set_limit(&a, 0);
+    assert_int_equal(arena_limit(&a), 0);
+    assert_null(arena_alloc(&a, 1));
+    assert_null(arena_alloc(&a, 100000));
+    assert_int_equal(tb.calls, 0);
+    arena_set_limit(&a, SIZE_MAX);
+    assert_non_null(arena_alloc(&a, 1));
+    arena_release(&a);
+    /* The caller's buffer is not taken from a backing: it does not count. */
+    arena_init_buffer(&b, buf, sizeof buf, NULL);
+    arena_set_limit(&b, 0);
+    assert_non_null(arena_alloc(&b, 100));
+    assert_null(arena_alloc(&b, 2000));
+    arena_release(&b);
+    assert_int_equal(tb.live, 0);
+}
+
+static void backing_failure_is_reported(void **state)
+{
+    arena_allocator al = tb_allocator(&tb);
+    arena_stats s;
+    arena a;
+    (void)state;
+    arena_init_with(&a, 0, &al);
+    arena_set_name(&a, "request 7");
+    arena_on_limit(&a, on_limit, NULL);
+    tb.fail_from = 1;
+    events = 0;
+    assert_null(arena_alloc(&a, 10));
+    assert_true(events >= 1);
+    assert_int_equal(last_event.cause, ARENA_LIMIT_BACKING);
+    assert_int_equal(last_event.limit, SIZE_MAX);
+    assert_string_equal(last_event.name, "request 7");
+    assert_true(last_event.asked >= 10);
+    arena_get_stats(&a, &s);
+    assert_int_equal(s.limit_hits, (uint64_t)events);
+    tb.fail_from = 0;
+    arena_release(&a);
+}
+
+/* ---- Group limits ------------------------------------------------------------------------ */
+
+static void budget_is_shared_and_given_back(void **state)
+{
+    arena_budget *b = arena_budget_create(200000, "tenant");
+    arena_allocator al = tb_allocator(&tb);
+    arena x, y;
+    arena_stats sx, sy;
+    (void)state;
+    assert_non_null(b);
+    assert_string_equal(arena_budget_name(b), "tenant");
+    arena_init_with(&x, 8192, &al);
+    arena_init_with(&y, 8192, &al);
+    arena_set_budget(&x, b);
+    arena_set_budget(&y, b);
+    arena_on_limit(&y, on_limit, NULL);
+    events = 0;
+    for (;;) {
+        void *p = arena_alloc(&x, 1000), *q = arena_alloc(&y, 1000);
+        if (!p && !q)
+            break;
+        assert_true(arena_budget_used(b) <= 200000);
+    }
+    arena_get_stats(&x, &sx);
+    arena_get_stats(&y, &sy);
+    assert_int_equal(arena_budget_used(b), sx.held + sy.held);
+    assert_int_equal(tb.live_bytes, sx.held + sy.held);
+    assert_true(200000 - arena_budget_used(b) < 8192 + 1024);
+    assert_true(events >= 1);
+    assert_int_equal(last_event.cause, ARENA_LIMIT_BUDGET);
+    assert_string_equal(last_event.limit_name, "tenant");
+    assert_int_equal(last_event.limit, 200000);
+    /* Values still fit the chunks held: only new memory is refused. */
+    arena_release(&x);
+    assert_int_equal(arena_budget_used(b), sy.held);
+    assert_non_null(arena_alloc(&y, 100000));
+    arena_set_budget(&y, NULL);
+    assert_int_equal(arena_budget_used(b), 0);
+    arena_release(&y);
+    arena_budget_destroy(b);
+    assert_int_equal(tb.live, 0);
+}
+
+/* ---- Counters ---------------------------------------------------------------------------- */
+
+static void counters_of_reuse_resets_and_waste(void **state)
+{
+    arena_allocator al = tb_allocator(&tb);
+    arena_stats s;
+    arena a;
+    void *p;
+    int i;
+    (void)state;
+    arena_init_with(&a, 4096, &al);
+    p = arena_alloc_reuse(&a, 200);
+    assert_non_null(arena_alloc_reuse(&a, 8));
+    arena_free(&a, p, 200);
+    arena_get_stats(&a, &s);
+    assert_true(s.waste >= 200); /* the block given back */
+    assert_non_null(arena_alloc_reuse(&a, 200));
+    arena_get_stats(&a, &s);
+    assert_int_equal(s.reused, 200);
+    for (i = 0; i < 10; i++) {
+        assert_non_null(arena_alloc(&a, 64));
+        arena_reset(&a); /* inline where the arena holds one chunk */
+    }
+    arena_get_stats(&a, &s);
+    assert_int_equal(s.resets, 10);
+    assert_int_equal(s.stored, 0);
+    assert_true(s.peak_stored >= 208);
+    assert_int_equal(s.peak_stored_batch, 0);
+    if (test_packed()) {
+        /* 1 byte, then a 16-byte value aligned after it: 15 bytes of padding. */
+        arena_reset_to(&a, 0);
+        assert_non_null(arena_alloc(&a, 1));
+        assert_non_null(arena_alloc(&a, 16));
+        arena_get_stats(&a, &s);
+        assert_int_equal(s.waste, 15);
+    }
+    arena_release(&a);
+}
+
+static void names(void **state)
+{
+    static _Alignas(16) unsigned char buf[256];
+    arena a = {0}, b;
+    (void)state;
+    assert_null(arena_name(&a));
+    arena_set_name(&a, "one");
+    assert_string_equal(arena_name(&a), "one");
+    arena_set_name(&a, "two");
+    assert_string_equal(arena_name(&a), "two");
+    arena_reset(&a);
+    arena_release(&a);
+    assert_string_equal(arena_name(&a), "two");
+    arena_set_name(&a, NULL);
+    assert_null(arena_name(&a));
+    arena_init_buffer(&b, buf, sizeof buf, NULL);
+    assert_null(arena_name(&b));
+    arena_set_name(&b, "stack");
+    assert_string_equal(arena_name(&b), "stack");
+    arena_release(&b);
+}
+
+/* ---- The report ------------------------------------------------------------------------- */
+
+static void report_formats_and_truncation(void **state)
+{
+    static char big[1 << 16], small[16];
+    arena a = {0}, b = {0};
+    arena_cache *c = arena_cache_create(NULL);
+    arena_shared *sh = arena_shared_create(0, 0, NULL);
+    arena *r;
+    size_t n, m;
+    (void)state;
+    assert_non_null(c);
+    assert_non_null(sh);
+    arena_set_name(&a, "request \"quoted\"");
+    assert_non_null(arena_alloc(&a, 1000));
+    assert_true(arena_register(&a));
+    assert_true(arena_register(&a)); /* again: nothing */
+    assert_true(arena_register(&b));
+    arena_cache_set_name(c, "requests");
+    assert_true(arena_cache_register(c));
+    r = arena_cache_acquire(c);
+    assert_non_null(r);
+    arena_set_name(r, "in the cache");
+    assert_non_null(arena_alloc(r, 5000));
+    arena_shared_set_name(sh, "shared");
+    assert_true(arena_shared_register(sh));
+    assert_non_null(arena_shared_alloc(sh, 64));
+
+    n = arena_report(big, sizeof big, ARENA_REPORT_TEXT);
+    assert_true(n < sizeof big);
+    assert_int_equal(strlen(big), n);
+    assert_non_null(strstr(big, "request \"quoted\""));
+    assert_non_null(strstr(big, "(unnamed)"));
+    assert_non_null(strstr(big, "requests"));
+    assert_non_null(strstr(big, "  in the cache")); /* indented under its cache */
+    assert_non_null(strstr(big, "shared"));
+
+    n = arena_report(big, sizeof big, ARENA_REPORT_JSON);
+    assert_int_equal(strlen(big), n);
+    assert_non_null(strstr(big, "\"name\": \"request \\\"quoted\\\"\""));
+    assert_non_null(strstr(big, "\"name\": null"));
+    assert_non_null(strstr(big, "\"kind\": \"cache\""));
+    assert_non_null(strstr(big, "\"arenas_registered\": ["));
+
+    /* Too small: truncated, NUL-terminated, the whole length returned. */
+    m = arena_report(small, sizeof small, ARENA_REPORT_JSON);
+    assert_int_equal(m, n);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    assert_memory_equal(small, big, sizeof small - 1);
+    assert_int_equal(arena_report(NULL, 0, ARENA_REPORT_JSON), n);
+    small[0] = 'x';
+    (void)arena_report(small, 1, ARENA_REPORT_TEXT);
+    assert_int_equal(small[0], '\0');
+
+    /* To a FILE. */
+    {
+        FILE *f = tmpfile();
+        long len;
+        assert_non_null(f);
+        assert_int_equal(arena_report_file(f, ARENA_REPORT_TEXT), 0);
+        len = ftell(f);
+        assert_int_equal((size_t)len, arena_report(NULL, 0, ARENA_REPORT_TEXT));
+        fclose(f);
+    }
+
+    /* Released, unregistered, destroyed: gone from the report. */
+    arena_release(&a);
+    arena_unregister(&b);
+    arena_cache_recycle(c, r);
+    arena_cache_destroy(c);
+    arena_shared_destroy(sh);
+    (void)arena_report(big, sizeof big, ARENA_REPORT_TEXT);
+    assert_null(strstr(big, "quoted"));
+    assert_null(strstr(big, "requests"));
+    assert_null(strstr(big, "shared"));
+    assert_null(strstr(big, "(unnamed)"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(counters_match_the_backing),
+        cmocka_unit_test(limit_is_enforced_at_the_byte),
+        cmocka_unit_test(lowered_limit_refuses_until_a_reset),
+        cmocka_unit_test(limit_zero_and_size_max),
+        cmocka_unit_test(backing_failure_is_reported),
+        cmocka_unit_test(budget_is_shared_and_given_back),
+        cmocka_unit_test(counters_of_reuse_resets_and_waste),
+        cmocka_unit_test(names),
+        cmocka_unit_test(report_formats_and_truncation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

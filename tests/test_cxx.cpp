@@ -119,6 +119,44 @@ static void test_arena_make_throws(void **)
     assert_int_equal(t->v, 3);
 }
 
+/* A T whose destructor matters: make<T>() runs it when the batch ends,
+ * latest first, at a reset, a rewind past it, and the arena's destruction. */
+static int destroyed[8], ndestroyed;
+
+struct noted {
+    int id;
+    std::string text;
+    explicit noted(int i) : id(i), text(64, 'x') {}
+    ~noted() { destroyed[ndestroyed++] = id; }
+    noted(const noted &) = delete;
+    noted &operator=(const noted &) = delete;
+};
+
+static void test_arena_make_runs_destructors(void **)
+{
+    ndestroyed = 0;
+    {
+        libarena::arena a;
+        assert_non_null(a.make<noted>(1));
+        assert_non_null(a.make<noted>(2));
+        a.reset();
+        assert_int_equal(ndestroyed, 2);
+        assert_int_equal(destroyed[0], 2); // latest first
+        assert_int_equal(destroyed[1], 1);
+        {
+            auto s = a.scope();
+            assert_non_null(a.make<noted>(3));
+        } // the scope's rewind ends it
+        assert_int_equal(ndestroyed, 3);
+        assert_int_equal(destroyed[2], 3);
+        std::string *str = a.make<std::string>(100, 'y'); // heap memory, freed at the end
+        assert_non_null(str);
+        assert_non_null(a.make<noted>(4));
+    } // the arena's destruction
+    assert_int_equal(ndestroyed, 4);
+    assert_int_equal(destroyed[3], 4);
+}
+
 static void test_arena_move(void **)
 {
     libarena::arena a(4096);
@@ -536,16 +574,12 @@ static void test_current_scope(void **)
     arena_cur_free(heap);
 }
 
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-static_assert(libarena::batch_storable<point>);
-static_assert(!libarena::batch_storable<std::string>);
-#endif
-
 int main()
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arena_make_reset),
         cmocka_unit_test(test_arena_make_throws),
+        cmocka_unit_test(test_arena_make_runs_destructors),
         cmocka_unit_test(test_arena_move),
         cmocka_unit_test(test_arena_scope),
         cmocka_unit_test(test_arena_buffer),

@@ -1,11 +1,12 @@
 /*
- * libarena for C++ (C++17; C++20 adds a concept): a thin layer over the C API
+ * libarena for C++ (C++17, and C++20): a thin layer over the C API
  * of arena.h, pool.h, hooks.h and thread.h, in namespace `libarena` (the C
  * type `arena` keeps the global name).  Every call is inline and forwards to
  * the C function of the same job; nothing here adds state or a check that the
  * C API does not have, except where a comment says so.
  *
  *   libarena::arena          an owning, move-only arena: reset(), scope(), make<T>()
+ *                            (destructors run when the batch ends)
  *   libarena::scope          a guard that rewinds an arena when it leaves its block
  *   libarena::scratch_scope  a guard over one of this thread's scratch arenas
  *   libarena::current_scope  a guard that makes an arena current (arena_cur_* hooks)
@@ -43,15 +44,12 @@
 
 namespace libarena {
 
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-/** What an arena may hold through make<T>(): a type whose destructor need
- *  not run, since the arena drops a batch without visiting its values. */
+/* The cleanup that ends a value of make<T>() whose destructor matters. */
 template <class T>
-concept batch_storable = std::is_trivially_destructible_v<T>;
-#  define ARENA__BATCH_STORABLE(T) ::libarena::batch_storable<T>
-#else
-#  define ARENA__BATCH_STORABLE(T) std::is_trivially_destructible_v<T>
-#endif
+void arena__cxx_destroy(void *p) noexcept
+{
+    static_cast<T *>(p)->~T();
+}
 
 /** The bytes of an aligned request from an arena: arena_alloc() at the
  *  arena's own alignment, which is the fast inline path, else
@@ -203,28 +201,36 @@ public:
     /**
      * Constructs a T in the arena from `args`; nullptr on out-of-memory.  If
      * the constructor throws, its bytes are given back and the exception
-     * propagates.
-     *
-     * T must be trivially destructible: a batch ends without running
-     * destructors.  Running them needs cleanup callbacks that the C API does
-     * not have yet; until it does, any other T is refused at compile time.
+     * propagates.  A T that is not trivially destructible gets a cleanup
+     * (arena_cleanup_push()) that runs its destructor when its values die:
+     * at the reset, release or rewind that ends them, latest first, as
+     * every cleanup; one that cannot be registered (out of memory) makes
+     * make() return nullptr with nothing constructed.  A trivially
+     * destructible T costs no cleanup.
      */
     template <class T, class... Args>
     T *make(Args &&...args) noexcept(std::is_nothrow_constructible_v<T, Args...>)
     {
-        static_assert(ARENA__BATCH_STORABLE(T),
-                      "libarena::arena::make<T>: T is not trivially destructible, and an "
-                      "arena runs no destructors when its batch ends (the C API has no "
-                      "cleanup callbacks yet)");
         void *p = arena__cxx_alloc(a_, sizeof(T), alignof(T));
+        arena_cleanup *c = nullptr;
         if (!p)
             return nullptr;
+        if constexpr (!std::is_trivially_destructible_v<T>) {
+            c = arena_cleanup_push(a_, &arena__cxx_destroy<T>, p);
+            if (!c) {
+                arena_free(a_, p, sizeof(T));
+                return nullptr;
+            }
+        }
         if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
+            (void)c;
             return ::new (p) T(std::forward<Args>(args)...);
         } else {
             try {
                 return ::new (p) T(std::forward<Args>(args)...);
             } catch (...) {
+                if (c)
+                    arena_cleanup_cancel(a_, c);
                 arena_free(a_, p, sizeof(T));
                 throw;
             }
@@ -427,7 +433,5 @@ bool operator!=(const allocator<T> &x, const allocator<U> &y) noexcept
 }
 
 } // namespace libarena
-
-#undef ARENA__BATCH_STORABLE
 
 #endif /* ARENA_ARENA_HPP */

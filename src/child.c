@@ -64,9 +64,9 @@ void arena__child_idle(arena *a)
 void arena_init_child(arena *child, arena *parent, size_t chunk_bytes)
 {
     arena_allocator al;
-    size_t budget = 0;
 
     if (chunk_bytes == 0) {
+        size_t budget = 0;
         if (!parent->lazy)
             budget = arena__cold(parent)->budget;
         chunk_bytes = (budget ? budget : ARENA_DEFAULT_CHUNK) / 4;

@@ -307,7 +307,7 @@ static inline void arena__slots_gone(char *base, size_t n)
 
 /* The slot `obj` of the pool whose slots start at `base` is handed out: its
  * first `n` bytes open. */
-static inline void arena__slot_taken(char *base, void *obj, size_t n)
+static inline void arena__slot_taken(const char *base, void *obj, size_t n)
 {
     if (ARENA__VALGRIND)
         VALGRIND_MEMPOOL_ALLOC(base, obj, n);
@@ -316,7 +316,7 @@ static inline void arena__slot_taken(char *base, void *obj, size_t n)
 
 /* The slot `obj` (`stride` bytes, of which the program used `n`) is free
  * again: closed (clobbered in the checked build). */
-static inline void arena__slot_given(char *base, void *obj, size_t n, size_t stride)
+static inline void arena__slot_given(const char *base, void *obj, size_t n, size_t stride)
 {
     if (ARENA_CHECKED)
         memset(obj, ARENA__CLOBBER, n); /* the rest of the slot still is */

@@ -272,7 +272,6 @@ size_t arena_report(char *buf, size_t len, int format)
         put(&o, "%-28s %-6s %12s %12s %12s %12s %12s %8s %8s\n", "name", "kind", "stored",
             "retained", "held", "limit", "peak held", "resets", "refused");
     for (n = registry.next; n != &registry; n = n->next) {
-        bool firstchild = true;
         if (n->parent)
             continue;
         read_node(n, &f);
@@ -284,6 +283,7 @@ size_t arena_report(char *buf, size_t len, int format)
         }
         first = false;
         if (n->kind == KIND_CACHE) {
+            bool firstchild = true;
             if (json)
                 put(&o, ", \"arenas_registered\": [");
             for (m = registry.next; m != &registry; m = m->next) {

@@ -177,7 +177,8 @@ static void limit_is_enforced_at_the_byte(void **state)
     assert_int_equal(s.held, tb.live_bytes);
     /* Chunk granularity would have stopped near 65536. */
     assert_true(limit - s.held < 4096);
-    assert_true(stored > limit - 8192);
+    if (test_packed()) /* no header or guard beside each value */
+        assert_true(stored > limit - 8192);
     assert_int_equal(events, 1);
     assert_int_equal(last_event.cause, ARENA_LIMIT_ARENA);
     assert_int_equal(last_event.limit, limit);

@@ -353,27 +353,7 @@ void arena_cache_set_name(arena_cache *c, const char *name) { c->budget.name = n
 
 const char *arena__cache_name(arena_cache *c) { return c->budget.name; }
 
-bool arena_cache_register(arena_cache *c)
-{
-    struct arena__node *n;
-    pthread_mutex_lock(&c->lock);
-    n = c->node;
-    pthread_mutex_unlock(&c->lock);
-    if (n)
-        return true;
-    n = arena__register_object(1, c);
-    if (!n)
-        return false;
-    pthread_mutex_lock(&c->lock);
-    if (c->node) { /* another thread registered it meanwhile */
-        pthread_mutex_unlock(&c->lock);
-        arena__unregister_object(n);
-        return true;
-    }
-    c->node = n;
-    pthread_mutex_unlock(&c->lock);
-    return true;
-}
+bool arena_cache_register(arena_cache *c) { return arena__register_once(&c->lock, &c->node, 1, c); }
 
 void arena_cache_get_stats(arena_cache *c, arena_cache_stats *out)
 {

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "arena/report.h"
-#include "internal.h"
+#include "thread_state.h"
 
 enum kind { KIND_ARENA, KIND_CACHE, KIND_SHARED };
 
@@ -130,6 +130,28 @@ void arena__unregister_object(struct arena__node *n)
 {
     if (n)
         unlink_node(n);
+}
+
+bool arena__register_once(pthread_mutex_t *lock, struct arena__node **slot, int cache, void *obj)
+{
+    struct arena__node *n;
+    pthread_mutex_lock(lock);
+    n = *slot;
+    pthread_mutex_unlock(lock);
+    if (n)
+        return true;
+    n = arena__register_object(cache, obj);
+    if (!n)
+        return false;
+    pthread_mutex_lock(lock);
+    if (*slot) { /* another thread registered it meanwhile */
+        pthread_mutex_unlock(lock);
+        arena__unregister_object(n);
+        return true;
+    }
+    *slot = n;
+    pthread_mutex_unlock(lock);
+    return true;
 }
 
 /* ---- The report ------------------------------------------------------------------------- */

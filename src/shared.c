@@ -277,27 +277,7 @@ const char *arena__shared_name(arena_shared *s)
     return name;
 }
 
-bool arena_shared_register(arena_shared *s)
-{
-    struct arena__node *n;
-    pthread_mutex_lock(&s->lock);
-    n = s->node;
-    pthread_mutex_unlock(&s->lock);
-    if (n)
-        return true;
-    n = arena__register_object(0, s);
-    if (!n)
-        return false;
-    pthread_mutex_lock(&s->lock);
-    if (s->node) {
-        pthread_mutex_unlock(&s->lock);
-        arena__unregister_object(n);
-        return true;
-    }
-    s->node = n;
-    pthread_mutex_unlock(&s->lock);
-    return true;
-}
+bool arena_shared_register(arena_shared *s) { return arena__register_once(&s->lock, &s->node, 0, s); }
 arena_cleanup *arena_shared_cleanup_push(arena_shared *s, arena_cleanup_fn *fn, void *ctx)
 {
     arena_cleanup *c;

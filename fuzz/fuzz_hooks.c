@@ -43,7 +43,8 @@
 #define HEAP (-1)          /* owner of a global-family block on the C heap */
 #define MAX_BLOCKS 48
 #define MAX_MARKS 8
-#define MAX_OPS 512        /* per input: longer inputs add time, not paths */
+#define MAX_OPS 128        /* per input: longer inputs add time, not paths */
+#define SIZE_CHECKS 16     /* every block's arena_cur_size() every this many steps */
 
 enum family {
     CUR,   /* arena_cur_*: a header before it */
@@ -113,11 +114,19 @@ static void check_block(const block *b)
         TEST_CHECK(arena_cur_size(b->p) == b->size);
 }
 
-static void check_all(void)
+/* Every block's pattern; with `sizes`, every header's size too (a header
+ * is poisoned under ASan, so a stray write into it is reported as it
+ * happens: its size is read only every SIZE_CHECKS steps, and after each
+ * call that wrote it). */
+static void check_all(bool sizes)
 {
     size_t i;
-    for (i = 0; i < nblocks; i++)
-        check_block(&blocks[i]);
+    for (i = 0; i < nblocks; i++) {
+        if (sizes)
+            check_block(&blocks[i]);
+        else
+            TEST_CHECK(has_pattern(blocks[i].p, blocks[i].size, blocks[i].id));
+    }
     TEST_CHECK(recorded_errors.count == recorded_errors.expected);
     TEST_CHECK(arena_current() == arena_of(current));
 }
@@ -263,7 +272,6 @@ static void start_arena(int i)
 
     s->fixed = false;
     s->nmarks = 0;
-    s->budget = ARENA_DEFAULT_CHUNK;
     if (kind < 6) {
         s->budget = budgets[below(5)];
         arena_init_with(&s->a, s->budget, &al);
@@ -271,8 +279,9 @@ static void start_arena(int i)
         size_t len = 256 + below(sizeof bufs[i] - 255);
         s->fixed = kind == 7;
         arena_init_buffer(&s->a, bufs[i], len, s->fixed ? NULL : &al);
-        if (s->fixed)
-            s->budget = len;
+        /* sizes drawn against the buffer: beyond it, a backing's chunks are
+         * ARENA_DEFAULT_CHUNK (values of that size cost time, not paths) */
+        s->budget = len;
     }
     s->of = arena_allocator_of(&s->a);
 }
@@ -325,6 +334,7 @@ static void cur_alloc(void)
     TEST_CHECK(!is_huge);
     TEST_CHECK(is_unique(p)); /* size 0 included */
     add(p, size, current, CUR);
+    TEST_CHECK(arena_cur_size(p) == size);
 }
 
 static void cur_realloc(void)
@@ -351,6 +361,7 @@ static void cur_realloc(void)
     }
     TEST_CHECK(!is_huge);
     resized((size_t)k, q, size, owner);
+    TEST_CHECK(arena_cur_size(q) == size);
 }
 
 static void cur_free(void)
@@ -753,11 +764,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     current = HEAP;
     for (ops = 0; in.n && ops < MAX_OPS; ops++) {
         step();
-        check_all();
+        check_all(ops % SIZE_CHECKS == SIZE_CHECKS - 1);
     }
     /* The heap's blocks outlive the arenas; every arena's value is checked
      * before it goes. */
-    check_all();
+    check_all(true);
     arena_set_current(NULL);
     current = HEAP;
     for (k = 0; k < nblocks; k++)

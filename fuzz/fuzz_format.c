@@ -36,7 +36,7 @@
 
 #define MAX_VALUES 64
 #define MAX_MARKS 8
-#define MAX_OPS 256
+#define MAX_OPS 128 /* per input: longer inputs add time, not paths */
 #define SLOTS 6
 #define FMT_MAX 1024
 

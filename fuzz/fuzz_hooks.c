@@ -18,7 +18,8 @@
  * it), where it came from (which arena, or the C heap for the global
  * family), its size and a pattern written over it.  After every operation
  * every live block still holds its pattern (no overlap: reuse never hands
- * out live memory), every block of the global family tells its size; each
+ * out live memory), and every block of the global family tells its size
+ * (after each call that wrote its header, and every 16 steps); each
  * result is ARENA_ALIGN-aligned, a resize keeps the prefix, a failure
  * happens only when the backing refused a request (or the arena is a fixed
  * buffer, or the size is beyond any allocation) and changes nothing.
@@ -169,8 +170,8 @@ static bool is_unique(const unsigned char *p)
     return true;
 }
 
-/* A new block at p (checked, filled with a fresh pattern); false when the
- * model is full (the caller gives it back). */
+/* A new block at p (checked, filled with a fresh pattern); the caller has
+ * made sure the model has room. */
 static void add(unsigned char *p, size_t size, int owner, int fam)
 {
     block *b = &blocks[nblocks++];

@@ -52,6 +52,8 @@ static size_t hook_size(size_t n)
 {
     if (arena__instrumented())
         return n;
+    if (n == 0) /* a block of no bytes (arena_hook_realloc()'s shrink to nothing) */
+        return 0;
     if (n <= 240) /* the classes of 16-byte steps */
         return n <= 16 ? 16 : (n + 15) & ~(size_t)15;
     return n > SIZE_MAX / 2 ? SIZE_MAX : arena__reuse_round(n);

@@ -55,11 +55,12 @@ ARENA__HIDDEN void arena__reuse_forget(arena *a, uint64_t serial);
 /* Frees the lists' table (a release). */
 ARENA__HIDDEN void arena__reuse_release(arena *a);
 
-/* The adapters' shrink (hooks.c): arena_realloc() to `new_size` (> 0, <
+/* The adapters' shrink (hooks.c): arena_realloc() to `new_size` (<
  * old_size), except that a value that is not the most recent moves to a
  * block of the new size, and its own goes back whole, so that no remainder
  * of an odd size is left to fragment the lists; in place, its tail given
- * back, only when that fails.  NULL after a reported misuse. */
+ * back, only when that fails (size 0: in place).  NULL after a reported
+ * misuse. */
 ARENA__HIDDEN void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size);
 
 /* arena_allocator_of()'s functions (hooks.c): a block of `size` bytes that

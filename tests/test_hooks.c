@@ -264,6 +264,46 @@ static void hook_realloc_shape(void **state)
     arena_release(&a);
 }
 
+/* A shrink to nothing of a block that is not the most recent leaves the
+ * position where it was: the block after it stays live, and a value of its
+ * own chunk leaves the current chunk alone (found by fuzz/fuzz_hooks.c:
+ * instrumented builds, whose adapters keep exact sizes, took the shrink to
+ * 0 for one of the most recent value; plain builds, which rounded 0 up to a
+ * 16-byte class, moved the block instead of returning it). */
+static void hook_realloc_to_nothing_not_last(void **state)
+{
+    arena a;
+    char *x, *y, *z, *big;
+    (void)state;
+
+    record_errors();
+    arena_init(&a, 4096);
+    x = (char *)arena_hook_realloc(&a, NULL, 0, 100);
+    y = (char *)arena_hook_realloc(&a, NULL, 0, 100);
+    assert_non_null(x);
+    assert_non_null(y);
+    fill_pattern(y, 100, 7);
+    assert_ptr_equal(arena_hook_realloc(&a, x, 100, 0), x);
+    z = (char *)arena_hook_realloc(&a, NULL, 0, 100);
+    assert_non_null(z);
+    fill_pattern(z, 100, 8);
+    assert_true(has_pattern(y, 100, 7));
+    assert_true(arena_check(&a));
+    arena_release(&a);
+
+    arena_init(&a, 4096);
+    big = (char *)arena_hook_realloc(&a, NULL, 0, 3 * 4096); /* a chunk of its own */
+    assert_non_null(big);
+    assert_ptr_equal(arena_hook_realloc(&a, big, 3 * 4096, 0), big);
+    assert_true(arena_check(&a));
+    z = (char *)arena_alloc(&a, 10);
+    assert_non_null(z);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    assert_int_equal(recorded_errors.count, 0);
+    restore_errors();
+}
+
 /* ---- An arena as an arena_allocator ------------------------------------------------------ */
 
 static void arena_backs_a_pool(void **state)
@@ -849,6 +889,7 @@ int main(void)
         cmocka_unit_test(hook_lua_shapes),
         cmocka_unit_test(hook_lua_out_of_memory),
         cmocka_unit_test(hook_realloc_shape),
+        cmocka_unit_test(hook_realloc_to_nothing_not_last),
         cmocka_unit_test(arena_backs_a_pool),
         cmocka_unit_test(arena_backs_an_arena),
         cmocka_unit_test_teardown(current_nests, teardown_current),

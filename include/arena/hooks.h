@@ -86,11 +86,14 @@ ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_hook_zalloc(void *arena_ctx
 ARENA_API void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_size);
 
 /**
- * Realloc with the old size (yyjson_alc.realloc): exactly arena_realloc().  ptr
- * NULL allocates new_size bytes; new_size <= old_size returns ptr, giving the
- * tail back when it is the most recent value (new_size 0 included: the
- * result is then a block of no bytes, not NULL).  NULL on out-of-memory,
- * block and arena unchanged.  ARENA_ALIGN-aligned.
+ * Realloc with the old size (yyjson_alc.realloc): arena_realloc(), except
+ * for a shrink.  ptr NULL allocates new_size bytes.  A shrink (new_size <=
+ * old_size) never fails and keeps the first new_size bytes: the most recent
+ * value shrinks in place, giving its tail back; any other moves to a block
+ * of the new size and its own goes back whole (in place when no block can
+ * be had), as Lua's hook does; new_size 0 returns ptr, a block of no bytes
+ * (not NULL).  NULL on out-of-memory, block and arena unchanged.
+ * ARENA_ALIGN-aligned.
  */
 ARENA__NODISCARD
 ARENA_API void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new_size);

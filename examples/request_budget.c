@@ -40,9 +40,8 @@ static void on_limit(const arena_limit_event *e, void *ctx)
     (void)ctx;
     if (atomic_fetch_add(&capped, 1) < 3)
         fprintf(stderr, "cap hit: %s (%s limit %zu bytes, held %zu, asked %zu)\n",
-                e->name ? e->name : "?",
-                e->cause == ARENA_LIMIT_BUDGET ? "server" : "request", e->limit, e->held,
-                e->asked);
+                e->name ? e->name : "?", e->cause == ARENA_LIMIT_BUDGET ? "server" : "request",
+                e->limit, e->held, e->asked);
 }
 
 /* One request: parse-like work in its arena; false when a cap shed it. */

@@ -93,9 +93,9 @@ static void end_main(void)
 
 typedef struct open_scratch {
     arena_scope s;
-    int which; /* the scratch arena, -1: none was given */
-    long mark; /* its mark in that arena's model */
-    bool dead; /* one that encloses it (begun before, same arena) has ended */
+    int which;   /* the scratch arena, -1: none was given */
+    long mark;   /* its mark in that arena's model */
+    bool dead;   /* one that encloses it (begun before, same arena) has ended */
     size_t died; /* the arena's model's rewinds then */
 } open_scratch;
 
@@ -144,7 +144,7 @@ static void scratch_begin(void)
         return;
     for (k = 0; k < n; k++) {
         size_t pick = below(ARENA_SCRATCH_COUNT + 3);
-        conflicts[k] = pick < ARENA_SCRATCH_COUNT       ? scratch_arena[pick]
+        conflicts[k] = pick < ARENA_SCRATCH_COUNT        ? scratch_arena[pick]
                        : pick == ARENA_SCRATCH_COUNT     ? md.a
                        : pick == ARENA_SCRATCH_COUNT + 1 ? held_arena(below(4))
                                                          : NULL;
@@ -240,9 +240,9 @@ static void end_scratch(void)
 
 /* ---- Arena caches ---------------------------------------------------------------- */
 
-#define CACHES 2
-#define HELD 4         /* arenas acquired at once */
-#define KNOWN 32       /* arenas the model follows */
+#define CACHES    2
+#define HELD      4    /* arenas acquired at once */
+#define KNOWN     32   /* arenas the model follows */
 #define MAX_STORE HELD /* a cache makes an arena only when it has none to give */
 
 enum { UNUSED, ACQUIRED, PARKED, STACKED, RELEASED };
@@ -262,16 +262,16 @@ typedef struct cache_model {
     bool tb;                 /* its backing is tb_cache (else malloc) */
     known *store[MAX_STORE]; /* the shared store, oldest first */
     size_t nstore;
-    known *spare[KNOWN];     /* released arenas' structs, oldest first */
+    known *spare[KNOWN]; /* released arenas' structs, oldest first */
     size_t nspare;
 } cache_model;
 
 static test_backing tb_cache;
 static cache_model caches[CACHES];
 static known arenas[KNOWN];
-static model hm[HELD];    /* the model of each acquired arena */
+static model hm[HELD]; /* the model of each acquired arena */
 static known *held[HELD];
-static known *slot;       /* the arena waiting in this thread's slot */
+static known *slot; /* the arena waiting in this thread's slot */
 
 static arena *held_arena(size_t k) { return held[k] ? held[k]->a : NULL; }
 
@@ -492,13 +492,23 @@ static void cache_op(void)
     }
     switch (below(16)) {
     case 0: cache_destroy(i); break;
-    case 1: case 2: case 3: case 4: case 5: cache_acquire(i); break;
-    case 6: case 7: case 8: case 9: case 10:
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5: cache_acquire(i); break;
+    case 6:
+    case 7:
+    case 8:
+    case 9:
+    case 10:
         if ((h = pick_held()) >= 0)
             cache_recycle((size_t)h);
         break;
-    case 11: case 12: cache_misuse(i); break;
-    case 13: case 14:
+    case 11:
+    case 12: cache_misuse(i); break;
+    case 13:
+    case 14:
         TEST_CHECK(arena_cache_count(cm->c) == cm->nstore);
         if ((h = pick_held()) >= 0)
             model_step(&hm[h]);
@@ -546,8 +556,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         switch (below(16)) {
         default: model_step(&md); break;
         case 9: tb_main.fail_at = tb_main.calls + 1 + below(4); break;
-        case 10: case 11: scratch_op(); break;
-        case 12: case 13: case 14: cache_op(); break;
+        case 10:
+        case 11: scratch_op(); break;
+        case 12:
+        case 13:
+        case 14: cache_op(); break;
         }
     }
     end_scratch();

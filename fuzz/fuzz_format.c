@@ -35,10 +35,10 @@
 #include <math.h>
 
 #define MAX_VALUES 64
-#define MAX_MARKS 8
-#define MAX_OPS 128 /* per input: longer inputs add time, not paths */
-#define SLOTS 6
-#define FMT_MAX 1024
+#define MAX_MARKS  8
+#define MAX_OPS    128 /* per input: longer inputs add time, not paths */
+#define SLOTS      6
+#define FMT_MAX    1024
 
 typedef struct value {
     unsigned char *p;
@@ -207,8 +207,8 @@ static void slot(int cls, args *ar)
 
 static double draw_double(void)
 {
-    static const double specials[] = {0.0, -0.0, 1.0, -1.5, 0.1, 1e300, -1e-300, DBL_MAX,
-                                      DBL_MIN, 5e-324, 123456.789, 1e15};
+    static const double specials[] = {0.0,     -0.0,    1.0,     -1.5,   0.1,        1e300,
+                                      -1e-300, DBL_MAX, DBL_MIN, 5e-324, 123456.789, 1e15};
     switch (below(4)) {
     case 0: return specials[below(sizeof specials / sizeof specials[0])];
     case 1: return below(2) ? INFINITY : (below(2) ? NAN : -INFINITY);
@@ -252,14 +252,12 @@ static void build(args *ar)
     }
 }
 
-#define ARGS(ar)                                                                          \
-    (ar).w[0], (ar).p[0], (ar).i, (ar).w[1], (ar).p[1], (ar).u, (ar).w[2], (ar).p[2],       \
-        (ar).d, (ar).w[3], (ar).p[3], (ar).s, (ar).w[4], (ar).p[4], (ar).v, (ar).w[5],      \
-        (ar).p[5], (ar).c
+#define ARGS(ar)                                                                                   \
+  (ar).w[0], (ar).p[0], (ar).i, (ar).w[1], (ar).p[1], (ar).u, (ar).w[2], (ar).p[2], (ar).d,        \
+      (ar).w[3], (ar).p[3], (ar).s, (ar).w[4], (ar).p[4], (ar).v, (ar).w[5], (ar).p[5], (ar).c
 
 /* arena_vsprintf through a variadic call, as a program's wrapper calls it. */
-__attribute__((format(printf, 2, 3)))
-static char *wrapper(arena *ar, const char *f, ...)
+__attribute__((format(printf, 2, 3))) static char *wrapper(arena *ar, const char *f, ...)
 {
     va_list ap;
     char *p;
@@ -347,8 +345,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     start();
     for (ops = 0; in.n && ops < MAX_OPS; ops++) {
         switch (below(12)) {
-        case 0: case 1: case 2: case 3: case 4: format_op(); break;
-        case 5: case 6: store(); break;
+        case 0:
+        case 1:
+        case 2:
+        case 3:
+        case 4: format_op(); break;
+        case 5:
+        case 6: store(); break;
         case 7:
             if (nmarks < MAX_MARKS) {
                 marks[nmarks].m = arena_save(&a);

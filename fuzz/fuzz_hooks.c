@@ -40,12 +40,12 @@
 
 #include <arena/hooks.h>
 
-#define ARENAS 2
-#define HEAP (-1)          /* owner of a global-family block on the C heap */
-#define MAX_BLOCKS 48
-#define MAX_MARKS 8
-#define MAX_OPS 128        /* per input: longer inputs add time, not paths */
-#define SIZE_CHECKS 16     /* every block's arena_cur_size() every this many steps */
+#define ARENAS      2
+#define HEAP        (-1) /* owner of a global-family block on the C heap */
+#define MAX_BLOCKS  48
+#define MAX_MARKS   8
+#define MAX_OPS     128 /* per input: longer inputs add time, not paths */
+#define SIZE_CHECKS 16  /* every block's arena_cur_size() every this many steps */
 
 enum family {
     CUR,   /* arena_cur_*: a header before it */
@@ -56,13 +56,13 @@ enum family {
 
 typedef struct block {
     unsigned char *p;
-    size_t size;   /* bytes that hold its pattern */
-    size_t grown;  /* PLAIN: the size it was stored or last grown with */
-    uint64_t id;   /* its pattern */
-    uint64_t t;    /* the clock when it was placed or last resized */
-    int owner;     /* its arena, or HEAP */
+    size_t size;  /* bytes that hold its pattern */
+    size_t grown; /* PLAIN: the size it was stored or last grown with */
+    uint64_t id;  /* its pattern */
+    uint64_t t;   /* the clock when it was placed or last resized */
+    int owner;    /* its arena, or HEAP */
     int fam;
-    bool aligned;  /* PLAIN stored above ARENA_ALIGN: never grown */
+    bool aligned; /* PLAIN stored above ARENA_ALIGN: never grown */
 } block;
 
 typedef struct mark {
@@ -247,9 +247,18 @@ static size_t draw_size(int owner, bool *is_huge)
     size_t b = owner == HEAP ? 1024 : arenas[owner].budget;
     *is_huge = false;
     switch (below(16)) {
-    case 0: case 1: case 2: case 3: case 4: case 5: case 6: return 1 + below(48);
-    case 7: case 8: case 9: return below(b / 2 + 1);
-    case 10: case 11: return 16 * (1 + below(32)); /* class bounds */
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6: return 1 + below(48);
+    case 7:
+    case 8:
+    case 9: return below(b / 2 + 1);
+    case 10:
+    case 11: return 16 * (1 + below(32)); /* class bounds */
     case 12: return b + below(b);
     case 13: return 0;
     case 14:
@@ -397,9 +406,7 @@ static void lua_op(int i)
     unsigned char *q;
 
     switch (below(4)) {
-    case 0: /* free of NULL */
-        TEST_CHECK(arena_hook_lua(a, NULL, below(9), 0) == NULL);
-        return;
+    case 0: /* free of NULL */ TEST_CHECK(arena_hook_lua(a, NULL, below(9), 0) == NULL); return;
     case 1: /* a new block: old_size is Lua's type tag */
         if (size == 0 || nblocks == MAX_BLOCKS)
             return;
@@ -502,7 +509,8 @@ static void plain_alloc(int i)
         p = (unsigned char *)arena_hook_zalloc(a, items, each);
         break;
     }
-    case 2: case 3: p = (unsigned char *)arena_alloc_reuse(a, size); break;
+    case 2:
+    case 3: p = (unsigned char *)arena_alloc_reuse(a, size); break;
     case 4: p = (unsigned char *)arena_alloc(a, size); break;
     default:
         align = aligns[below(sizeof aligns / sizeof aligns[0])];
@@ -656,9 +664,7 @@ static void reset(int i)
     case 0: arena_reset(&s->a); break;
     case 1: arena_reset_to(&s->a, below(3) * s->budget); break;
     case 2: arena_release(&s->a); break;
-    default: /* a trim ends nothing */
-        arena_trim(&s->a, below(3) * s->budget);
-        return;
+    default: /* a trim ends nothing */ arena_trim(&s->a, below(3) * s->budget); return;
     }
     TEST_CHECK(arena_size(&s->a) == 0);
     end_blocks(i, 0);
@@ -711,9 +717,7 @@ static void misuse(void)
         }
         break;
 #else
-    default:
-        (void)k;
-        break;
+    default: (void)k; break;
 #endif
     }
 }
@@ -724,27 +728,47 @@ static void step(void)
 {
     int i = (int)below(ARENAS);
     switch (below(32)) {
-    case 0: case 1: case 2: cur_alloc(); break;
-    case 3: case 4: cur_realloc(); break;
-    case 5: case 6: cur_free(); break;
+    case 0:
+    case 1:
+    case 2: cur_alloc(); break;
+    case 3:
+    case 4: cur_realloc(); break;
+    case 5:
+    case 6: cur_free(); break;
     case 7: set_current(); break;
-    case 8: case 9: case 10: case 11: lua_op(i); break;
-    case 12: case 13: hook_realloc_op(i); break;
-    case 14: case 15: case 16: plain_alloc(i); break;
-    case 17: case 18: plain_realloc(i); break;
-    case 19: case 20: plain_free(i); break;
+    case 8:
+    case 9:
+    case 10:
+    case 11: lua_op(i); break;
+    case 12:
+    case 13: hook_realloc_op(i); break;
+    case 14:
+    case 15:
+    case 16: plain_alloc(i); break;
+    case 17:
+    case 18: plain_realloc(i); break;
+    case 19:
+    case 20: plain_free(i); break;
     case 21: back_op(i); break;
-    case 22: case 23: save(i); break;
-    case 24: case 25: rewind_to(i); break;
+    case 22:
+    case 23: save(i); break;
+    case 24:
+    case 25: rewind_to(i); break;
     case 26: reset(i); break;
-    case 27: TRACE("fail %d\n", i); arenas[i].tb.fail_at = arenas[i].tb.calls + 1 + below(3); break;
+    case 27:
+        TRACE("fail %d\n", i);
+        arenas[i].tb.fail_at = arenas[i].tb.calls + 1 + below(3);
+        break;
     case 28: { /* does nothing: the block stays live */
         long k = pick(PLAIN, i);
         if (k >= 0)
             arena_hook_free(&arenas[i].a, blocks[k].p);
         break;
     }
-    case 29: TRACE("misuse\n"); misuse(); break;
+    case 29:
+        TRACE("misuse\n");
+        misuse();
+        break;
     default: cur_alloc(); break;
     }
 }

@@ -182,8 +182,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (in.n) {
         uint8_t op = take8(&in);
         switch (op >> 5) {
-        case 0: case 1: case 2: take_one(align); break;
-        case 3: case 4:
+        case 0:
+        case 1:
+        case 2: take_one(align); break;
+        case 3:
+        case 4:
             if (m.nlive)
                 give_back(take8(&in) % m.nlive);
             break;

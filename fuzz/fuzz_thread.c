@@ -26,11 +26,11 @@
 
 #include <arena/thread.h>
 
-#define CACHES 2
-#define SHARED 2
-#define HELD 4
+#define CACHES     2
+#define SHARED     2
+#define HELD       4
 #define MAX_VALUES 64
-#define MAX_OPS 128 /* per input: longer inputs add time, not paths */
+#define MAX_OPS    128 /* per input: longer inputs add time, not paths */
 
 enum { IN_HELD, IN_SHARED };
 
@@ -38,7 +38,7 @@ typedef struct value {
     unsigned char *p;
     size_t size;
     uint64_t id;
-    int kind;  /* IN_HELD: in held[where]; IN_SHARED: in shared[where] */
+    int kind; /* IN_HELD: in held[where]; IN_SHARED: in shared[where] */
     int where;
 } value;
 
@@ -114,7 +114,10 @@ static size_t draw_size(bool *huge)
 {
     *huge = false;
     switch (below(8)) {
-    case 0: case 1: case 2: case 3: return 1 + below(64);
+    case 0:
+    case 1:
+    case 2:
+    case 3: return 1 + below(64);
     case 4: return below(1024);
     case 5: return 1024 + below(8192);
     case 6: return 0;
@@ -235,8 +238,11 @@ static void cache_op(void)
     }
     switch (below(12)) {
     case 0: cache_destroy(i); break;
-    case 1: case 2: case 3: cache_acquire(i); break;
-    case 4: case 5:
+    case 1:
+    case 2:
+    case 3: cache_acquire(i); break;
+    case 4:
+    case 5:
         if (held[h].a)
             cache_recycle(h);
         break;
@@ -264,8 +270,7 @@ static void shared_create(int i)
     arena_allocator al = backing(&sm->tb);
     size_t failed = tb.failed;
 
-    sm->s = arena_shared_create(chunk_bytes[below(4)], run_bytes[below(4)],
-                                sm->tb ? &al : NULL);
+    sm->s = arena_shared_create(chunk_bytes[below(4)], run_bytes[below(4)], sm->tb ? &al : NULL);
     if (!sm->s)
         TEST_CHECK(sm->tb && tb.failed > failed);
 }

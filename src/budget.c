@@ -50,8 +50,8 @@ bool arena__budget_charge(arena_budget *b, size_t n)
     do {
         if (used > limit || n > limit - used)
             return false;
-    } while (!atomic_compare_exchange_weak_explicit(&b->used, &used, used + n,
-                                                    memory_order_relaxed, memory_order_relaxed));
+    } while (!atomic_compare_exchange_weak_explicit(&b->used, &used, used + n, memory_order_relaxed,
+                                                    memory_order_relaxed));
     return true;
 }
 
@@ -70,4 +70,3 @@ size_t arena__budget_room(const arena_budget *b)
     size_t limit = arena_budget_limit(b), used = arena_budget_used(b);
     return used < limit ? limit - used : 0;
 }
-

@@ -74,7 +74,7 @@ struct arena_cache {
     arena_allocator serial;  /* what the arenas and nodes use: `backing` under
                                 back_lock, or malloc */
     pthread_mutex_t back_lock;
-    arena_budget budget;     /* what every arena charges: the group limit, the totals */
+    arena_budget budget;      /* what every arena charges: the group limit, the totals */
     struct arena__node *node; /* its record in the registry (report.h), under lock */
 };
 
@@ -347,7 +347,10 @@ void arena_cache_recycle(arena_cache *c, arena *a)
     stack_push(c, n);
 }
 
-void arena_cache_set_limit(arena_cache *c, size_t limit) { arena_budget_set_limit(&c->budget, limit); }
+void arena_cache_set_limit(arena_cache *c, size_t limit)
+{
+    arena_budget_set_limit(&c->budget, limit);
+}
 
 void arena_cache_set_name(arena_cache *c, const char *name) { c->budget.name = name; }
 

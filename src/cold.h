@@ -45,12 +45,12 @@ struct arena__counts {
 
 /* Settings an operator gives (limits, names: arena_set_limit() and the like). */
 struct arena__settings {
-    size_t limit;                   /* the arena's limit, when ARENA__LIMITED */
-    const char *name;               /* the caller's string, or NULL */
-    arena_limit_fn *on_limit;       /* NULL: none */
+    size_t limit;             /* the arena's limit, when ARENA__LIMITED */
+    const char *name;         /* the caller's string, or NULL */
+    arena_limit_fn *on_limit; /* NULL: none */
     void *on_limit_ctx;
-    struct arena_budget *budget;    /* a group limit charged beside, or NULL */
-    struct arena__node *node;       /* its entry in the registry, or NULL */
+    struct arena_budget *budget; /* a group limit charged beside, or NULL */
+    struct arena__node *node;    /* its entry in the registry, or NULL */
 };
 struct arena_cleanup;
 

@@ -251,10 +251,9 @@ static void put_text(struct out *o, const struct figures *f, int depth)
         snprintf(limit, sizeof limit, "-");
     else
         snprintf(limit, sizeof limit, "%zu", f->limit);
-    put(o, "%*s%-*.*s %-6s %12zu %12zu %12zu %12s %12zu %8llu %8llu", 2 * depth, "",
-        28 - 2 * depth, 28 - 2 * depth, f->name ? f->name : "(unnamed)", f->kind, f->stored,
-        f->retained, f->held, limit, f->peak_held, (unsigned long long)f->resets,
-        (unsigned long long)f->limit_hits);
+    put(o, "%*s%-*.*s %-6s %12zu %12zu %12zu %12s %12zu %8llu %8llu", 2 * depth, "", 28 - 2 * depth,
+        28 - 2 * depth, f->name ? f->name : "(unnamed)", f->kind, f->stored, f->retained, f->held,
+        limit, f->peak_held, (unsigned long long)f->resets, (unsigned long long)f->limit_hits);
     if (f->arenas)
         put(o, "  (%zu arenas, %zu out)", f->arenas, f->out);
     put(o, "\n");
@@ -264,8 +263,7 @@ static void put_json(struct out *o, const struct figures *f)
 {
     put(o, "{\"kind\": \"%s\", \"name\": ", f->kind);
     put_json_name(o, f->name);
-    put(o,
-        ", \"stored\": %zu, \"retained\": %zu, \"held\": %zu, \"limit\": ", f->stored,
+    put(o, ", \"stored\": %zu, \"retained\": %zu, \"held\": %zu, \"limit\": ", f->stored,
         f->retained, f->held);
     if (f->limit == SIZE_MAX)
         put(o, "null");

@@ -277,7 +277,10 @@ const char *arena__shared_name(arena_shared *s)
     return name;
 }
 
-bool arena_shared_register(arena_shared *s) { return arena__register_once(&s->lock, &s->node, 0, s); }
+bool arena_shared_register(arena_shared *s)
+{
+    return arena__register_once(&s->lock, &s->node, 0, s);
+}
 arena_cleanup *arena_shared_cleanup_push(arena_shared *s, arena_cleanup_fn *fn, void *ctx)
 {
     arena_cleanup *c;

@@ -86,7 +86,11 @@ static void counters_match_the_backing(void **state)
             size_t n = (size_t)(rng() % (op == 0 ? 40000 : 300)) + 1;
             void *p;
             switch (op) {
-            case 0: case 1: case 2: case 3: case 4:
+            case 0:
+            case 1:
+            case 2:
+            case 3:
+            case 4:
                 p = arena_alloc(&a, n);
                 if (p) {
                     memset(p, 0x5A, n);
@@ -94,7 +98,8 @@ static void counters_match_the_backing(void **state)
                     last_n = n;
                 }
                 break;
-            case 5: case 6:
+            case 5:
+            case 6:
                 p = arena_alloc_reuse(&a, n);
                 if (p && rng() % 2)
                     arena_free(&a, p, n);
@@ -130,9 +135,7 @@ static void counters_match_the_backing(void **state)
                 last = NULL;
                 marked = false;
                 break;
-            case 12:
-                arena_trim(&a, rng() % 50000);
-                break;
+            case 12: arena_trim(&a, rng() % 50000); break;
             case 13:
                 if (rng() % 8 == 0) {
                     arena_release(&a);
@@ -140,9 +143,7 @@ static void counters_match_the_backing(void **state)
                     marked = false;
                 }
                 break;
-            default:
-                p = arena_strdup(&a, "a string of some length");
-                break;
+            default: p = arena_strdup(&a, "a string of some length"); break;
             }
             check_against_backing(&a, limit, resets);
         }

@@ -198,8 +198,8 @@ static inline bool arena__rewind_window(arena *a, arena_mark m)
 {
     if (ARENA__INLINE_WINDOW &&
         ARENA__LIKELY(m.serial == a->saves && m.serial > a->expired &&
-                      !(a->pending & ~ARENA__PENDING_HOLDS) &&
-                      m.cur == a->cur && m.nused == a->nused && m.pos != NULL &&
+                      !(a->pending & ~ARENA__PENDING_HOLDS) && m.cur == a->cur &&
+                      m.nused == a->nused && m.pos != NULL &&
                       (uintptr_t)m.pos >= (uintptr_t)a->counted &&
                       (uintptr_t)m.pos <= (uintptr_t)a->ptr)) {
         a->size = m.size;

@@ -475,7 +475,8 @@ static inline char *arena_strdup(arena *a, const char *s);
  * with the arena and the old value unchanged, as C's realloc.
  *
  * Requires: `ptr` is NULL or a live value of this arena, and `old_size` is
- * at most the size it was stored or last grown with (a string's counts its
+ * at most the size it was stored or last resized with (a shrink gives the
+ * tail back: its bytes are no longer the value's; a string's counts its
  * NUL).  A larger old_size would copy bytes past the value.  Every build
  * reports an old_size that reaches past the position of the current chunk
  * when ptr lies in it (ARENA_ERR_BAD_SIZE); a checked build, which keeps

@@ -10,6 +10,7 @@ work=${1:-$root/build-meson-consumer}
 cmake_build=${2:-}
 rm -rf "$work"
 mkdir -p "$work/src/subprojects"
+work=$(cd "$work" && pwd) # Meson takes only an absolute prefix
 cp "$root"/tests/meson-consumer/meson.build "$root"/tests/meson-consumer/consumer.c \
     "$root"/tests/meson-consumer/consumer.cpp "$work/src/"
 ln -s "$root" "$work/src/subprojects/arena"

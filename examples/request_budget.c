@@ -27,11 +27,13 @@ static arena_cache *requests;
 static atomic_int capped, shed;
 static volatile sig_atomic_t report_asked;
 
+#ifdef SIGUSR1
 static void on_sigusr1(int sig)
 {
     (void)sig;
     report_asked = 1;
 }
+#endif
 
 /* Told of each refusal: log the first few, count them all.  It must not
  * call anything on the arena; the request sees NULL and sheds itself. */
@@ -50,7 +52,7 @@ static bool serve(arena *a, int id)
     size_t want = id % 50 == 7 ? (size_t)64 << 20 : 20000 + (size_t)(id % 17) * 4000;
     size_t got = 0;
     while (got < want) {
-        char *field = arena_sprintf(a, "request %d field %zu", id, got);
+        char *field = arena_sprintf(a, "request %d field %lu", id, (unsigned long)got);
         char *body = arena_alloc(a, 1000);
         if (!field || !body)
             return false;
@@ -82,7 +84,9 @@ int main(void)
     pthread_t t[WORKERS];
     intptr_t i;
 
+#ifdef SIGUSR1 /* POSIX; not on Windows */
     signal(SIGUSR1, on_sigusr1);
+#endif
     requests = arena_cache_create(NULL);
     if (!requests)
         return 1;

@@ -456,13 +456,16 @@ static void report_formats_and_truncation(void **state)
 
     /* To a FILE. */
     {
-        FILE *f = tmpfile();
+        /* A file of the working directory (tmpfile() needs the root
+         * directory's permissions on Windows). */
+        FILE *f = fopen("test_limits_report.txt", "wb+");
         long len;
         assert_non_null(f);
         assert_int_equal(arena_report_file(f, ARENA_REPORT_TEXT), 0);
         len = ftell(f);
         assert_int_equal((size_t)len, arena_report(NULL, 0, ARENA_REPORT_TEXT));
         fclose(f);
+        remove("test_limits_report.txt");
     }
 
     /* Released, unregistered, destroyed: gone from the report. */

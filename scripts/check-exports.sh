@@ -10,11 +10,15 @@ objdump=${OBJDUMP:-x86_64-w64-mingw32-objdump}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Every ARENA_API declaration is one line that names its function before '('
-# (a variable: `ARENA_API extern TYPE NAME;`).
-grep -h 'ARENA_API' include/arena/*.h include/arena/internal/*.h | grep -v '^#' |
+# An ARENA_API declaration names its function before the first '(' after
+# ARENA_API, on that line or, where the attributes before ARENA_API filled
+# the line (clang-format), on the next (a variable: `ARENA_API extern TYPE
+# NAME;`).
+cat include/arena/*.h include/arena/internal/*.h | grep -v '^#' |
+    awk '/ARENA_API[[:space:]]*$/ { line = $0; getline; print line " " $0; next } /ARENA_API/' |
     sed -n -e 's/^ARENA_API extern [^(]*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\);$/\1/p' \
-        -e 's/^.*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)(.*$/\1/p' | sort -u >"$tmp/declared"
+        -e 's/^.*ARENA_API[^(]*[^A-Za-z0-9_(]\([A-Za-z_][A-Za-z0-9_]*\)(.*$/\1/p' |
+    sort -u >"$tmp/declared"
 "$objdump" -p "$dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' |
     sed -n 's/^[[:space:]]*\[ *[0-9]*\] \([A-Za-z_][A-Za-z0-9_]*\)$/\1/p' | sort -u >"$tmp/exported"
 

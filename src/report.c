@@ -196,10 +196,11 @@ static void put_json_name(struct out *o, const char *s)
     put(o, "\"");
 }
 
+/* One entry of the report: an arena's or shared arena's counters as
+ * arena_get_stats() gives them (a cache fills `held` and `limit`). */
 struct figures {
     const char *kind, *name;
-    size_t stored, retained, held, limit, peak_held;
-    uint64_t chunks, resets, limit_hits;
+    arena_stats s;
     size_t arenas, out; /* a cache's */
 };
 
@@ -211,49 +212,41 @@ static void read_node(const struct arena__node *n, struct figures *f)
         arena_cache_get_stats((arena_cache *)n->obj, &cs);
         f->kind = "cache";
         f->name = arena__cache_name((arena_cache *)n->obj);
-        f->held = cs.held;
-        f->limit = cs.limit;
+        f->s.held = cs.held;
+        f->s.limit = cs.limit;
         f->arenas = cs.arenas;
         f->out = cs.out;
         return;
     }
     if (n->kind == KIND_SHARED) {
-        arena_stats s;
-        arena_shared_get_stats((arena_shared *)n->obj, &s);
         f->kind = "shared";
         f->name = arena__shared_name((arena_shared *)n->obj);
-        f->stored = s.stored;
-        f->retained = s.retained;
-        f->held = s.held;
-        f->limit = s.limit;
-        f->peak_held = s.peak_held;
-        f->chunks = s.chunks;
-        f->resets = s.resets;
-        f->limit_hits = s.limit_hits;
+        arena_shared_get_stats((arena_shared *)n->obj, &f->s);
         return;
     }
     f->kind = "arena";
     f->name = atomic_load_explicit(&n->name, memory_order_relaxed);
-    f->stored = atomic_load_explicit(&n->stored, memory_order_relaxed);
-    f->retained = atomic_load_explicit(&n->retained, memory_order_relaxed);
-    f->held = atomic_load_explicit(&n->held, memory_order_relaxed);
-    f->limit = atomic_load_explicit(&n->limit, memory_order_relaxed);
-    f->peak_held = atomic_load_explicit(&n->peak_held, memory_order_relaxed);
-    f->chunks = atomic_load_explicit(&n->chunks, memory_order_relaxed);
-    f->resets = atomic_load_explicit(&n->resets, memory_order_relaxed);
-    f->limit_hits = atomic_load_explicit(&n->limit_hits, memory_order_relaxed);
+    f->s.stored = atomic_load_explicit(&n->stored, memory_order_relaxed);
+    f->s.retained = atomic_load_explicit(&n->retained, memory_order_relaxed);
+    f->s.held = atomic_load_explicit(&n->held, memory_order_relaxed);
+    f->s.limit = atomic_load_explicit(&n->limit, memory_order_relaxed);
+    f->s.peak_held = atomic_load_explicit(&n->peak_held, memory_order_relaxed);
+    f->s.chunks = atomic_load_explicit(&n->chunks, memory_order_relaxed);
+    f->s.resets = atomic_load_explicit(&n->resets, memory_order_relaxed);
+    f->s.limit_hits = atomic_load_explicit(&n->limit_hits, memory_order_relaxed);
 }
 
 static void put_text(struct out *o, const struct figures *f, int depth)
 {
     char limit[24];
-    if (f->limit == SIZE_MAX)
+    if (f->s.limit == SIZE_MAX)
         snprintf(limit, sizeof limit, "-");
     else
-        snprintf(limit, sizeof limit, "%zu", f->limit);
+        snprintf(limit, sizeof limit, "%zu", f->s.limit);
     put(o, "%*s%-*.*s %-6s %12zu %12zu %12zu %12s %12zu %8llu %8llu", 2 * depth, "", 28 - 2 * depth,
-        28 - 2 * depth, f->name ? f->name : "(unnamed)", f->kind, f->stored, f->retained, f->held,
-        limit, f->peak_held, (unsigned long long)f->resets, (unsigned long long)f->limit_hits);
+        28 - 2 * depth, f->name ? f->name : "(unnamed)", f->kind, f->s.stored, f->s.retained,
+        f->s.held, limit, f->s.peak_held, (unsigned long long)f->s.resets,
+        (unsigned long long)f->s.limit_hits);
     if (f->arenas)
         put(o, "  (%zu arenas, %zu out)", f->arenas, f->out);
     put(o, "\n");
@@ -263,15 +256,15 @@ static void put_json(struct out *o, const struct figures *f)
 {
     put(o, "{\"kind\": \"%s\", \"name\": ", f->kind);
     put_json_name(o, f->name);
-    put(o, ", \"stored\": %zu, \"retained\": %zu, \"held\": %zu, \"limit\": ", f->stored,
-        f->retained, f->held);
-    if (f->limit == SIZE_MAX)
+    put(o, ", \"stored\": %zu, \"retained\": %zu, \"held\": %zu, \"limit\": ", f->s.stored,
+        f->s.retained, f->s.held);
+    if (f->s.limit == SIZE_MAX)
         put(o, "null");
     else
-        put(o, "%zu", f->limit);
+        put(o, "%zu", f->s.limit);
     put(o, ", \"peak_held\": %zu, \"chunks\": %llu, \"resets\": %llu, \"limit_hits\": %llu",
-        f->peak_held, (unsigned long long)f->chunks, (unsigned long long)f->resets,
-        (unsigned long long)f->limit_hits);
+        f->s.peak_held, (unsigned long long)f->s.chunks, (unsigned long long)f->s.resets,
+        (unsigned long long)f->s.limit_hits);
     if (strcmp(f->kind, "cache") == 0)
         put(o, ", \"arenas\": %zu, \"out\": %zu", f->arenas, f->out);
 }

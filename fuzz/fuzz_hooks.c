@@ -159,6 +159,19 @@ static void check_failed(int owner, before b, bool huge_size)
     TEST_CHECK(arena_size(&arenas[owner].a) == b.size);
 }
 
+/* The outcome of a call that may return NULL: a NULL checked against the
+ * model (check_failed()), a block against the size asked (one that no
+ * allocation gets must fail).  True for a block. */
+static bool returned(const void *q, int owner, before b, bool huge_size)
+{
+    if (!q) {
+        check_failed(owner, b, huge_size);
+        return false;
+    }
+    TEST_CHECK(!huge_size);
+    return true;
+}
+
 /* ---- The model's blocks -------------------------------------------------------------- */
 
 static bool is_unique(const unsigned char *p)
@@ -412,12 +425,8 @@ static void lua_op(int i)
             return;
         q = (unsigned char *)arena_hook_lua(a, NULL, below(9), size);
         TRACE("lua %d new %zu: %p\n", i, size, (void *)q);
-        if (!q) {
-            check_failed(i, b, is_huge);
-            return;
-        }
-        TEST_CHECK(!is_huge);
-        add(q, size, i, HOOK);
+        if (returned(q, i, b, is_huge))
+            add(q, size, i, HOOK);
         return;
     case 2: /* a free */
         if (k < 0)
@@ -433,12 +442,9 @@ static void lua_op(int i)
         q = (unsigned char *)arena_hook_lua(a, blocks[k].p, blocks[k].size, size);
         TRACE("lua %d resize %p %zu -> %zu: %p\n", i, (void *)blocks[k].p, blocks[k].size, size,
               (void *)q);
-        if (!q) {
-            TEST_CHECK(size > blocks[k].size); /* shrinking never fails */
-            check_failed(i, b, is_huge);
+        TEST_CHECK(q || size > blocks[k].size); /* shrinking never fails */
+        if (!returned(q, i, b, is_huge))
             return;
-        }
-        TEST_CHECK(!is_huge);
         resized((size_t)k, q, size, i);
         return;
     }
@@ -458,23 +464,16 @@ static void hook_realloc_op(int i)
             return;
         q = (unsigned char *)arena_hook_realloc(a, NULL, below(64), size);
         TRACE("hook_realloc %d new %zu: %p\n", i, size, (void *)q);
-        if (!q) {
-            check_failed(i, b, is_huge);
-            return;
-        }
-        TEST_CHECK(!is_huge);
-        add(q, size, i, HOOK);
+        if (returned(q, i, b, is_huge))
+            add(q, size, i, HOOK);
         return;
     }
     q = (unsigned char *)arena_hook_realloc(a, blocks[k].p, blocks[k].size, size);
     TRACE("hook_realloc %d %p %zu -> %zu: %p\n", i, (void *)blocks[k].p, blocks[k].size, size,
           (void *)q);
-    if (!q) {
-        TEST_CHECK(size > blocks[k].size); /* a shrink returns the block */
-        check_failed(i, b, is_huge);
+    TEST_CHECK(q || size > blocks[k].size); /* a shrink returns the block */
+    if (!returned(q, i, b, is_huge))
         return;
-    }
-    TEST_CHECK(!is_huge);
     if (size == 0) /* a block of no bytes, in place */
         TEST_CHECK(q == blocks[k].p);
     resized((size_t)k, q, size, i);
@@ -519,11 +518,8 @@ static void plain_alloc(int i)
         break;
     }
     TRACE("plain_alloc(%u) %d %zu at %zu: %p\n", how, i, size, align, (void *)p);
-    if (!p) {
-        check_failed(i, b, is_huge);
+    if (!returned(p, i, b, is_huge))
         return;
-    }
-    TEST_CHECK(!is_huge);
     TEST_CHECK(is_aligned(p, align));
     TEST_CHECK(arena_size(a) == b.size + size);
     if (size == 0)
@@ -556,12 +552,9 @@ static void plain_realloc(int i)
     q = (unsigned char *)arena_realloc(a, blocks[k].p, blocks[k].size, size);
     TRACE("arena_realloc %d %p %zu -> %zu: %p\n", i, (void *)blocks[k].p, blocks[k].size, size,
           (void *)q);
-    if (!q) {
-        TEST_CHECK(size > blocks[k].size); /* a shrink returns the block */
-        check_failed(i, b, is_huge);
+    TEST_CHECK(q || size > blocks[k].size); /* a shrink returns the block */
+    if (!returned(q, i, b, is_huge))
         return;
-    }
-    TEST_CHECK(!is_huge);
     if (size <= blocks[k].size)
         TEST_CHECK(q == blocks[k].p);
     if (size == 0) { /* the shrink to nothing: arena_free() drops it */
@@ -608,12 +601,8 @@ static void back_op(int i)
         return;
     p = (unsigned char *)s->of.alloc(s->of.ctx, size);
     TRACE("back_alloc %d %zu: %p\n", i, size, (void *)p);
-    if (!p) {
-        check_failed(i, b, is_huge);
-        return;
-    }
-    TEST_CHECK(!is_huge);
-    add(p, size, i, BACK);
+    if (returned(p, i, b, is_huge))
+        add(p, size, i, BACK);
 }
 
 /* ---- Marks, resets -------------------------------------------------------------------- */

@@ -10,8 +10,9 @@
 #             DLL's exports checked against ARENA_API, the suite under wine64
 #   msvc      the public headers under clang --target=x86_64-pc-windows-msvc
 #             -fms-compatibility (syntax only: no MSVC headers or linker here)
-# Each Linux cross target builds twice: plain and checked (-DARENA_CHECKED=ON),
-# with the adapter tests' libraries (ARENA_CLIENTS=ON).
+# s390x and armhf build twice, plain and checked (-DARENA_CHECKED=ON); aarch64,
+# a 64-bit little-endian target like the host, plain only.  Each Linux build
+# has the adapter tests' libraries (ARENA_CLIENTS=ON).
 # Usage: scripts/ci-cross.sh [TARGET...]   (default: all of them, in that order)
 # Packages: scripts/deps.sh cross.  Prints the time each target took.
 #
@@ -138,29 +139,32 @@ cmocka_build() {
     cmocka_prefix=$b/prefix
 }
 
-# linux_cross TRIPLET ARCH FLAGS [CMAKE ARGS...]
+# linux_cross TRIPLET ARCH FLAGS CHECKED [CMAKE ARGS...]: CHECKED lists the
+# ARENA_CHECKED values to build ("OFF" or "OFF ON"); the checked build leaves
+# out the package tests, which the plain one runs.
 linux_cross() {
-    local triplet=$1 arch=$2 flags=$3 checked
-    shift 3
+    local triplet=$1 arch=$2 flags=$3 modes=$4 checked
+    shift 4
     cross_compiler "$triplet"
     target_root "$arch"
-    for checked in OFF ON; do
+    for checked in $modes; do
         step "$triplet, ARENA_CHECKED=$checked"
         configure_build_test "$out/$triplet-checked-$checked" \
             -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$triplet.cmake" \
             -DARENA_TARGET_ROOT="$target_root_dir" -DARENA_CHECKED=$checked -DARENA_CLIENTS=ON \
+            -DARENA_PACKAGE_TESTS=$([ "$checked" = ON ] && echo OFF || echo ON) \
             ${flags:+"-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags"} "$@"
     done
 }
 
-target_aarch64() { linux_cross aarch64-linux-gnu arm64 ""; }
+target_aarch64() { linux_cross aarch64-linux-gnu arm64 "" OFF; }
 # ASan's shadow memory on s390x (2^49 bytes) does not fit the address space
 # qemu-user can give a guest on x86-64: the test that builds the program with
 # -fsanitize=address (tests/test_mixed.c) is left out here.
-target_s390x() { linux_cross s390x-linux-gnu s390x "" -DARENA_CAN_ASAN=OFF; }
+target_s390x() { linux_cross s390x-linux-gnu s390x "" "OFF ON" -DARENA_CAN_ASAN=OFF; }
 # Trapping instead of reporting: no sanitizer runtime is needed under qemu.
 target_armhf() {
-    linux_cross arm-linux-gnueabihf armhf "-fsanitize=alignment -fsanitize-undefined-trap-on-error"
+    linux_cross arm-linux-gnueabihf armhf "-fsanitize=alignment -fsanitize-undefined-trap-on-error" "OFF ON"
 }
 
 # AddressSanitizer does not support musl: the -fsanitize=address program of

@@ -102,6 +102,14 @@ def targets(rows):
                   % (" (not slower at 4 KiB)" if size == 4096 else ""),
                   "scoped/%d/zeroed" % size, impl, 1.2, peer="calloc",
                   peer_filter=lambda i: i.endswith("_calloc"))
+    for impl in ("arena_cleanup_push", "arena_cleanup_run"):
+        x, base = ns("alloc/48/" + impl), ns("alloc/48/arena_alloc")
+        target = "cleanup register, run: each within 2 ns of a 48 B arena_alloc"
+        if x is None or base is None:
+            t.append((target, "alloc/48", impl, None, rows.error("alloc/48/" + impl)))
+        else:
+            t.append((target, "alloc/48", impl, x - base <= 2.0,
+                      "%.2f ns against %.2f: +%.2f ns (<= 2)" % (x, base, x - base)))
     proxy("tree within 1.2x of proxy", "tree/depth13", "arena", 1.2)
     faster("tree >= 3x faster than malloc/free", "tree/depth13", "arena", "glibc", 3.0)
     for name in rows.order:

@@ -185,15 +185,20 @@ static void report_while_threads_register_and_allocate(void **state)
     arena_cache_destroy(c);
 }
 
-/* 10,000 registered arenas: the report of all of them, timed. */
+/* 10,000 registered arenas: the report of all of them, timed while two
+ * threads register, allocate, reset and release arenas of their own (the
+ * best of five reports; the figure is printed).  The target, 10 ms under
+ * TSan, is measured by the tsan preset's run of this test; the bound here
+ * is one that a loaded machine does not cross. */
 static void report_of_ten_thousand_arenas(void **state)
 {
-    enum { N = 10000 };
+    enum { N = 10000, WORKERS = 2 };
     static arena arenas[N];
     static char buf[4 << 20];
-    struct timespec t0, t1;
-    double ms;
-    size_t n;
+    pthread_t t[WORKERS];
+    double best = 1e9;
+    size_t n = 0;
+    uintptr_t w;
     int i;
     (void)state;
     for (i = 0; i < N; i++) {
@@ -201,13 +206,26 @@ static void report_of_ten_thousand_arenas(void **state)
         assert_non_null(arena_alloc(&arenas[i], 100));
         assert_true(arena_register(&arenas[i]));
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    n = arena_report(buf, sizeof buf, ARENA_REPORT_TEXT);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    printf("report of %d arenas: %zu bytes in %.2f ms\n", N, n, ms);
-    assert_true(n < sizeof buf);
-    assert_true(ms < 1000.0); /* the target (10 ms) is measured in release builds */
+    atomic_store(&stop, 0);
+    for (w = 0; w < WORKERS; w++)
+        assert_int_equal(pthread_create(&t[w], NULL, registry_worker, (void *)w), 0);
+    for (i = 0; i < 5; i++) {
+        struct timespec t0, t1;
+        double ms;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        n = arena_report(buf, sizeof buf, ARENA_REPORT_TEXT);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        best = ms < best ? ms : best;
+        assert_true(n < sizeof buf);
+        assert_int_equal(strlen(buf), n);
+    }
+    atomic_store(&stop, 1);
+    for (w = 0; w < WORKERS; w++)
+        pthread_join(t[w], NULL);
+    printf("report of %d arenas, %d threads allocating: %zu bytes in %.2f ms (best of 5)\n", N,
+           WORKERS, n, best);
+    assert_true(best < 500.0);
     for (i = 0; i < N; i++)
         arena_release(&arenas[i]);
     n = arena_report(buf, sizeof buf, ARENA_REPORT_TEXT);

@@ -91,6 +91,13 @@ def targets(rows):
             proxy("copy-in within 1.25x of proxy, faster than every peer",
                   "copy/%d/warm" % size, impl, 1.25, peer="peer")
     proxy("16 B alloc within 1.25x of proxy", "alloc/16", "arena_alloc", 1.25)
+    x, base = ns("alloc/16/arena_alloc_limited"), ns("alloc/16/arena_alloc")
+    if x is None or base is None:
+        t.append(("16 B alloc with a limit set: as fast (within 5%)", "alloc/16",
+                  "arena_alloc_limited", None, rows.error("alloc/16/arena_alloc_limited")))
+    else:
+        t.append(("16 B alloc with a limit set: as fast (within 5%)", "alloc/16",
+                  "arena_alloc_limited", x / base <= 1.05, "%.3fx arena_alloc (<= 1.05)" % (x / base)))
     for name in rows.order:
         if name.startswith("pool/") and name.endswith("/arena_pool"):
             proxy("pool within 1.3x of free list, at least 2x faster than mimalloc",

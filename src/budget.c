@@ -70,3 +70,33 @@ size_t arena__budget_room(const arena_budget *b)
     size_t limit = arena_budget_limit(b), used = arena_budget_used(b);
     return used < limit ? limit - used : 0;
 }
+
+/* ---- A backing allocator charged to a budget --------------------------------------------- */
+
+static void *budget_alloc(void *ctx, size_t n)
+{
+    arena_budget_backing *bb = (arena_budget_backing *)ctx;
+    void *p;
+    if (!arena__budget_charge(bb->budget, n))
+        return NULL;
+    p = arena__back_alloc(&bb->backing, n);
+    if (!p)
+        arena__budget_refund(bb->budget, n);
+    return p;
+}
+
+static void budget_free(void *ctx, void *p, size_t n)
+{
+    arena_budget_backing *bb = (arena_budget_backing *)ctx;
+    arena__back_free(&bb->backing, p, n);
+    arena__budget_refund(bb->budget, n);
+}
+
+arena_allocator arena_budget_allocator(arena_budget_backing *bb)
+{
+    arena_allocator a;
+    a.alloc = budget_alloc;
+    a.free = budget_free;
+    a.ctx = bb;
+    return a;
+}

@@ -356,7 +356,10 @@ void arena_cache_set_name(arena_cache *c, const char *name) { c->budget.name = n
 
 const char *arena__cache_name(arena_cache *c) { return c->budget.name; }
 
-bool arena_cache_register(arena_cache *c) { return arena__register_once(&c->lock, &c->node, 1, c); }
+bool arena_cache_register(arena_cache *c)
+{
+    return arena__register_once(&c->lock, &c->node, ARENA__NODE_CACHE, c);
+}
 
 void arena_cache_get_stats(arena_cache *c, arena_cache_stats *out)
 {

@@ -79,7 +79,12 @@ ARENA__HIDDEN void arena__publish(arena *a);
 /* Sets ARENA__PENDING_HOLDS as the reuse table and the registry record say. */
 ARENA__HIDDEN void arena__note_holds(arena *a);
 ARENA__HIDDEN bool arena__register_under(arena *a, struct arena__node *parent);
-ARENA__HIDDEN struct arena__node *arena__register_object(int cache, void *obj);
+/* What a record of the registry stands for. */
+enum { ARENA__NODE_ARENA, ARENA__NODE_CACHE, ARENA__NODE_SHARED, ARENA__NODE_POOL };
+ARENA__HIDDEN struct arena__node *arena__register_object(int kind, void *obj);
+/* A pool's figures in its record: what init fixed, and its name. */
+ARENA__HIDDEN void arena__publish_pool(struct arena__node *n, const char *name, size_t held,
+                                       size_t capacity);
 ARENA__HIDDEN void arena__unregister_object(struct arena__node *n);
 ARENA__HIDDEN const char *arena__cache_name(struct arena_cache *c);
 ARENA__HIDDEN const char *arena__shared_name(struct arena_shared *s);

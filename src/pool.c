@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "arena/pool.h"
+#include "arena/report.h"
 #include "instrument.h"
 
 /* Where the region's parts start, from one set of arguments. */
@@ -58,6 +59,22 @@ struct layout {
     size_t state;  /* offset of the states */
     size_t total;  /* bytes from slot 0 to the end of the states */
 };
+
+/* What the library keeps of a pool in its reserved bytes. */
+struct pool_extra {
+    const char *name;         /* arena_pool_set_name(), or NULL */
+    struct arena__node *node; /* its record in the registry (report.c), or NULL */
+};
+
+static struct pool_extra *extra(const arena_pool *p)
+{
+    return (struct pool_extra *)(void *)(uintptr_t)p->reserved.bytes;
+}
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(struct pool_extra) <= sizeof(((arena_pool *)0)->reserved.bytes),
+               "the pool's reserved bytes hold struct pool_extra");
+#endif
 
 /* The region's parts, typed (the struct holds their addresses as integers,
  * see pool.h). */
@@ -190,6 +207,7 @@ void arena_pool_destroy(arena_pool *p)
 {
     if (ARENA_CHECKED && p->cap)
         arena_pool_check(p);
+    arena__unregister_object(extra(p)->node);
     if (p->cap)
         arena__slots_gone(slots_of(p), p->cap * p->stride);
     if (p->block)
@@ -361,5 +379,70 @@ bool arena_pool_check(arena_pool *p)
             "arena_pool_check: pool %p: free stack entry %zu names slot %zu, which "
             "is %s",
             (const void *)p, bad, (size_t)stack[bad], why);
+    return true;
+}
+
+/* ---- Figures and names ------------------------------------------------------------ */
+
+/* Slots are handed out from the free stack, whose bottom holds, in order,
+ * the slots never handed out (slot 0 on top at init): one of them is popped
+ * only when every slot above it is live.  So the slots ever handed out are
+ * [0, k) for some k, which is the most ever live at once; their states are
+ * not ARENA__POOL_NEVER, the others' are. */
+static size_t peak_used(const arena_pool *p)
+{
+    const uint32_t *state = (const uint32_t *)p->state;
+    size_t lo = 0, hi = p->cap; /* the answer is in [lo, hi] */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (state[mid] != ARENA__POOL_NEVER)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void arena_pool_get_stats(const arena_pool *p, arena_pool_stats *out)
+{
+    size_t storage = p->block_size;
+    memset(out, 0, sizeof *out);
+    out->name = extra(p)->name;
+    if (!p->cap)
+        return;
+    if (!p->block) { /* a caller's buffer: the part the pool lays out */
+        struct layout l;
+        (void)plan(p->obj_size, p->obj_align, p->cap, &l);
+        storage = l.total;
+    }
+    out->capacity = p->cap;
+    out->used = p->cap - p->nfree;
+    out->peak_used = peak_used(p);
+    out->slot_size = p->stride;
+    out->stored = out->used * p->obj_size;
+    out->held = p->block_size;
+    out->waste = storage - p->cap * p->obj_size;
+    out->backing_calls = p->block ? 1 : 0;
+}
+
+void arena_pool_set_name(arena_pool *p, const char *name)
+{
+    extra(p)->name = name;
+    if (extra(p)->node)
+        arena__publish_pool(extra(p)->node, name, p->block_size, p->cap);
+}
+
+const char *arena_pool_name(const arena_pool *p) { return extra(p)->name; }
+
+bool arena_pool_register(arena_pool *p)
+{
+    struct arena__node *n;
+    if (extra(p)->node)
+        return true;
+    n = arena__register_object(ARENA__NODE_POOL, p);
+    if (!n)
+        return false;
+    arena__publish_pool(n, extra(p)->name, p->block_size, p->cap);
+    extra(p)->node = n;
     return true;
 }

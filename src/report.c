@@ -22,7 +22,12 @@
 #include "arena/report.h"
 #include "thread_state.h"
 
-enum kind { KIND_ARENA, KIND_CACHE, KIND_SHARED };
+enum kind {
+    KIND_ARENA = ARENA__NODE_ARENA,
+    KIND_CACHE = ARENA__NODE_CACHE,
+    KIND_SHARED = ARENA__NODE_SHARED,
+    KIND_POOL = ARENA__NODE_POOL
+};
 
 struct arena__node {
     struct arena__node *prev, *next; /* the registry, under its lock */
@@ -32,6 +37,7 @@ struct arena__node {
     _Atomic(const char *) name;
     _Atomic size_t stored, retained, held, limit, peak_held;
     _Atomic uint64_t chunks, resets, limit_hits;
+    _Atomic size_t capacity; /* a pool's */
 };
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -117,12 +123,19 @@ void arena_unregister(arena *a)
 
 /* ---- Caches and shared arenas ------------------------------------------------------------ */
 
-struct arena__node *arena__register_object(int cache, void *obj)
+struct arena__node *arena__register_object(int kind, void *obj)
 {
-    struct arena__node *n = new_node(cache ? KIND_CACHE : KIND_SHARED, obj, NULL);
+    struct arena__node *n = new_node((enum kind)kind, obj, NULL);
     if (n)
         link_node(n);
     return n;
+}
+
+void arena__publish_pool(struct arena__node *n, const char *name, size_t held, size_t capacity)
+{
+    atomic_store_explicit(&n->name, name, memory_order_relaxed);
+    atomic_store_explicit(&n->held, held, memory_order_relaxed);
+    atomic_store_explicit(&n->capacity, capacity, memory_order_relaxed);
 }
 
 void arena__unregister_object(struct arena__node *n)
@@ -131,7 +144,7 @@ void arena__unregister_object(struct arena__node *n)
         unlink_node(n);
 }
 
-bool arena__register_once(pthread_mutex_t *lock, struct arena__node **slot, int cache, void *obj)
+bool arena__register_once(pthread_mutex_t *lock, struct arena__node **slot, int kind, void *obj)
 {
     struct arena__node *n;
     pthread_mutex_lock(lock);
@@ -139,7 +152,7 @@ bool arena__register_once(pthread_mutex_t *lock, struct arena__node **slot, int 
     pthread_mutex_unlock(lock);
     if (n)
         return true;
-    n = arena__register_object(cache, obj);
+    n = arena__register_object(kind, obj);
     if (!n)
         return false;
     pthread_mutex_lock(lock);
@@ -285,6 +298,8 @@ struct figures {
     const char *kind, *name;
     arena_stats s;
     size_t arenas, out; /* a cache's */
+    size_t capacity;    /* a pool's */
+    bool pool;          /* a pool: its stored and refusals are not known here */
 };
 
 static void read_node(const struct arena__node *n, struct figures *f)
@@ -305,6 +320,16 @@ static void read_node(const struct arena__node *n, struct figures *f)
         f->kind = "shared";
         f->name = arena__shared_name((arena_shared *)n->obj);
         arena_shared_get_stats((arena_shared *)n->obj, &f->s);
+        return;
+    }
+    if (n->kind == KIND_POOL) {
+        f->kind = "pool";
+        f->name = atomic_load_explicit(&n->name, memory_order_relaxed);
+        f->s.held = f->s.retained = f->s.peak_held =
+            atomic_load_explicit(&n->held, memory_order_relaxed);
+        f->s.limit = SIZE_MAX;
+        f->capacity = atomic_load_explicit(&n->capacity, memory_order_relaxed);
+        f->pool = true;
         return;
     }
     f->kind = "arena";
@@ -331,7 +356,10 @@ static void put_text(struct out *o, const struct figures *f, int depth)
     put(o, " ");
     put_column(o, f->kind, 6, true);
     put(o, " ");
-    put_number(o, f->s.stored, 12);
+    if (f->pool)
+        put_column(o, "-", 12, false);
+    else
+        put_number(o, f->s.stored, 12);
     put(o, " ");
     put_number(o, f->s.retained, 12);
     put(o, " ");
@@ -346,7 +374,15 @@ static void put_text(struct out *o, const struct figures *f, int depth)
     put(o, " ");
     put_number(o, f->s.resets, 8);
     put(o, " ");
-    put_number(o, f->s.limit_hits, 8);
+    if (f->pool)
+        put_column(o, "-", 8, false);
+    else
+        put_number(o, f->s.limit_hits, 8);
+    if (f->pool) {
+        put(o, "  (");
+        put_number(o, f->capacity, 0);
+        put(o, " slots)");
+    }
     if (f->arenas) {
         put(o, "  (");
         put_number(o, f->arenas, 0);
@@ -372,7 +408,10 @@ static void put_json(struct out *o, const struct figures *f)
     put(o, f->kind);
     put(o, "\", \"name\": ");
     put_json_name(o, f->name);
-    put_json_number(o, "stored", f->s.stored);
+    if (f->pool)
+        put(o, ", \"stored\": null");
+    else
+        put_json_number(o, "stored", f->s.stored);
     put_json_number(o, "retained", f->s.retained);
     put_json_number(o, "held", f->s.held);
     if (f->s.limit == SIZE_MAX)
@@ -382,7 +421,12 @@ static void put_json(struct out *o, const struct figures *f)
     put_json_number(o, "peak_held", f->s.peak_held);
     put_json_number(o, "chunks", f->s.chunks);
     put_json_number(o, "resets", f->s.resets);
-    put_json_number(o, "limit_hits", f->s.limit_hits);
+    if (f->pool) {
+        put(o, ", \"limit_hits\": null");
+        put_json_number(o, "capacity", f->capacity);
+    } else {
+        put_json_number(o, "limit_hits", f->s.limit_hits);
+    }
     if (strcmp(f->kind, "cache") == 0) {
         put_json_number(o, "arenas", f->arenas);
         put_json_number(o, "out", f->out);

@@ -279,7 +279,7 @@ const char *arena__shared_name(arena_shared *s)
 
 bool arena_shared_register(arena_shared *s)
 {
-    return arena__register_once(&s->lock, &s->node, 0, s);
+    return arena__register_once(&s->lock, &s->node, ARENA__NODE_SHARED, s);
 }
 arena_cleanup *arena_shared_cleanup_push(arena_shared *s, arena_cleanup_fn *fn, void *ctx)
 {

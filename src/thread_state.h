@@ -35,7 +35,7 @@ ARENA__HIDDEN void arena__thread_state_free(void *state, size_t size);
 /* Registers a cache (`cache` 1) or shared arena (0) `obj` once: its record
  * goes to *slot, under `lock` (report.c).  False on out-of-memory. */
 struct arena__node;
-ARENA__HIDDEN bool arena__register_once(pthread_mutex_t *lock, struct arena__node **slot, int cache,
+ARENA__HIDDEN bool arena__register_once(pthread_mutex_t *lock, struct arena__node **slot, int kind,
                                         void *obj);
 
 /* A number no earlier call returned (from 1, process-wide, thread-safe): the

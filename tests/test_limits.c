@@ -3,12 +3,14 @@
  * arena_get_stats(), arena_set_name(), arena/report.h), single-threaded:
  * the counters against a shadow count of the backing allocator, the limit
  * exact at the byte, a lowered limit, 0 and SIZE_MAX, the callback, group
- * limits, and the report's formats and truncation.
+ * limits, and the report's formats and truncation; the pool's figures, name
+ * and registration, and a backing allocator charged to a group limit.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include <arena/arena.h>
+#include <arena/pool.h>
 #include <arena/report.h>
 #include <arena/thread.h>
 
@@ -481,6 +483,165 @@ static void report_formats_and_truncation(void **state)
     assert_null(strstr(big, "(unnamed)"));
 }
 
+/* ---- Pools --------------------------------------------------------------------------- */
+
+/* A pool's figures against a shadow count through random allocs and frees:
+ * used, the peak, stored; the storage, held and waste. */
+static void pool_figures_match_a_shadow(void **state)
+{
+    enum { CAP = 300 };
+    static void *live[CAP];
+    arena_pool p, p0 = {0};
+    arena_pool_stats st;
+    arena_allocator al = tb_allocator(&tb);
+    size_t n = 0, peak = 0;
+    int step;
+    (void)state;
+
+    arena_pool_get_stats(&p0, &st);
+    assert_int_equal(st.capacity + st.used + st.held + st.peak_used + st.waste, 0);
+    assert_null(st.name);
+
+    assert_true(arena_pool_init(&p, 24, 8, CAP, &al));
+    arena_pool_get_stats(&p, &st);
+    assert_int_equal(st.capacity, CAP);
+    assert_int_equal(st.slot_size, 24);
+    assert_int_equal(st.held, tb.live_bytes);
+    assert_int_equal(st.backing_calls, 1);
+    assert_int_equal(st.waste, tb.live_bytes - CAP * 24);
+    assert_int_equal(st.used + st.peak_used + st.stored, 0);
+    rng_state = 0x51DE5EEDu;
+    for (step = 0; step < 20000; step++) {
+        bool grow = n == 0 || (n < CAP && rng() % 100 < (step % 4000 < 2000 ? 60u : 40u));
+        if (grow) {
+            live[n] = arena_pool_alloc(&p);
+            assert_non_null(live[n]);
+            n++;
+        } else {
+            size_t k = (size_t)(rng() % n);
+            arena_pool_free(&p, live[k]);
+            live[k] = live[--n];
+        }
+        peak = n > peak ? n : peak;
+        arena_pool_get_stats(&p, &st);
+        assert_int_equal(st.used, n);
+        assert_int_equal(st.peak_used, peak);
+        assert_int_equal(st.stored, n * 24);
+    }
+    assert_true(peak > 0 && peak <= CAP);
+    while (n)
+        arena_pool_free(&p, live[--n]);
+    arena_pool_get_stats(&p, &st);
+    assert_int_equal(st.used, 0);
+    assert_int_equal(st.peak_used, peak);
+    arena_pool_destroy(&p);
+    assert_int_equal(tb.live_bytes, 0);
+
+    /* A caller's buffer: nothing held, the laid-out part counted as storage. */
+    {
+        static _Alignas(64) unsigned char buf[4096];
+        size_t need = arena_pool_buffer_size(40, 16, 50);
+        assert_true(need > 0 && need <= sizeof buf);
+        assert_true(arena_pool_init_buffer(&p, buf, sizeof buf, 40, 16, 50));
+        assert_non_null(arena_pool_alloc(&p));
+        arena_pool_get_stats(&p, &st);
+        assert_int_equal(st.held, 0);
+        assert_int_equal(st.backing_calls, 0);
+        assert_int_equal(st.slot_size, 48);
+        assert_int_equal(st.waste, need - 50 * 40);
+        assert_int_equal(st.peak_used, 1);
+        arena_pool_destroy(&p);
+    }
+}
+
+static void pool_names_and_report(void **state)
+{
+    static char text[1 << 16];
+    arena_pool p, q = {0};
+    (void)state;
+    assert_true(arena_pool_init(&p, 32, 8, 64, NULL));
+    assert_null(arena_pool_name(&p));
+    arena_pool_set_name(&p, "sessions");
+    assert_string_equal(arena_pool_name(&p), "sessions");
+    assert_true(arena_pool_register(&p));
+    assert_true(arena_pool_register(&p)); /* again: nothing */
+    (void)arena_report(text, sizeof text, ARENA_REPORT_TEXT);
+    assert_non_null(strstr(text, "sessions"));
+    assert_non_null(strstr(text, "pool"));
+    assert_non_null(strstr(text, "(64 slots)"));
+    arena_pool_set_name(&p, "conns"); /* renamed while registered */
+    (void)arena_report(text, sizeof text, ARENA_REPORT_JSON);
+    assert_null(strstr(text, "sessions"));
+    assert_non_null(strstr(text, "\"kind\": \"pool\", \"name\": \"conns\", \"stored\": null"));
+    assert_non_null(strstr(text, "\"capacity\": 64"));
+    arena_pool_set_name(&p, NULL);
+    assert_null(arena_pool_name(&p));
+    arena_pool_destroy(&p);
+    (void)arena_report(text, sizeof text, ARENA_REPORT_JSON);
+    assert_null(strstr(text, "\"pool\""));
+    /* Init clears the name; an empty pool registers and leaves at destroy. */
+    arena_pool_set_name(&q, "empty");
+    assert_true(arena_pool_register(&q));
+    (void)arena_report(text, sizeof text, ARENA_REPORT_TEXT);
+    assert_non_null(strstr(text, "empty"));
+    arena_pool_destroy(&q);
+    (void)arena_report(text, sizeof text, ARENA_REPORT_TEXT);
+    assert_null(strstr(text, "empty"));
+    assert_true(arena_pool_init(&q, 8, 8, 4, NULL));
+    assert_null(arena_pool_name(&q));
+    arena_pool_destroy(&q);
+}
+
+/* arena_budget_allocator(): a pool and an arena on one group limit, exact at
+ * the byte; a refused charge takes nothing; a failing backing refunds. */
+static void budget_allocator_charges_pools_and_arenas(void **state)
+{
+    arena_budget_backing bb;
+    arena_allocator al;
+    arena_pool p;
+    arena a;
+    size_t block;
+    (void)state;
+    bb.budget = arena_budget_create(SIZE_MAX, "pools");
+    assert_non_null(bb.budget);
+    bb.backing = tb_allocator(&tb);
+    al = arena_budget_allocator(&bb);
+
+    assert_true(arena_pool_init(&p, 64, 8, 100, &al));
+    block = tb.live_bytes;
+    assert_int_equal(arena_budget_used(bb.budget), block);
+    arena_pool_destroy(&p);
+    assert_int_equal(arena_budget_used(bb.budget), 0);
+
+    /* The limit one byte short of the block: refused, nothing taken. */
+    arena_budget_set_limit(bb.budget, block - 1);
+    tb.calls = 0;
+    assert_false(arena_pool_init(&p, 64, 8, 100, &al));
+    assert_int_equal(tb.calls, 0);
+    assert_int_equal(arena_budget_used(bb.budget), 0);
+    arena_budget_set_limit(bb.budget, block);
+    assert_true(arena_pool_init(&p, 64, 8, 100, &al));
+    assert_int_equal(arena_budget_used(bb.budget), block);
+
+    /* An arena on the same allocator: nothing left, so its chunk is refused. */
+    arena_init_with(&a, 4096, &al);
+    assert_null(arena_alloc(&a, 16));
+    arena_budget_set_limit(bb.budget, SIZE_MAX);
+    assert_non_null(arena_alloc(&a, 16));
+    assert_int_equal(arena_budget_used(bb.budget), tb.live_bytes);
+    arena_release(&a);
+    arena_pool_destroy(&p);
+    assert_int_equal(arena_budget_used(bb.budget), 0);
+
+    /* The backing fails: the charge comes back. */
+    tb.fail_from = tb.calls + 1;
+    assert_false(arena_pool_init(&p, 64, 8, 100, &al));
+    assert_int_equal(arena_budget_used(bb.budget), 0);
+    tb.fail_from = 0;
+    assert_int_equal(tb.live_bytes, 0);
+    arena_budget_destroy(bb.budget);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,6 +654,9 @@ int main(void)
         cmocka_unit_test(counters_of_reuse_resets_and_waste),
         cmocka_unit_test(names),
         cmocka_unit_test(report_formats_and_truncation),
+        cmocka_unit_test(pool_figures_match_a_shadow),
+        cmocka_unit_test(pool_names_and_report),
+        cmocka_unit_test(budget_allocator_charges_pools_and_arenas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

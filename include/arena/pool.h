@@ -170,6 +170,39 @@ static inline size_t arena_pool_used(const arena_pool *p);
 /** Free slots: how many allocations will succeed from now.  O(1). */
 static inline size_t arena_pool_available(const arena_pool *p);
 
+/** What arena_pool_get_stats() reports of a pool. */
+typedef struct arena_pool_stats {
+    const char *name;       /**< arena_pool_name() */
+    size_t capacity;        /**< slots */
+    size_t used;            /**< slots handed out now */
+    size_t peak_used;       /**< the most slots handed out at once since init */
+    size_t slot_size;       /**< bytes per slot: obj_size rounded up to obj_align */
+    size_t stored;          /**< used * obj_size: the bytes the live objects ask for */
+    size_t held;            /**< bytes taken from the backing allocator (0 on a caller's
+                            buffer), which holds them from init to destroy */
+    size_t waste;           /**< bytes of the storage (the block, or the caller's
+                            buffer's used part) that no object can use: slot
+                            padding, alignment, the bookkeeping */
+    uint64_t backing_calls; /**< calls to the backing allocator: 1 at init, 1 at destroy */
+} arena_pool_stats;
+
+/**
+ * Fills `*out` with the pool's figures.  Exact in every build: the inline
+ * paths keep nothing beside the count of free slots, and the peak is read
+ * from the slot states (slots are first handed out in order: those ever
+ * handed out are a prefix, as long as the most ever live at once), in
+ * O(log capacity).  The pool's own thread calls it, as every call on it.
+ */
+ARENA_API void arena_pool_get_stats(const arena_pool *p, arena_pool_stats *out);
+
+/** Names the pool for arena_pool_get_stats() and the report (report.h): the
+ *  caller's string, kept alive by the caller while the pool has it (NULL:
+ *  none; again: replaces it).  Init clears it. */
+ARENA_API void arena_pool_set_name(arena_pool *p, const char *name);
+
+/** The pool's name, NULL when it has none. */
+ARENA_API const char *arena_pool_name(const arena_pool *p);
+
 /**
  * Walks the pool's bookkeeping (every slot state and the whole free stack)
  * and reports the first inconsistency through the error handler

@@ -13,11 +13,12 @@
  *
  * Registration allocates a small record from the C heap (not from the
  * arena's backing: it is not counted in `held` or any limit).  This header
- * includes only thread.h (hence arena.h), and is usable from C++.
+ * includes only pool.h and thread.h (hence arena.h), and is usable from C++.
  */
 #ifndef ARENA_REPORT_H
 #define ARENA_REPORT_H
 
+#include "arena/pool.h"
 #include "arena/thread.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,13 @@ ARENA_API bool arena_cache_register(arena_cache *c);
 /** Registers a shared arena until arena_shared_destroy().  False on
  *  out-of-memory.  Thread-safe. */
 ARENA_API bool arena_shared_register(arena_shared *s);
+
+/** Registers a pool (pool.h) until arena_pool_destroy() (again: nothing).
+ *  Its inline calls publish nothing, so the report shows what init fixed
+ *  (held, capacity, slot size) and its name, and "-" for the counts that
+ *  change (arena_pool_get_stats() reads those, on the pool's thread).
+ *  False on out-of-memory.  The pool's thread calls it. */
+ARENA_API bool arena_pool_register(arena_pool *p);
 
 /** arena_report()'s formats. */
 enum {

@@ -60,6 +60,23 @@ ARENA_API size_t arena_budget_used(const arena_budget *b);
 /** The name given at creation. */
 ARENA_API const char *arena_budget_name(const arena_budget *b);
 
+/** A backing allocator whose blocks are charged to a group limit: what a
+ *  pool, a cache or anything else that takes an arena_allocator holds then
+ *  counts against `budget` beside the arenas charging it.  The caller owns
+ *  the struct; arena_budget_allocator() makes the allocator over it. */
+typedef struct arena_budget_backing {
+    arena_budget *budget;    /**< charged for every block */
+    arena_allocator backing; /**< where the blocks come from (alloc NULL: malloc) */
+} arena_budget_backing;
+
+/** The allocator over `bb`: a block of n bytes is first charged to
+ *  bb->budget (NULL, nothing taken, when the charge would cross its limit:
+ *  exact at the byte, as for arenas), then taken from bb->backing (NULL, the
+ *  charge refunded, when it fails); its free gives it back and refunds the
+ *  n bytes.  `bb` must outlive everything the allocator backs.  Thread-safe
+ *  when bb->backing is. */
+ARENA_API arena_allocator arena_budget_allocator(arena_budget_backing *bb);
+
 /* ---- Arena cache ------------------------------------------------------------ */
 
 /** An opaque, thread-safe store of reset arenas. */

@@ -822,6 +822,112 @@ void register_ingest()
     add("ingest/log/arena", "libarena", -1, run_ingest<ArenaStore>);
 }
 
+// ---- 13. Child arenas ---------------------------------------------------------------
+
+// One cycle: a child made under a long-lived parent, 64 values of 48 bytes
+// stored in it (each written), the child ended.  The parent's batch never
+// ends during the row, so its memory must stay flat by the children giving
+// their chunks back; the counters say how many backing calls the parent
+// made per cycle once warm, and what it holds at the end.
+constexpr int kChildValues = 64;
+constexpr size_t kChildValue = 48;
+
+template <class Cycle> void child_row(const char *impl, const char *label, Cycle cycle)
+{
+    add(std::string("child/64x48/") + impl, label, 1, [cycle](State &st) {
+        size_t fails = 0;
+        for (int warm = 0; warm < 1000; warm++)
+            fails += cycle();
+        for (auto _ : st)
+            fails += cycle();
+        if (fails)
+            st.SkipWithError("allocation failed");
+    });
+}
+
+// Stores the cycle's values through `put` (each written); the failures.
+template <class Put> size_t child_values(Put put)
+{
+    size_t fails = 0;
+    for (int i = 0; i < kChildValues; i++) {
+        void *p = put(kChildValue);
+        if (!p) {
+            fails++;
+            continue;
+        }
+        std::memset(p, i, kChildValue);
+        touch(p);
+    }
+    return fails;
+}
+
+void register_child()
+{
+    add("child/64x48/arena_child", "libarena arena_init_child, released", 1, [](State &st) {
+        arena parent;
+        arena_stats before, after;
+        size_t fails = 0;
+        arena_init(&parent, 0);
+        auto cycle = [&] {
+            arena child;
+            arena_init_child(&child, &parent, 0);
+            size_t f = child_values([&](size_t n) { return arena_alloc(&child, n); });
+            arena_release(&child);
+            return f;
+        };
+        for (int warm = 0; warm < 1000; warm++)
+            fails += cycle();
+        arena_get_stats(&parent, &before);
+        for (auto _ : st)
+            fails += cycle();
+        arena_get_stats(&parent, &after);
+        st.counters["parent_calls/cycle"] = per_iteration(
+            static_cast<double>(after.backing_calls - before.backing_calls));
+        st.counters["parent_held"] = bytes_counter(static_cast<double>(after.held));
+        st.counters["parent_growth"] =
+            bytes_counter(static_cast<double>(after.held) - static_cast<double>(before.held));
+        arena_release(&parent);
+        if (fails)
+            st.SkipWithError("allocation failed");
+    });
+    child_row("arena_fresh", "libarena, a fresh arena per cycle (malloc'd chunk)", [] {
+        arena a;
+        arena_init(&a, 4096);
+        size_t f = child_values([&](size_t n) { return arena_alloc(&a, n); });
+        arena_release(&a);
+        return f;
+    });
+#if HAVE_TALLOC
+    {
+        static void *parent = talloc_new(nullptr);
+        child_row("talloc", "talloc child context, talloc_free", [] {
+            void *child = talloc_new(parent);
+            size_t f = child_values([&](size_t n) { return talloc_size(child, n); });
+            talloc_free(child);
+            return f + (child == nullptr);
+        });
+    }
+#endif
+#if HAVE_APR
+    {
+        static apr_pool_t *parent = [] {
+            apr_pool_t *p = nullptr;
+            if (apr_pool_create(&p, nullptr) != APR_SUCCESS)
+                std::abort();
+            return p;
+        }();
+        child_row("apr", "APR subpool, apr_pool_destroy", [] {
+            apr_pool_t *child = nullptr;
+            if (apr_pool_create(&child, parent) != APR_SUCCESS)
+                return size_t(1);
+            size_t f = child_values([&](size_t n) { return apr_palloc(child, n); });
+            apr_pool_destroy(child);
+            return f;
+        });
+    }
+#endif
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -843,5 +949,6 @@ int main(int argc, char **argv)
     register_cxx();
 #endif
     register_amalgamation("arena_library", "libarena, the library (src/)");
+    register_child();
     return run_main(argc, argv);
 }

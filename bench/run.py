@@ -107,6 +107,9 @@ SECTIONS = [
     ("amalgamation", "12. The amalgamation (scripts/amalgamate.py, one translation unit) against "
                      "the library compiled from src/, same flags: a batch of 4096 values",
      "ns/value"),
+    ("child", "13. Child arenas: a child made under a long-lived parent, 64 values of 48 B "
+              "written, the child ended; the parent's backing calls per cycle once warm, and "
+              "what it holds", "ns/cycle"),
 ]
 # The real-client cases (bench/clients.h), as the report names them; {name}
 # is the row's counter of that name (a batch's size, which quick mode makes

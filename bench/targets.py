@@ -118,6 +118,16 @@ def targets(rows):
             t.append((target, "alloc/48", impl, x - base <= 2.0,
                       "%.2f ns against %.2f: +%.2f ns (<= 2)" % (x, base, x - base)))
     proxy("tree within 1.2x of proxy", "tree/depth13", "arena", 1.2)
+    calls = rows.figure("child/64x48/arena_child", "parent_calls/cycle")
+    growth = rows.figure("child/64x48/arena_child", "parent_growth")
+    t.append(("child arenas: the parent flat, no backing call once warm", "child/64x48",
+              "arena_child", None if calls is None or growth is None else
+              calls == 0 and growth == 0,
+              "" if calls is None or growth is None else
+              "%.4f parent backing calls per cycle, parent grew %d bytes" % (calls, growth)))
+    for peer in ("apr", "talloc", "arena_fresh"):
+        faster("child arenas: a cycle faster than the peer's", "child/64x48", "arena_child", peer,
+               1.0)
     faster("tree >= 3x faster than malloc/free", "tree/depth13", "arena", "glibc", 3.0)
     for name in rows.order:
         if name.startswith("refs/") and name.endswith("/arena_ref"):

@@ -193,6 +193,11 @@ static char *take_pages(arena *a, size_t n)
     return (char *)charged(a, arena__guard_map(n), n);
 }
 
+/* A slot's `paged`: a chunk of the page layer's (PAGED), whose pages past a
+ * rewind's mark retired with its guard page (PAGED_CUT). */
+#define PAGED     1u
+#define PAGED_CUT 2u
+
 /* True when the batch in progress is guarded. */
 static bool guarded_now(const arena *a)
 {
@@ -628,18 +633,7 @@ static uint32_t add_chunk(arena *a, size_t cap, size_t least)
         }
     }
     held = cap + extra;
-    if (guarded_now(a)) {
-        /* Whole pages, the end abutting the guard page; the rounding goes
-         * to the capacity. */
-        size_t page = arena__guard_page();
-        if (held > SIZE_MAX - page)
-            return UINT32_MAX;
-        held = (held + page - 1) & ~(page - 1);
-        cap = arena__chunk_usable(held, budget(a));
-        base = take_pages(a, held);
-    } else {
-        base = (char *)back_alloc(a, held);
-    }
+    base = guarded_now(a) ? take_pages(a, held) : (char *)back_alloc(a, held);
     if (!base)
         return UINT32_MAX;
     arena__chunk_made(base, held);
@@ -648,7 +642,7 @@ static uint32_t add_chunk(arena *a, size_t cap, size_t least)
     s = &slots(a)[a->nchunks];
     s->key = arena__cold(a)->nkeys++;
     s->last = arena__cold(a)->batch;
-    s->paged = guarded_now(a);
+    s->paged = guarded_now(a) ? PAGED : 0;
     a->nchunks++;
     arena__cold(a)->retained += cap;
     note_retained(a);
@@ -683,7 +677,7 @@ static struct arena__guard_why guard_why(arena *a, int ending)
 /* Gives a chunk back to where it came from: the page layer's, which held
  * values of a guarded batch, goes to the quarantine (`why`); one that held
  * none (`why` NULL) is unmapped. */
-static void drop_chunk(arena *a, struct arena__chunk c, bool paged,
+static void drop_chunk(arena *a, struct arena__chunk c, uint32_t paged,
                        const struct arena__guard_why *why)
 {
     if (!paged) {
@@ -693,7 +687,7 @@ static void drop_chunk(arena *a, struct arena__chunk c, bool paged,
     arena__chunk_freed(c.base, c.cap);
     discharge(a, c.cap);
     if (why)
-        arena__guard_retire(c.base, c.cap + arena__guard_page(), why);
+        arena__guard_retire(c.base, c.cap, paged != PAGED_CUT, why);
     else
         arena__guard_unmap(c.base, c.cap);
 }
@@ -715,7 +709,7 @@ static size_t retire_chunks(arena *a, uint32_t from, uint32_t upto, int ending)
         size_t u = usable(a, &a->chunks[i]);
         demand += u;
         arena__cold(a)->retained -= u;
-        drop_chunk(a, a->chunks[i], slots(a)[i].paged != 0, &why);
+        drop_chunk(a, a->chunks[i], slots(a)[i].paged, &why);
     }
     if (upto < a->nchunks)
         move_entries(a, from, upto, a->nchunks - upto);
@@ -724,30 +718,29 @@ static size_t retire_chunks(arena *a, uint32_t from, uint32_t upto, int ending)
 }
 
 /* A guarded batch's rewind to `pos` in chunk i: the whole pages past it
- * retire (the page that holds `pos` stays: values before the mark share
- * it), and the chunk ends where they begin. */
+ * retire with the guard page (the page that holds `pos` stays: values
+ * before the mark share it), and the chunk ends where they begin, its slot
+ * PAGED_CUT. */
 static void retire_tail(arena *a, uint32_t i, char *pos)
 {
     struct arena__chunk *c = &a->chunks[i];
-    size_t page = arena__guard_page(), before = usable(a, c), cut;
+    size_t before = usable(a, c), cut;
     char *end = c->base + c->cap;
-    char *at = c->base + page;
+    char *at = (char *)arena__align_up((uintptr_t)(pos > c->base ? pos : c->base + 1),
+                                       arena__guard_page());
     struct arena__guard_why why;
 
-    if (!slots(a)[i].paged)
-        return;
-    if (pos > at)
-        at = (char *)arena__align_up((uintptr_t)pos, page);
-    if (at >= end)
+    if (!slots(a)[i].paged || at >= end)
         return;
     why = guard_why(a, ARENA__END_REWIND);
     arena__open(at, (size_t)(end - at));
     cut = (size_t)(end - at);
     c->cap -= cut;
+    slots(a)[i].paged = PAGED_CUT;
     discharge(a, cut);
     arena__cold(a)->retained -= before - usable(a, c);
     arena__cold(a)->counts.inuse -= before - usable(a, c);
-    arena__guard_retire(at, cut + page, &why);
+    arena__guard_retire(at, cut, true, &why);
 }
 
 /* Forgets the chunks at [from, nused): they become spares.  Sets nused =
@@ -898,7 +891,7 @@ static void unopen(arena *a, bool spare, uint32_t last)
     leave_chunks(a);
     if (!spare) {
         struct arena__chunk c = a->chunks[i];
-        bool paged = slots(a)[i].paged != 0;
+        uint32_t paged = slots(a)[i].paged;
         arena__cold(a)->retained -= usable(a, &c);
         forget_spare(a, i);
         arena__cold(a)->nkeys--;
@@ -1555,7 +1548,7 @@ void arena__release_slow(arena *a)
         if (i < a->nused)
             arena__expired(a, i, a->chunks[i].base);
         if (a->chunks[i].base != a->buf)
-            drop_chunk(a, a->chunks[i], slots(a)[i].paged != 0, &why);
+            drop_chunk(a, a->chunks[i], slots(a)[i].paged, &why);
     }
     free_index(a);
     a->chunks = NULL;

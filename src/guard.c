@@ -35,8 +35,8 @@
 #  define WIN32_LEAN_AND_MEAN
 #  include <windows.h>
 #else
-#  define _DEFAULT_SOURCE   /* MAP_ANONYMOUS, SA_ONSTACK (glibc, musl) */
-#  define _DARWIN_C_SOURCE  /* MAP_ANON */
+#  define _DEFAULT_SOURCE  /* MAP_ANONYMOUS, SA_ONSTACK (glibc, musl) */
+#  define _DARWIN_C_SOURCE /* MAP_ANON */
 #  include <signal.h>
 #  include <unistd.h>
 #  if defined(__unix__) || defined(__APPLE__)
@@ -64,9 +64,11 @@
 #define RANGES    1024u /* records in the quarantine */
 #define CLOCKS    64u   /* arenas whose batches the reporter counts */
 #define NAME_MAX_ 40u   /* bytes of a name kept, NUL included */
+/* A chunk's alignment: the default backing's (backing.c), or more. */
+#define LINE (ARENA_ALIGN > 64 ? ARENA_ALIGN : 64)
 
 struct record {
-    _Atomic unsigned seq; /* odd while written */
+    _Atomic unsigned seq;     /* odd while written */
     _Atomic uintptr_t lo, hi; /* [lo, hi); hi 0: empty */
     _Atomic uint64_t id, ended;
     _Atomic unsigned clock;
@@ -159,19 +161,25 @@ static void *map_pages(size_t n)
 #endif
 }
 
+/* `p` rounded down (up) to the page. */
+static uintptr_t page_down(uintptr_t p) { return p & ~(uintptr_t)(arena__guard_page() - 1); }
+static uintptr_t page_up(uintptr_t p) { return page_down(p + arena__guard_page() - 1); }
+
 void *arena__guard_map(size_t n)
 {
-    size_t page = arena__guard_page();
-    void *p = NULL;
-    /* The caller rounds n to pages; the guard page must fit too. */
-    if (page && n % page == 0 && n <= SIZE_MAX - page && !injected_failure())
-        p = map_pages(n + page);
+    size_t page = arena__guard_page(), len;
+    char *p = NULL;
+    if (page && n > 0 && n <= SIZE_MAX - 2 * page && !injected_failure()) {
+        len = (size_t)page_up(n);
+        p = (char *)map_pages(len + page);
+    }
     if (!p) {
         atomic_fetch_add(&n_failures, 1);
         return NULL;
     }
-    atomic_fetch_add(&n_mapped, n + page);
-    return p;
+    atomic_fetch_add(&n_mapped, len + page);
+    /* The chunk ends at the guard page, its start aligned as the heap's. */
+    return p + ((len - n) & ~(uintptr_t)(LINE - 1));
 }
 
 /* Gives the range [p, p + n) back to the system.  Windows releases only a
@@ -194,8 +202,9 @@ static void unmap_range(char *p, size_t n)
 
 void arena__guard_unmap(void *p, size_t n)
 {
-    atomic_fetch_sub(&n_mapped, n + arena__guard_page());
-    unmap_range((char *)p, n + arena__guard_page());
+    uintptr_t lo = page_down((uintptr_t)p), hi = page_up((uintptr_t)p + n) + arena__guard_page();
+    atomic_fetch_sub(&n_mapped, (size_t)(hi - lo));
+    unmap_range((char *)lo, (size_t)(hi - lo));
 }
 
 /* Makes [p, p + n) inaccessible and gives its memory back, the addresses
@@ -265,10 +274,15 @@ static void write_record(struct record *r, uintptr_t lo, uintptr_t hi,
     atomic_store_explicit(&r->seq, seq + 2, memory_order_release);
 }
 
-void arena__guard_retire(char *p, size_t n, const struct arena__guard_why *why)
+void arena__guard_retire(char *p, size_t n, bool guard, const struct arena__guard_why *why)
 {
-    bool ok = protect_range(p, n);
+    uintptr_t lo = page_down((uintptr_t)p);
+    uintptr_t hi = page_up((uintptr_t)p + n) + (guard ? arena__guard_page() : 0);
+    bool ok;
 
+    p = (char *)lo;
+    n = (size_t)(hi - lo);
+    ok = protect_range(p, n);
     atomic_fetch_sub(&n_mapped, n);
     pthread_mutex_lock(&lock);
     if (!ok || n > bound) {
@@ -384,9 +398,14 @@ void arena_guard_get_stats(arena_guard_stats *out)
 
 /* ---- The reporter (async-signal-safe from here on) ---------------------------------- */
 
-static const char *const endings[ARENA__END_KINDS] = {
-    "?", "arena_reset", "arena_reset_to", "a rewind (arena_rewind, arena_scope_end)",
-    "arena_release", "arena_cache_recycle", "the end of a scratch scope", "arena_shared_reset"};
+static const char *const endings[ARENA__END_KINDS] = {"?",
+                                                      "arena_reset",
+                                                      "arena_reset_to",
+                                                      "a rewind (arena_rewind, arena_scope_end)",
+                                                      "arena_release",
+                                                      "arena_cache_recycle",
+                                                      "the end of a scratch scope",
+                                                      "arena_shared_reset"};
 
 /* What the handler found: a copy of a record, read whole. */
 struct found {

@@ -197,14 +197,17 @@ struct arena__guard_why {
 
 /* The page size, or 0 where the mode is unavailable. */
 ARENA__HIDDEN size_t arena__guard_page(void);
-/* Maps `n` bytes (a multiple of the page) readable and writable, followed by
- * an inaccessible guard page; NULL on failure. */
+/* `n` (> 0) bytes of fresh pages, readable and writable, that end less than
+ * 64 bytes before an inaccessible guard page (their start is 64-byte
+ * aligned, as the heap's chunks are); NULL on failure. */
 ARENA__HIDDEN void *arena__guard_map(size_t n);
-/* Unmaps what arena__guard_map(n) returned (the guard page too). */
+/* Unmaps what arena__guard_map(n) returned, its pages and guard page. */
 ARENA__HIDDEN void arena__guard_unmap(void *p, size_t n);
-/* Makes [p, p + n) (whole pages, the last a guard page or in quarantine
- * already) inaccessible and decommitted, and quarantines it. */
-ARENA__HIDDEN void arena__guard_retire(char *p, size_t n, const struct arena__guard_why *why);
+/* Makes the pages that [p, p + n) touches inaccessible and decommitted, and
+ * quarantines them, with the guard page after them when `guard` (not when a
+ * rewind quarantined it already with the pages past the mark). */
+ARENA__HIDDEN void arena__guard_retire(char *p, size_t n, bool guard,
+                                       const struct arena__guard_why *why);
 /* The process-wide sampling (arena_guard_sample(); ARENA_GUARD). */
 ARENA__HIDDEN unsigned long arena__guard_every(void);
 /* The unguarded batches before the next sampled one at 1 in `every`. */

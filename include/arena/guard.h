@@ -100,14 +100,14 @@ ARENA_API bool arena_guard_report_faults(void);
 
 /** The process's counters of the mode (arena_guard_get_stats()). */
 typedef struct arena_guard_stats {
-    unsigned long long batches;     /**< guarded batches begun */
-    unsigned long long ranges;      /**< address ranges quarantined, in all */
-    unsigned long long evicted;     /**< ranges that left the quarantine (unmapped) */
+    unsigned long long batches;      /**< guarded batches begun */
+    unsigned long long ranges;       /**< address ranges quarantined, in all */
+    unsigned long long evicted;      /**< ranges that left the quarantine (unmapped) */
     unsigned long long map_failures; /**< page mappings the system refused */
-    unsigned long long detections;  /**< faults the reporter recognised */
-    size_t quarantined;             /**< bytes of address space in the quarantine now */
-    size_t quarantined_ranges;      /**< ranges in it now */
-    size_t mapped;                  /**< bytes of guarded chunks mapped now, guard pages
+    unsigned long long detections;   /**< faults the reporter recognised */
+    size_t quarantined;              /**< bytes of address space in the quarantine now */
+    size_t quarantined_ranges;       /**< ranges in it now */
+    size_t mapped;                   /**< bytes of guarded chunks mapped now, guard pages
                                          included (not the quarantine's) */
 } arena_guard_stats;
 

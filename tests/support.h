@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <arena/arena.h>
+#include <arena/guard.h>
 
 #ifdef TEST_NO_CMOCKA
 #  define TEST_FAIL(...) (fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())

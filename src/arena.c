@@ -686,10 +686,15 @@ static void drop_chunk(arena *a, struct arena__chunk c, uint32_t paged,
     }
     arena__chunk_freed(c.base, c.cap);
     discharge(a, c.cap);
-    if (why)
+    if (why) {
+        /* Closed to the tools too: ASan names the stale access before the
+         * fault would (guard.c opens the range when it leaves the
+         * quarantine). */
+        arena__close(c.base, c.cap);
         arena__guard_retire(c.base, c.cap, paged != PAGED_CUT, why);
-    else
+    } else {
         arena__guard_unmap(c.base, c.cap);
+    }
 }
 
 /* Retires the chunks at [from, upto) that a guarded batch's end dropped
@@ -733,7 +738,6 @@ static void retire_tail(arena *a, uint32_t i, char *pos)
     if (!slots(a)[i].paged || at >= end)
         return;
     why = guard_why(a, ARENA__END_REWIND);
-    arena__open(at, (size_t)(end - at));
     cut = (size_t)(end - at);
     c->cap -= cut;
     slots(a)[i].paged = PAGED_CUT;

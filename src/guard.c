@@ -50,7 +50,7 @@
 #include <time.h>
 
 #include "arena/guard.h"
-#include "internal.h"
+#include "instrument.h"
 
 #if defined(_WIN32)
 #  define GUARD_WINDOWS 1
@@ -237,6 +237,8 @@ static void evict_oldest(void)
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&r->hi, 0, memory_order_relaxed);
     atomic_store_explicit(&r->seq, seq + 2, memory_order_release);
+    /* Open to the tools, as a mapping made there later expects. */
+    arena__open((void *)lo, (size_t)(hi - lo));
     unmap_range((char *)lo, (size_t)(hi - lo));
     bytes -= (size_t)(hi - lo);
     oldest = (oldest + 1) % RANGES;
@@ -287,6 +289,7 @@ void arena__guard_retire(char *p, size_t n, bool guard, const struct arena__guar
     pthread_mutex_lock(&lock);
     if (!ok || n > bound) {
         /* Kept by nothing: its addresses go back at once. */
+        arena__open(p, n);
         unmap_range(p, n);
     } else {
         make_room(n);

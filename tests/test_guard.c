@@ -132,7 +132,7 @@ static void test_limit_refuses_guarded_chunk(void **state)
     assert_int_equal(arena_budget_used(b), s.held);
     assert_non_null(arena_alloc(&a, 1000));
     assert_null(arena_alloc(&a, 1000)); /* the budget's turn */
-    arena_reset(&a); /* the chunks go to the quarantine: uncharged */
+    arena_reset(&a);                    /* the chunks go to the quarantine: uncharged */
     assert_int_equal(arena_budget_used(b), s.held - 2000);
     arena_release(&a);
     arena_budget_destroy(b);
@@ -142,7 +142,8 @@ static void test_limit_refuses_guarded_chunk(void **state)
 static void test_huge_sizes(void **state)
 {
     arena a;
-    size_t sizes[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 4096, SIZE_MAX / 2 + 1, (size_t)PTRDIFF_MAX};
+    size_t sizes[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 4096, SIZE_MAX / 2 + 1,
+                      (size_t)PTRDIFF_MAX};
     size_t i;
     (void)state;
 

@@ -138,7 +138,9 @@ static int shared(struct value *v)
     return use(NULL, v);
 }
 
-/* A write one byte past a chunk's end: the guard page. */
+/* Writes from the first byte past a value that fills its chunk on: the
+ * first into the guard page faults (the checked build's header and guard
+ * bytes, and the chunk's alignment, leave a few bytes between). */
 static int overflow(void)
 {
     static arena a;
@@ -152,7 +154,8 @@ static int overflow(void)
         return 2;
     fprintf(stderr, "guard_death: writing past the chunk's end\n");
     fflush(stderr);
-    p[4096] = 1;
+    for (size_t i = 4096; i < 8192; i++)
+        p[i] = 1;
     return 0;
 }
 

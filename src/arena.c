@@ -440,11 +440,15 @@ static void guard_begin(arena *a)
     unsigned long every = 0;
     bool on = (g->flags & ARENA__GUARD_ON) != 0;
 
-    g->flags = (g->flags & ARENA__GUARD_ON) | ARENA__GUARD_DECIDED;
+    g->flags = (g->flags & (ARENA__GUARD_ON | ARENA__GUARD_DRAWN)) | ARENA__GUARD_DECIDED;
     g->cut = 0;
     if (!on && !a->buf && !arena__cold(a)->backing.alloc)
         every = arena__guard_every();
     if (every) {
+        if (!(g->flags & ARENA__GUARD_DRAWN)) {
+            g->flags |= ARENA__GUARD_DRAWN;
+            g->gap = arena__guard_gap(every);
+        }
         if (g->gap == 0) {
             on = true;
             g->gap = arena__guard_gap(every);

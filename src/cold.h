@@ -67,6 +67,9 @@ struct arena__slot {
 #define ARENA__GUARD_ON      1u /* every batch guarded (arena_set_guard()) */
 #define ARENA__GUARD_NOW     2u /* the batch in progress is guarded */
 #define ARENA__GUARD_DECIDED 4u /* the batch in progress was decided */
+#define ARENA__GUARD_DRAWN                                                                         \
+  8u /* `gap` was drawn (an arena's first sampled
+                                   batch is drawn as the others are) */
 
 /* An arena's part in guarded batches (src/guard.c, src/arena.c). */
 struct arena__guard_state {

@@ -442,6 +442,7 @@ static void guard_begin(arena *a)
 
     g->flags = (g->flags & (ARENA__GUARD_ON | ARENA__GUARD_DRAWN)) | ARENA__GUARD_DECIDED;
     g->cut = 0;
+    g->keep = NULL;
     if (!on && !a->buf && !arena__cold(a)->backing.alloc)
         every = arena__guard_every();
     if (every) {
@@ -734,21 +735,28 @@ static void retire_tail(arena *a, uint32_t i, char *pos)
 {
     struct arena__chunk *c = &a->chunks[i];
     size_t before = usable(a, c), cut;
-    char *end = c->base + c->cap;
-    char *at = (char *)arena__align_up((uintptr_t)(pos > c->base ? pos : c->base + 1),
-                                       arena__guard_page());
+    char *end = c->base + c->cap, *keep = arena__cold(a)->guard.keep, *at;
     struct arena__guard_why why;
+    bool guard;
+
+    /* An enclosing mark may lie as high as `keep` (resize_last()). */
+    if (keep && keep > pos && keep <= end && keep > c->base)
+        pos = keep;
+    at = (char *)arena__align_up((uintptr_t)(pos > c->base ? pos : c->base + 1),
+                                 arena__guard_page());
 
     if (!slots(a)[i].paged || at >= end)
         return;
     why = guard_why(a, ARENA__END_REWIND);
+    /* An earlier rewind's range holds the guard page already. */
+    guard = slots(a)[i].paged != PAGED_CUT;
     cut = (size_t)(end - at);
     c->cap -= cut;
     slots(a)[i].paged = PAGED_CUT;
     discharge(a, cut);
     arena__cold(a)->retained -= before - usable(a, c);
     arena__cold(a)->counts.inuse -= before - usable(a, c);
-    arena__guard_retire(at, cut, true, &why);
+    arena__guard_retire(at, cut, guard, &why);
 }
 
 /* Forgets the chunks at [from, nused): they become spares.  Sets nused =
@@ -1062,6 +1070,11 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
 /* Resizes the most recent value `p` of the current chunk in place. */
 static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
 {
+    struct arena__guard_state *g = &arena__cold(a)->guard;
+    /* A mark taken before a shrink may lie above the position it leaves. */
+    if (ARENA__UNLIKELY(g->flags & ARENA__GUARD_NOW) && new_size < old_size &&
+        (!g->keep || cursor(a) > g->keep))
+        g->keep = cursor(a);
     set_cursor(a, p + arena__guarded_len(p, new_size, arena__cold(a)->lim));
     a->size = a->size - old_size + new_size;
     arena__value_resized(&a->chunks[a->cur], p, old_size, new_size);

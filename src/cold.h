@@ -80,6 +80,9 @@ struct arena__guard_state {
     uint64_t id;    /* identity in the quarantine's records; 0: none yet */
     uint64_t ended; /* batches ended, as the fault reporter counts them */
     uint32_t clock; /* the slot of its clock (arena__guard_identity()) */
+    char *keep;     /* this batch's highest position that the shrink of a most
+                       recent value left behind: an enclosing mark may lie
+                       there, so no rewind retires below it; NULL: none */
 };
 
 /* What only the library reads, in the public struct's `cold` bytes (the

@@ -17,6 +17,15 @@
 /* White-box: the test hook of the page layer, the inline protocol's bits. */
 #include "internal.h"
 
+static int setup(void **state);
+
+/* setup(), with misuse recorded (support.h) rather than fatal. */
+static int setup_guarded_errors(void **state)
+{
+    setup(state);
+    return setup_record_errors(state);
+}
+
 static arena_guard_stats guard_stats(void)
 {
     arena_guard_stats s;
@@ -275,6 +284,77 @@ static void test_quarantine_bound(void **state)
     arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
 }
 
+/* Nested scopes of a guarded batch, each rewind retiring the pages past its
+ * mark: every range is quarantined once (the guard page with the first),
+ * and what the arena maps comes back whole at the end. */
+static void test_nested_rewinds(void **state)
+{
+    arena a;
+    arena_mark outer, inner;
+    arena_guard_stats s0, s;
+    char *p;
+    (void)state;
+
+    arena_guard_set_quarantine(0); /* what was kept goes: `mapped` is exact */
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+    s0 = guard_stats();
+    arena_init(&a, 0);
+    assert_true(arena_set_guard(&a, true));
+    p = (char *)arena_alloc(&a, 100);
+    assert_non_null(p);
+    outer = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 9000));
+    inner = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 20000));
+    arena_rewind(&a, inner);
+    s = guard_stats();
+    assert_int_equal(s.ranges, s0.ranges + 1);
+    assert_non_null(arena_alloc(&a, 100)); /* after the mark, in its page */
+    arena_rewind(&a, outer);
+    s = guard_stats();
+    assert_int_equal(s.ranges, s0.ranges + 2);
+    assert_true(arena_check(&a));
+    memset(p, 7, 100);                       /* before the marks: alive */
+    assert_non_null(arena_alloc(&a, 30000)); /* past the shrunk chunk: a new one */
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    s = guard_stats();
+    assert_int_equal(s.mapped, s0.mapped); /* nothing of it mapped outside the quarantine */
+    arena_guard_set_quarantine(0);
+    s = guard_stats();
+    assert_int_equal(s.quarantined, 0);
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+}
+
+/* A mark taken before the most recent value shrank lies above the position
+ * the shrink left: a guarded rewind to a later mark, below it, retires
+ * nothing below it, so the enclosing mark stays valid (the fuzzer's find). */
+static void test_rewind_below_enclosing_mark(void **state)
+{
+    arena a;
+    arena_mark outer, inner;
+    char *big;
+    int before = recorded_errors.count;
+    (void)state;
+
+    arena_init(&a, 0);
+    assert_true(arena_set_guard(&a, true));
+    assert_non_null(arena_alloc(&a, 16));
+    big = (char *)arena_alloc(&a, 12000);
+    assert_non_null(big);
+    outer = arena_save(&a);
+    arena_free(&a, big, 12000); /* the position goes back below `outer` */
+    inner = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 20000));
+    arena_rewind(&a, inner);
+    arena_rewind(&a, outer);
+    assert_int_equal(recorded_errors.count, before);
+    assert_int_equal(arena_size(&a), outer.size);
+    assert_true(arena_check(&a));
+    assert_non_null(arena_alloc(&a, 100));
+    arena_release(&a);
+}
+
 /* Resident pages of the process (Linux), else 0. */
 static size_t resident_bytes(void)
 {
@@ -380,6 +460,9 @@ int main(void)
         cmocka_unit_test_setup(test_set_guard_when, setup),
         cmocka_unit_test_setup(test_retention_after_guarded, setup),
         cmocka_unit_test_setup(test_quarantine_bound, setup),
+        cmocka_unit_test_setup(test_nested_rewinds, setup),
+        cmocka_unit_test_setup_teardown(test_rewind_below_enclosing_mark, setup_guarded_errors,
+                                        teardown_record_errors),
         cmocka_unit_test_setup(test_sampling, setup),
         cmocka_unit_test_setup(test_sampled_arena_resets_inline, setup),
     };

@@ -63,6 +63,14 @@
  * otherwise O(the spares before it), as is its way back; reset and rewind
  * are O(chunks).
  *
+ * Guarded batches (arena/guard.h; the pages and the quarantine: guard.c).  A
+ * batch is decided guarded or not as it begins (guard_begin()), so that all
+ * the chunks in use of a guarded batch are the page layer's (their slots say
+ * `paged`) and no spare ever is: a guarded batch takes no spare, and its end
+ * retires its chunks (retire_chunks(), retire_tail()) instead of keeping
+ * them.  Placement is the same, so values land at the offsets an unguarded
+ * batch gives them.
+ *
  * Instrumentation (sanitizers, Valgrind, the checked build's headers and
  * guards) lives in instrument.c: this file calls its hooks (internal.h) at
  * each event, and sizes values and chunks with its layout helpers, which are

@@ -30,7 +30,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PUBLIC = ["arena/arena.h", "arena/pool.h", "arena/hooks.h", "arena/thread.h"]
+PUBLIC = ["arena/arena.h", "arena/pool.h", "arena/hooks.h", "arena/thread.h", "arena/guard.h"]
 # Macros a source sets before its first include: the feature-test macros,
 # and arena.c's ARENA__OUT_OF_LINE pair (the exported copies of the inline
 # arena_rewind() and arena_scope_end(); see arena/internal/compiler.h).  They

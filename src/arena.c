@@ -63,6 +63,14 @@
  * otherwise O(the spares before it), as is its way back; reset and rewind
  * are O(chunks).
  *
+ * Guarded batches (arena/guard.h; the pages and the quarantine: guard.c).  A
+ * batch is decided guarded or not as it begins (guard_begin()), so that all
+ * the chunks in use of a guarded batch are the page layer's (their slots say
+ * `paged`) and no spare ever is: a guarded batch takes no spare, and its end
+ * retires its chunks (retire_chunks(), retire_tail()) instead of keeping
+ * them.  Placement is the same, so values land at the offsets an unguarded
+ * batch gives them.
+ *
  * Instrumentation (sanitizers, Valgrind, the checked build's headers and
  * guards) lives in instrument.c: this file calls its hooks (internal.h) at
  * each event, and sizes values and chunks with its layout helpers, which are
@@ -71,6 +79,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena/guard.h"
 #include "arena/report.h"
 #include "reuse.h"
 
@@ -123,21 +132,28 @@ size_t arena__backing_room(const arena *a)
     return room;
 }
 
-void *arena__take_backing(arena *a, size_t n)
+/* Charges `n` bytes to the arena's limit and budget; false, refused (and
+ * told), when either says no. */
+static bool charge(arena *a, size_t n)
 {
     struct arena__cold *c = arena__cold(a);
-    void *p;
     if ((c->flags & ARENA__LIMITED) &&
         (c->counts.held > c->set.limit || n > c->set.limit - c->counts.held)) {
         refused(a, ARENA_LIMIT_ARENA, n);
-        return NULL;
+        return false;
     }
     if (c->set.budget && !arena__budget_charge(c->set.budget, n)) {
         refused(a, ARENA_LIMIT_BUDGET, n);
-        return NULL;
+        return false;
     }
-    c->counts.calls++;
-    p = arena__back_alloc(&c->backing, n);
+    return true;
+}
+
+/* `p`, the memory of `n` bytes charged, obtained (NULL: refused by its
+ * provider, the charge undone); the arena holds it from now on. */
+static void *charged(arena *a, void *p, size_t n)
+{
+    struct arena__cold *c = arena__cold(a);
     if (!p) {
         if (c->set.budget)
             arena__budget_refund(c->set.budget, n);
@@ -150,14 +166,50 @@ void *arena__take_backing(arena *a, size_t n)
     return p;
 }
 
+/* The arena no longer holds `n` bytes. */
+static void discharge(arena *a, size_t n)
+{
+    struct arena__cold *c = arena__cold(a);
+    c->counts.held -= n;
+    if (c->set.budget)
+        arena__budget_refund(c->set.budget, n);
+}
+
+void *arena__take_backing(arena *a, size_t n)
+{
+    struct arena__cold *c = arena__cold(a);
+    if (!charge(a, n))
+        return NULL;
+    c->counts.calls++;
+    return charged(a, arena__back_alloc(&c->backing, n), n);
+}
+
 void arena__give_backing(arena *a, void *p, size_t n)
 {
     struct arena__cold *c = arena__cold(a);
     c->counts.calls++;
     arena__back_free(&c->backing, p, n);
-    c->counts.held -= n;
-    if (c->set.budget)
-        arena__budget_refund(c->set.budget, n);
+    discharge(a, n);
+}
+
+/* A guarded chunk's `n` bytes (whole pages) from the page layer, charged as
+ * a backing allocation is but no backing call. */
+static char *take_pages(arena *a, size_t n)
+{
+    if (!charge(a, n))
+        return NULL;
+    return (char *)charged(a, arena__guard_map(n), n);
+}
+
+/* A slot's `paged`: a chunk of the page layer's (PAGED), whose pages past a
+ * rewind's mark retired with its guard page (PAGED_CUT). */
+#define PAGED     1u
+#define PAGED_CUT 2u
+
+/* True when the batch in progress is guarded. */
+static bool guarded_now(const arena *a)
+{
+    return (arena__cold(a)->guard.flags & ARENA__GUARD_NOW) != 0;
 }
 
 static void *back_alloc(arena *a, size_t n) { return arena__take_backing(a, n); }
@@ -296,6 +348,13 @@ static void new_batch_counts(arena *a, uint32_t k)
 static void forget_history(arena *a, size_t keep);
 static struct arena__slot *slots(const arena *a);
 
+/* What `spare` starts from: ARENA__INLINE_RESETS + 1, less the resets that
+ * a sampled arena's countdown to its next guarded batch withholds. */
+static uint32_t spare_full(const arena *a)
+{
+    return ARENA__INLINE_RESETS + 1 - arena__cold(a)->guard.cut;
+}
+
 /* Notes what the inline paths did since the library's last call, as the
  * library would have: the batches that arena__reset_first() counted down in
  * `spare` (each used the one chunk the arena holds, and only it, so each
@@ -306,7 +365,9 @@ static struct arena__slot *slots(const arena *a);
 static ARENA__NOINLINE void note_inline_resets(arena *a)
 {
     size_t cap = a->nchunks ? usable(a, &a->chunks[0]) : 0;
-    uint32_t k = a->spare <= ARENA__INLINE_RESETS ? ARENA__INLINE_RESETS + 1 - a->spare : 0;
+    uint32_t full = spare_full(a);
+    uint32_t k = a->spare < full ? full - a->spare : 0;
+    struct arena__guard_state *g = &arena__cold(a)->guard;
 
     if (a->spare == 0) {
         forget_history(a, cap);
@@ -320,8 +381,10 @@ static ARENA__NOINLINE void note_inline_resets(arena *a)
         if (k == 1 && (arena__cold(a)->flags & ARENA__OUTGREW))
             flags |= ARENA__OUTGREW_LAST;
         arena__cold(a)->flags = flags;
+        g->gap = g->gap > k ? g->gap - k : 0;
+        g->ended += k;
     }
-    a->spare = ARENA__INLINE_RESETS + 1;
+    a->spare = full;
     if (a->nchunks == 1) {
         slots(a)[0].key = 0;
         slots(a)[0].last = arena__cold(a)->batch;
@@ -365,10 +428,69 @@ static void wake_const(const arena *a) { wake((arena *)(uintptr_t)a); }
 static void sync(arena *a)
 {
     wake(a);
-    if (ARENA__UNLIKELY(a->spare != ARENA__INLINE_RESETS + 1))
+    if (ARENA__UNLIKELY(a->spare != spare_full(a)))
         note_inline_resets(a);
     a->size = arena_size(a);
     a->counted = a->ptr;
+}
+
+/* Decides whether the batch beginning now is guarded: every batch of an
+ * arena that asked (ARENA__GUARD_ON), else, while the process samples,
+ * one drawn for an arena on the C heap.  An unguarded batch of a sampled
+ * arena lets the inline resets count down only the unguarded batches
+ * before the next drawn one (`cut`), so that the library sees it begin; a
+ * guarded one, or every batch of an arena that asked, has its ends come to
+ * the library (ARENA__PENDING_GUARD).  Requires no chunk in use and sync()
+ * in this call (`spare` is full). */
+static void guard_begin(arena *a)
+{
+    struct arena__guard_state *g = &arena__cold(a)->guard;
+    unsigned long every = 0;
+    bool on = (g->flags & ARENA__GUARD_ON) != 0;
+
+    g->flags = (g->flags & (ARENA__GUARD_ON | ARENA__GUARD_DRAWN)) | ARENA__GUARD_DECIDED;
+    g->cut = 0;
+    g->keep = NULL;
+    if (!on && !a->buf && !arena__cold(a)->backing.alloc)
+        every = arena__guard_every();
+    if (every) {
+        if (!(g->flags & ARENA__GUARD_DRAWN)) {
+            g->flags |= ARENA__GUARD_DRAWN;
+            g->gap = arena__guard_gap(every);
+        }
+        if (g->gap == 0) {
+            on = true;
+            g->gap = arena__guard_gap(every);
+        } else if (--g->gap < ARENA__INLINE_RESETS) {
+            g->cut = ARENA__INLINE_RESETS - (uint32_t)g->gap;
+        }
+    }
+    if (on && arena__guard_page()) {
+        g->flags |= ARENA__GUARD_NOW;
+        arena__guard_began();
+    }
+    if (g->flags & (ARENA__GUARD_ON | ARENA__GUARD_NOW))
+        a->pending |= ARENA__PENDING_GUARD;
+    else
+        a->pending &= ~(uint32_t)ARENA__PENDING_GUARD;
+    a->spare = spare_full(a);
+}
+
+/* A batch ended (a reset, a release, a rewind to nothing): the reporter's
+ * clock of the arena moves on.  With `next`, the next batch is decided. */
+static void guard_end(arena *a, bool next)
+{
+    struct arena__guard_state *g = &arena__cold(a)->guard;
+    g->ended++;
+    if (g->id)
+        arena__guard_tick(g->id, g->clock, g->ended);
+    if (next) {
+        guard_begin(a);
+    } else {
+        g->flags &= ~(uint32_t)(ARENA__GUARD_NOW | ARENA__GUARD_DECIDED);
+        if (!(g->flags & ARENA__GUARD_ON))
+            a->pending &= ~(uint32_t)ARENA__PENDING_GUARD;
+    }
 }
 
 /* Makes chunk `i` current with its position at `pos`. */
@@ -450,6 +572,10 @@ static bool index_reserve(arena *a)
  * struct, when the arena holds one chunk or none. */
 static void shrink_index(arena *a)
 {
+    /* A guarded batch's end keeps its retired entries for stale refs
+     * (retire_chunks()). */
+    if (a->nchunks == 0 && guarded_now(a))
+        return;
     if (a->nchunks <= 1 && a->chunks && a->chunks != &a->first) {
         if (a->nchunks) {
             a->first = a->chunks[0];
@@ -502,7 +628,7 @@ static uint32_t take_spare(arena *a, uint32_t i);
  * (a sanitizer or Valgrind would flag the request). */
 static uint32_t add_chunk(arena *a, size_t cap, size_t least)
 {
-    size_t extra = arena__chunk_extra(cap, budget(a)), room;
+    size_t extra = arena__chunk_extra(cap, budget(a)), room, held;
     struct arena__slot *s;
     char *base;
 
@@ -519,15 +645,17 @@ static uint32_t add_chunk(arena *a, size_t cap, size_t least)
             extra = arena__chunk_extra(cap, budget(a));
         }
     }
-    base = (char *)back_alloc(a, cap + extra);
+    held = cap + extra;
+    base = guarded_now(a) ? take_pages(a, held) : (char *)back_alloc(a, held);
     if (!base)
         return UINT32_MAX;
-    arena__chunk_made(base, cap + extra);
+    arena__chunk_made(base, held);
     a->chunks[a->nchunks].base = base;
-    a->chunks[a->nchunks].cap = cap + extra;
+    a->chunks[a->nchunks].cap = held;
     s = &slots(a)[a->nchunks];
     s->key = arena__cold(a)->nkeys++;
     s->last = arena__cold(a)->batch;
+    s->paged = guarded_now(a) ? PAGED : 0;
     a->nchunks++;
     arena__cold(a)->retained += cap;
     note_retained(a);
@@ -539,6 +667,104 @@ static void free_chunk(arena *a, struct arena__chunk c)
 {
     arena__chunk_freed(c.base, c.cap);
     back_free(a, c.base, c.cap);
+}
+
+/* What the quarantine keeps of `a` for a range retired now by `ending`
+ * (unless the caller stands for another: arena__guard_caused()). */
+static struct arena__guard_why guard_why(arena *a, int ending)
+{
+    struct arena__guard_state *g = &arena__cold(a)->guard;
+    struct arena__guard_why why;
+    if (!g->id) {
+        g->id = arena__guard_identity(&g->clock);
+        arena__guard_tick(g->id, g->clock, g->ended);
+    }
+    why.name = arena__cold(a)->set.name;
+    why.ending = arena__guard_caused() ? arena__guard_caused() : ending;
+    why.id = g->id;
+    why.clock = g->clock;
+    why.ended = g->ended;
+    return why;
+}
+
+/* Gives a chunk back to where it came from: the page layer's, which held
+ * values of a guarded batch, goes to the quarantine (`why`); one that held
+ * none (`why` NULL) is unmapped. */
+static void drop_chunk(arena *a, struct arena__chunk c, uint32_t paged,
+                       const struct arena__guard_why *why)
+{
+    if (!paged) {
+        free_chunk(a, c);
+        return;
+    }
+    arena__chunk_freed(c.base, c.cap);
+    discharge(a, c.cap);
+    if (why) {
+        /* Closed to the tools too: ASan names the stale access before the
+         * fault would (guard.c opens the range when it leaves the
+         * quarantine). */
+        arena__close(c.base, c.cap);
+        arena__guard_retire(c.base, c.cap, paged != PAGED_CUT, why);
+    } else {
+        arena__guard_unmap(c.base, c.cap);
+    }
+}
+
+/* Retires the chunks at [from, upto) that a guarded batch's end dropped
+ * from use (drop_chunks_from()): out of the index, into the quarantine.
+ * The entries past them move down (spares of unguarded batches, which a
+ * guarded batch does not use); with none to move, the index keeps the
+ * retired entries beyond its count, so that a stale ref still resolves to
+ * its quarantined address and faults.  Returns their capacity (the batch's
+ * demand). */
+static size_t retire_chunks(arena *a, uint32_t from, uint32_t upto, int ending)
+{
+    struct arena__guard_why why = guard_why(a, ending);
+    size_t demand = 0;
+    uint32_t i;
+
+    for (i = from; i < upto; i++) {
+        size_t u = usable(a, &a->chunks[i]);
+        demand += u;
+        arena__cold(a)->retained -= u;
+        drop_chunk(a, a->chunks[i], slots(a)[i].paged, &why);
+    }
+    if (upto < a->nchunks)
+        move_entries(a, from, upto, a->nchunks - upto);
+    a->nchunks -= upto - from;
+    return demand;
+}
+
+/* A guarded batch's rewind to `pos` in chunk i: the whole pages past it
+ * retire with the guard page (the page that holds `pos` stays: values
+ * before the mark share it), and the chunk ends where they begin, its slot
+ * PAGED_CUT. */
+static void retire_tail(arena *a, uint32_t i, char *pos)
+{
+    struct arena__chunk *c = &a->chunks[i];
+    size_t before = usable(a, c), cut;
+    char *end = c->base + c->cap, *keep = arena__cold(a)->guard.keep, *at;
+    struct arena__guard_why why;
+    bool guard;
+
+    /* An enclosing mark may lie as high as `keep` (resize_last()). */
+    if (keep && keep > pos && keep <= end && keep > c->base)
+        pos = keep;
+    at = (char *)arena__align_up((uintptr_t)(pos > c->base ? pos : c->base + 1),
+                                 arena__guard_page());
+
+    if (!slots(a)[i].paged || at >= end)
+        return;
+    why = guard_why(a, ARENA__END_REWIND);
+    /* An earlier rewind's range holds the guard page already. */
+    guard = slots(a)[i].paged != PAGED_CUT;
+    cut = (size_t)(end - at);
+    c->cap -= cut;
+    slots(a)[i].paged = PAGED_CUT;
+    discharge(a, cut);
+    arena__cold(a)->retained -= before - usable(a, c);
+    arena__cold(a)->counts.inuse -= before - usable(a, c);
+    arena__guard_retire(at, cut, guard, &why);
 }
 
 /* Forgets the chunks at [from, nused): they become spares.  Sets nused =
@@ -592,7 +818,8 @@ static uint32_t use_spare(arena *a, size_t need, size_t most)
 {
     uint32_t i;
 
-    for (i = a->nused; i < a->nchunks; i++) {
+    /* A guarded batch maps its chunks: a spare is the backing's memory. */
+    for (i = guarded_now(a) ? a->nchunks : a->nused; i < a->nchunks; i++) {
         size_t cap = usable(a, &a->chunks[i]);
         if (cap >= need && cap <= most)
             return take_spare(a, i);
@@ -688,10 +915,11 @@ static void unopen(arena *a, bool spare, uint32_t last)
     leave_chunks(a);
     if (!spare) {
         struct arena__chunk c = a->chunks[i];
+        uint32_t paged = slots(a)[i].paged;
         arena__cold(a)->retained -= usable(a, &c);
         forget_spare(a, i);
         arena__cold(a)->nkeys--;
-        free_chunk(a, c);
+        drop_chunk(a, c, paged, NULL);
     } else {
         slots(a)[i].last = last;
         restore_spares(a, i, i + 1);
@@ -718,6 +946,8 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
         refused(a, ARENA_LIMIT_ARENA, size);
         return NULL;
     }
+    if (ARENA__UNLIKELY(!(arena__cold(a)->guard.flags & ARENA__GUARD_DECIDED)) && a->nused == 0)
+        guard_begin(a);
     align = arena__placing(a, align);
 
     /* The padding a fresh ARENA_ALIGN-aligned chunk may need for `align`
@@ -732,7 +962,7 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
      * that chunk current.  One that only its alignment may keep from
      * fitting it takes a chunk of its own if it does not, below. */
     if (!arena__cold(a)->lim && size <= budget(a)) {
-        i = pick_current(a, a->nused, a->nchunks);
+        i = guarded_now(a) ? a->nchunks : pick_current(a, a->nused, a->nchunks);
         spare = i < a->nchunks;
         if (spare) {
             last = slots(a)[i].last;
@@ -848,6 +1078,11 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
 /* Resizes the most recent value `p` of the current chunk in place. */
 static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
 {
+    struct arena__guard_state *g = &arena__cold(a)->guard;
+    /* A mark taken before a shrink may lie above the position it leaves. */
+    if (ARENA__UNLIKELY(g->flags & ARENA__GUARD_NOW) && new_size < old_size &&
+        (!g->keep || cursor(a) > g->keep))
+        g->keep = cursor(a);
     set_cursor(a, p + arena__guarded_len(p, new_size, arena__cold(a)->lim));
     a->size = a->size - old_size + new_size;
     arena__value_resized(&a->chunks[a->cur], p, old_size, new_size);
@@ -1318,6 +1553,9 @@ void arena__release_slow(arena *a)
 {
     size_t bufcap;
     uint32_t i;
+    struct arena__guard_why why = {NULL, 0, 0, 0, 0};
+    struct arena__chunk stale = {NULL, 0};
+    bool guarded;
 
     if (!arena__cleanups_end(a, 0, "arena_release"))
         return;
@@ -1330,14 +1568,24 @@ void arena__release_slow(arena *a)
 
     if (a->buf)
         arena__buffer_reused(a);
+    guarded = guarded_now(a) && a->nused > 0;
+    if (guarded) {
+        why = guard_why(a, ARENA__END_RELEASE);
+        stale = a->chunks[0];
+    }
     for (i = 0; i < a->nchunks; i++) {
         if (i < a->nused)
             arena__expired(a, i, a->chunks[i].base);
         if (a->chunks[i].base != a->buf)
-            free_chunk(a, a->chunks[i]);
+            drop_chunk(a, a->chunks[i], slots(a)[i].paged, &why);
     }
     free_index(a);
     a->chunks = NULL;
+    if (guarded) {
+        /* A stale ref to the first chunk resolves into the quarantine. */
+        a->first = stale;
+        a->chunks = &a->first;
+    }
     arena__cold(a)->ncap = a->nchunks = a->nused = 0;
     arena__cold(a)->retained = 0;
     arena__cold(a)->counts.inuse = 0;
@@ -1352,6 +1600,7 @@ void arena__release_slow(arena *a)
         arena__buffer_released(a, bufcap);
         attach_buffer(a, bufcap);
     }
+    guard_end(a, false);
     check_over(a);
     arena__child_idle(a);
 }
@@ -1443,7 +1692,7 @@ static void reopen(arena *a)
     a->expired = a->saves;
     /* chunks is never NULL while nchunks > 0; testing both keeps gcc's
      * -fanalyzer, which loses that link across free_spares(), convinced. */
-    if (!a->buf && a->chunks)
+    if (!a->buf && a->chunks && !guarded_now(a))
         pick = pick_current(a, 0, a->nchunks);
     if (pick < a->nchunks && a->chunks) {
         take_spare(a, pick);
@@ -1505,11 +1754,12 @@ static void note_batches(arena *a, size_t demand, uint32_t k)
     }
 }
 
-/* At the end of a batch: notes its demand, and returns the byte bound,
- * twice the target. */
-static size_t retention_target(arena *a)
+/* At the end of a batch: notes its demand (`demand`, the chunks a guarded
+ * batch retired, and those it used), and returns the byte bound, twice the
+ * target. */
+static size_t retention_target(arena *a, size_t demand)
 {
-    size_t demand = 0, most = 0;
+    size_t most = 0;
     uint32_t i;
 
     for (i = 0; i < a->nchunks; i++)
@@ -1544,7 +1794,7 @@ static void end_batch(arena *a)
 /* A reset that keeps what the policy keeps, and at most `retain_limit`. */
 static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
 {
-    size_t most;
+    size_t most, demand = 0;
     uint32_t in_use;
 
     if (!arena__cleanups_end(a, 0, retain_limit == SIZE_MAX ? "arena_reset" : "arena_reset_to"))
@@ -1558,12 +1808,17 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     arena__buffer_reused(a);
     in_use = a->nused;
     drop_chunks_from(a, 0);
-    restore_spares(a, 0, in_use);
+    if (guarded_now(a))
+        demand = retire_chunks(a, 0, in_use,
+                               retain_limit == SIZE_MAX ? ARENA__END_RESET : ARENA__END_RESET_TO);
+    else
+        restore_spares(a, 0, in_use);
     renumber(a);
-    most = retention_target(a);
+    most = retention_target(a, demand);
     retain_limit = limited_retention(a, retain_limit);
     free_spares(a, most < retain_limit ? most : retain_limit, true);
     end_batch(a);
+    guard_end(a, true);
     reopen(a);
     check_over(a);
     if (a->pending & ARENA__PENDING_OVER) { /* the index and overhead count too */
@@ -1696,7 +1951,7 @@ bool arena__rewind(arena *a, arena_mark m)
 {
     uint32_t in_use, i;
     uint64_t taken = 0;
-    bool regular = false;
+    bool regular = false, guarded;
 
     /* Reported before wake() and sync(): the arena's bytes stay as they were. */
     if (!mark_valid(a, m)) {
@@ -1713,7 +1968,8 @@ bool arena__rewind(arena *a, arena_mark m)
     arena__reuse_forget(a, m.serial);
     arena__buffer_reused(a);
     in_use = a->nused;
-    if (!m.pos) {
+    guarded = guarded_now(a);
+    if (!m.pos && !guarded) {
         i = pick_current(a, m.nused, in_use);
         if (i < in_use) {
             taken = slots(a)[i].key;
@@ -1721,8 +1977,17 @@ bool arena__rewind(arena *a, arena_mark m)
         }
     }
     drop_chunks_from(a, m.nused);
-    restore_spares(a, m.nused, in_use);
+    if (guarded)
+        (void)retire_chunks(a, m.nused, in_use, ARENA__END_REWIND);
+    else
+        restore_spares(a, m.nused, in_use);
     a->size = m.size;
+    /* A rewind to nothing (a scratch scope's end) ends a batch that the
+     * next scope begins: decided anew, before a chunk is kept current. */
+    if (!m.pos && m.nused == 0 && ((a->pending & ARENA__PENDING_GUARD) || arena__guard_every())) {
+        guard_end(a, true);
+        regular = regular && !guarded_now(a);
+    }
     if (m.pos) {
         /* Chunks between m.cur and m.nused hold only oversized values stored
          * before the mark, so the mark's chunk is all that expires here: its
@@ -1732,6 +1997,10 @@ bool arena__rewind(arena *a, arena_mark m)
         char *from = arena__cut(a, m.cur, m.pos, m.serial);
         enter_chunk(a, m.cur, m.pos);
         arena__expired(a, m.cur, from);
+        if (guarded) {
+            retire_tail(a, m.cur, m.pos);
+            enter_chunk(a, m.cur, m.pos);
+        }
     } else if (regular) {
         /* No chunk was current at the mark (a scope begun on an empty
          * arena, as a scratch arena is between scopes): of the chunks taken
@@ -1833,12 +2102,34 @@ void arena_set_name(arena *a, const char *name)
 
 const char *arena_name(const arena *a) { return a->lazy ? NULL : arena__cold(a)->set.name; }
 
+bool arena_set_guard(arena *a, bool on)
+{
+    struct arena__guard_state *g;
+    sync(a);
+    g = &arena__cold(a)->guard;
+    if (!on) {
+        g->flags &= ~(uint32_t)ARENA__GUARD_ON;
+        if (!(g->flags & ARENA__GUARD_NOW))
+            a->pending &= ~(uint32_t)ARENA__PENDING_GUARD;
+        return true;
+    }
+    if (!arena_guard_available() || a->buf || (arena__cold(a)->flags & ARENA__FIXED))
+        return false;
+    g->flags |= ARENA__GUARD_ON;
+    a->pending |= ARENA__PENDING_GUARD;
+    if (a->nused == 0)
+        guard_begin(a);
+    return true;
+}
+
+bool arena_guarded(const arena *a) { return !a->lazy && guarded_now(a); }
+
 void arena_get_stats(const arena *a, arena_stats *out)
 {
     const struct arena__cold *c = arena__cold(a);
     size_t inuse, room = 0;
     const char *lim;
-    bool inline_resets = a->spare != ARENA__INLINE_RESETS + 1;
+    bool inline_resets;
 
     memset(out, 0, sizeof *out);
     out->stored = arena_size(a);
@@ -1855,6 +2146,7 @@ void arena_get_stats(const arena *a, arena_stats *out)
         out->peak_retained = out->peak_retained_batch = out->retained;
         return;
     }
+    inline_resets = a->spare != spare_full(a);
     out->held = c->counts.held;
     out->peak_held = c->counts.peak_held;
     out->reused = c->counts.reused;
@@ -1862,7 +2154,7 @@ void arena_get_stats(const arena *a, arena_stats *out)
     out->limit_hits = c->counts.limit_hits;
     out->resets = c->counts.resets;
     if (inline_resets && a->spare)
-        out->resets += ARENA__INLINE_RESETS + 1 - a->spare;
+        out->resets += spare_full(a) - a->spare;
     out->peak_stored = c->counts.peak_stored > out->stored ? c->counts.peak_stored : out->stored;
     out->peak_stored_batch = inline_resets ? out->stored : c->counts.peak_stored_batch;
     if (out->peak_stored_batch < out->stored)

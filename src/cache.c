@@ -331,7 +331,13 @@ void arena_cache_recycle(arena_cache *c, arena *a)
                       (void *)c);
         return;
     }
-    arena_reset_to(&n->a, c->max_retained);
+    if (n->a.pending & ARENA__PENDING_GUARD) {
+        arena__guard_cause(ARENA__END_RECYCLE);
+        arena_reset_to(&n->a, c->max_retained);
+        arena__guard_cause(0);
+    } else {
+        arena_reset_to(&n->a, c->max_retained);
+    }
     sl = tls_slot;
     /* A slot taken by another cache's arena (one this thread recycled there
      * last, or that of a destroyed cache) is given up: this thread now

@@ -57,8 +57,32 @@ struct arena_cleanup;
 /* What the library keeps of each chunk beside its entry of the index (see
  * the chunk index in src/arena.c). */
 struct arena__slot {
-    uint64_t key;  /* its place in the order of the spares */
-    uint32_t last; /* the last batch that used it (arena__cold.batch) */
+    uint64_t key;   /* its place in the order of the spares */
+    uint32_t last;  /* the last batch that used it (arena__cold.batch) */
+    uint32_t paged; /* nonzero: mapped by the page layer for a guarded batch
+                       (src/guard.c), not the backing's */
+};
+
+/* Flags of arena__guard_state. */
+#define ARENA__GUARD_ON      1u /* every batch guarded (arena_set_guard()) */
+#define ARENA__GUARD_NOW     2u /* the batch in progress is guarded */
+#define ARENA__GUARD_DECIDED 4u /* the batch in progress was decided */
+#define ARENA__GUARD_DRAWN                                                                         \
+  8u /* `gap` was drawn (an arena's first sampled
+                                   batch is drawn as the others are) */
+
+/* An arena's part in guarded batches (src/guard.c, src/arena.c). */
+struct arena__guard_state {
+    uint32_t flags; /* ARENA__GUARD_* */
+    uint32_t cut;   /* inline resets the countdown of `spare` withholds, so
+                       that the library sees the next sampled batch begin */
+    uint64_t gap;   /* unguarded batches before the next sampled one */
+    uint64_t id;    /* identity in the quarantine's records; 0: none yet */
+    uint64_t ended; /* batches ended, as the fault reporter counts them */
+    uint32_t clock; /* the slot of its clock (arena__guard_identity()) */
+    char *keep;     /* this batch's highest position that the shrink of a most
+                       recent value left behind: an enclosing mark may lie
+                       there, so no rewind retires below it; NULL: none */
 };
 
 /* What only the library reads, in the public struct's `cold` bytes (the
@@ -88,6 +112,7 @@ struct arena__cold {
     arena *parent;                  /* a child arena's parent (src/child.c), else NULL */
     struct arena_cleanup *tie;      /* the child's cleanup on its parent while it holds
                                        memory of the parent's; NULL: none */
+    struct arena__guard_state guard;
 };
 
 /* The arena's bookkeeping.  Access is through this one accessor, which

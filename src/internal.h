@@ -62,6 +62,9 @@ enum {
 #define ARENA__PENDING_REUSE   1u
 #define ARENA__PENDING_CLEANUP 2u
 #define ARENA__PENDING_OVER    4u
+/* GUARD: the batch in progress is guarded, or every batch is (guard.c), so
+ * that its end comes to the library, which makes its pages inaccessible. */
+#define ARENA__PENDING_GUARD 16u
 
 /* What the arena takes from and gives back to its backing allocator, counted
  * and limited (arena_set_limit(), arena_set_budget()): NULL when a limit or
@@ -169,6 +172,65 @@ static inline bool arena__cleanups_end(arena *a, uint64_t serial, const char *ca
  * lists): a child then holds no memory of its parent's, and cancels its tie
  * to the parent's batch.  One test for any other arena. */
 ARENA__HIDDEN void arena__child_idle(arena *a);
+
+/* ---- Guarded batches (src/guard.c) ---------------------------------------------- */
+
+/* The calls that end a guarded batch's values, as the fault reporter names
+ * them. */
+enum arena__ending {
+    ARENA__END_RESET = 1,
+    ARENA__END_RESET_TO,
+    ARENA__END_REWIND,
+    ARENA__END_RELEASE,
+    ARENA__END_RECYCLE,
+    ARENA__END_SCRATCH,
+    ARENA__END_SHARED,
+    ARENA__END_KINDS
+};
+
+/* What a quarantined range remembers of its arena: the name (copied), the
+ * ending, and what "how many batches ago" needs without the arena (which
+ * may be gone by then): the arena's identity, its clock's slot, and the
+ * batches it had ended when this one's values expired. */
+struct arena__guard_why {
+    const char *name;
+    int ending;
+    uint64_t id;
+    uint32_t clock;
+    uint64_t ended;
+};
+
+/* The page size, or 0 where the mode is unavailable. */
+ARENA__HIDDEN size_t arena__guard_page(void);
+/* `n` (> 0) bytes of fresh pages, readable and writable, that end less than
+ * 64 bytes before an inaccessible guard page (their start is 64-byte
+ * aligned, as the heap's chunks are); NULL on failure. */
+ARENA__HIDDEN void *arena__guard_map(size_t n);
+/* Unmaps what arena__guard_map(n) returned, its pages and guard page. */
+ARENA__HIDDEN void arena__guard_unmap(void *p, size_t n);
+/* Makes the pages that [p, p + n) touches inaccessible and decommitted, and
+ * quarantines them, with the guard page after them when `guard` (not when a
+ * rewind quarantined it already with the pages past the mark). */
+ARENA__HIDDEN void arena__guard_retire(char *p, size_t n, bool guard,
+                                       const struct arena__guard_why *why);
+/* The process-wide sampling (arena_guard_sample(); ARENA_GUARD). */
+ARENA__HIDDEN unsigned long arena__guard_every(void);
+/* The unguarded batches before the next sampled one at 1 in `every`. */
+ARENA__HIDDEN uint64_t arena__guard_gap(unsigned long every);
+/* A guarded batch began (the counter). */
+ARENA__HIDDEN void arena__guard_began(void);
+/* A new identity for an arena's records, and its clock's slot. */
+ARENA__HIDDEN uint64_t arena__guard_identity(uint32_t *clock);
+/* The arena of identity `id` has ended `ended` batches. */
+ARENA__HIDDEN void arena__guard_tick(uint64_t id, uint32_t clock, uint64_t ended);
+/* The ending that the caller of a reset or rewind stands for (a cache's
+ * recycle, a scratch scope's end, a shared reset), set around that call
+ * while the arena is guarded (ARENA__PENDING_GUARD); 0 when the call
+ * stands for itself. */
+ARENA__HIDDEN void arena__guard_cause(int ending);
+ARENA__HIDDEN int arena__guard_caused(void);
+/* Test hook: the mapping after `after` more succeed fails (0: none fails). */
+ARENA__HIDDEN void arena__guard_fail_map(unsigned long after);
 
 /* ---- Errors --------------------------------------------------------------------- */
 

@@ -114,8 +114,15 @@ void arena__scope_end_slow(arena_scope *s)
 {
     /* A scope ended out of order is reported by the rewind; then nothing
      * happens at all (no trim either). */
-    if (s->arena && arena__rewind(s->arena, s->mark) && is_scratch(s->arena))
+    bool scratch = s->arena && is_scratch(s->arena);
+    /* A guarded scope's values expire as a scratch scope's (guard.c). */
+    bool guarded = scratch && (s->arena->pending & ARENA__PENDING_GUARD);
+    if (guarded)
+        arena__guard_cause(ARENA__END_SCRATCH);
+    if (s->arena && arena__rewind(s->arena, s->mark) && scratch)
         arena_trim(s->arena, SCRATCH_RETAIN);
+    if (guarded)
+        arena__guard_cause(0);
 }
 
 void arena_scratch_release_thread(void)

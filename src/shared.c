@@ -233,7 +233,13 @@ void arena_shared_reset(arena_shared *s, size_t retain_limit)
     if (!arena__cleanups_end(&s->inner, 0, "arena_shared_reset"))
         return;
     pthread_mutex_lock(&s->lock);
-    arena_reset_to(&s->inner, retain_limit);
+    if (s->inner.pending & ARENA__PENDING_GUARD) {
+        arena__guard_cause(ARENA__END_SHARED);
+        arena_reset_to(&s->inner, retain_limit);
+        arena__guard_cause(0);
+    } else {
+        arena_reset_to(&s->inner, retain_limit);
+    }
     s->gen = arena__new_gen();
     pthread_mutex_unlock(&s->lock);
 }

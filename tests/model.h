@@ -924,6 +924,9 @@ static void model_op_rewind(model *m)
         return;
     j = model_below(m, m->nmarks);
     model_rewinding(m, j);
+    /* A guarded batch's rewind retires the chunks past the mark (guard.h). */
+    if (arena_guarded(m->a))
+        m->dropped = true;
     if (model_below(m, 2) == 0) {
         arena_scope s;
         m->op = "scope_end";

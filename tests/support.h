@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <arena/arena.h>
+#include <arena/guard.h>
 
 #ifdef TEST_NO_CMOCKA
 #  define TEST_FAIL(...) (fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), abort())
@@ -274,6 +275,18 @@ static inline bool test_on_valgrind(void)
 }
 
 static inline bool test_packed(void) { return TEST_PACKED && !test_on_valgrind(); }
+
+/* Whether `q`, the value placed after a rewind to a mark taken before `p`
+ * was placed, is where the contract puts it: at `p`; in a guarded batch
+ * (arena/guard.h), whose rewind retires the pages past the mark's, at `p`
+ * when p lay in the mark's page, else outside p's page (4 KiB: no page is
+ * smaller, so this holds for larger ones). */
+static inline bool test_rewound_to(bool guarded, const void *p, const void *q)
+{
+    if (!guarded || p == q)
+        return p == q;
+    return ((uintptr_t)p >> 12) != ((uintptr_t)q >> 12);
+}
 
 /* ---- Patterns ------------------------------------------------------------------ */
 

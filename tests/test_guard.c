@@ -1,0 +1,474 @@
+/*
+ * Guarded batches (arena/guard.h): values as in an unguarded batch, the
+ * accounting, the failure paths (a refused mapping, a limit, sizes near
+ * SIZE_MAX), the quarantine's bound and eviction, the retention policy
+ * after guarded batches, and sampling at 1 in 1,000 over 10^5 request-sized
+ * batches.  The faults themselves are the death tests' (guard_death.c).
+ */
+#if defined(__linux__)
+#  define _DEFAULT_SOURCE /* msync, MS_ASYNC */
+#  include <errno.h>
+#  include <sys/mman.h>
+#  include <unistd.h>
+#endif
+#include <arena/thread.h>
+
+#include "support.h"
+/* White-box: the test hook of the page layer, the inline protocol's bits. */
+#include "internal.h"
+
+static int setup(void **state);
+
+/* setup(), with misuse recorded (support.h) rather than fatal. */
+static int setup_guarded_errors(void **state)
+{
+    setup(state);
+    return setup_record_errors(state);
+}
+
+static arena_guard_stats guard_stats(void)
+{
+    arena_guard_stats s;
+    arena_guard_get_stats(&s);
+    return s;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    arena_guard_sample(0);
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+    return 0;
+}
+
+/* Guarded, values are where an unguarded batch puts them: the same offsets
+ * in their chunks, alignments, refs and counters; no backing call. */
+static void test_values_as_unguarded(void **state)
+{
+    arena plain, g;
+    arena_stats ps, gs;
+    char *p[40], *q[40];
+    arena_ref r[40], pr;
+    size_t i;
+    (void)state;
+
+    assert_true(arena_guard_available());
+    arena_init(&plain, 1000);
+    arena_init(&g, 1000);
+    assert_true(arena_set_guard(&g, true));
+    assert_true(arena_guarded(&g));
+    assert_false(arena_guarded(&plain));
+    for (i = 0; i < 40; i++) {
+        size_t n = 1 + i * 37 % 300, align = (size_t)1 << (i % 7);
+        p[i] = (char *)arena_alloc_aligned(&plain, n, align);
+        q[i] = (char *)arena_alloc_aligned(&g, n, align);
+        assert_non_null(q[i]);
+        assert_true(is_aligned(q[i], align));
+        memset(q[i], (int)i, n);
+        r[i] = arena_ref_copy(&g, q[i], n, 0);
+        pr = arena_ref_copy(&plain, q[i], n, 0);
+        assert_memory_equal(arena_ref_ptr(&g, r[i]), q[i], n);
+        assert_int_equal(r[i].chunk, pr.chunk);
+        assert_int_equal(r[i].off, pr.off);
+        assert_int_equal((uintptr_t)p[i] % 64, (uintptr_t)q[i] % 64);
+    }
+    assert_non_null(arena_alloc(&g, 5000)); /* oversized */
+    assert_non_null(arena_alloc(&plain, 5000));
+    arena_get_stats(&plain, &ps);
+    arena_get_stats(&g, &gs);
+    assert_int_equal(gs.stored, ps.stored);
+    assert_int_equal(gs.retained, ps.retained);
+    assert_int_equal(gs.held, ps.held);
+    assert_int_equal(gs.backing_calls + gs.chunks, ps.backing_calls); /* chunks: mapped */
+    assert_true(arena_check(&g));
+    arena_release(&plain);
+    arena_release(&g);
+    arena_get_stats(&g, &gs);
+    assert_int_equal(gs.held, 0);
+}
+
+/* A refused mapping is a refused allocation: NULL, the arena unchanged, the
+ * event counted; the next one succeeds. */
+static void test_mapping_refused(void **state)
+{
+    arena a;
+    arena_stats s;
+    arena_guard_stats before = guard_stats();
+    char *p;
+    (void)state;
+
+    arena_init(&a, 0);
+    assert_true(arena_set_guard(&a, true));
+    arena__guard_fail_map(1);
+    assert_null(arena_alloc(&a, 100));
+    assert_int_equal(arena_size(&a), 0);
+    arena_get_stats(&a, &s);
+    assert_int_equal(s.limit_hits, 1);
+    assert_int_equal(s.held, 0);
+    assert_int_equal(guard_stats().map_failures, before.map_failures + 1);
+    assert_true(arena_check(&a));
+    p = (char *)arena_alloc(&a, 100);
+    assert_non_null(p);
+    /* An oversized value's mapping refused after a chunk was opened for it. */
+    arena__guard_fail_map(1);
+    assert_null(arena_alloc(&a, 1 << 20));
+    assert_int_equal(arena_size(&a), 100);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    arena__guard_fail_map(0);
+}
+
+/* The arena's limit and a budget count a guarded chunk as any other. */
+static void test_limit_refuses_guarded_chunk(void **state)
+{
+    arena a;
+    arena_budget *b = arena_budget_create(4000, "guarded");
+    arena_stats s;
+    (void)state;
+
+    assert_non_null(b);
+    arena_init(&a, 1000);
+    assert_true(arena_set_guard(&a, true));
+    arena_set_limit(&a, 2500);
+    assert_non_null(arena_alloc(&a, 1000));
+    assert_non_null(arena_alloc(&a, 1000));
+    assert_null(arena_alloc(&a, 1000)); /* a third chunk would cross the limit */
+    arena_get_stats(&a, &s);
+    assert_true(s.limit_hits >= 1);
+    assert_true(s.held >= 2000 && s.held < 2500); /* the chunks and the index */
+    arena_set_limit(&a, SIZE_MAX);
+    arena_set_budget(&a, b);
+    assert_int_equal(arena_budget_used(b), s.held);
+    assert_non_null(arena_alloc(&a, 1000));
+    assert_null(arena_alloc(&a, 1000)); /* the budget's turn */
+    arena_reset(&a);                    /* the chunks go to the quarantine: uncharged */
+    arena_get_stats(&a, &s);
+    assert_true(s.held < 1000); /* the index alone */
+    assert_int_equal(arena_budget_used(b), s.held);
+    arena_release(&a);
+    arena_budget_destroy(b);
+}
+
+/* Sizes near SIZE_MAX are refused before any arithmetic can wrap. */
+static void test_huge_sizes(void **state)
+{
+    arena a;
+    size_t sizes[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 4096, SIZE_MAX / 2 + 1,
+                      (size_t)PTRDIFF_MAX};
+    size_t i;
+    (void)state;
+
+    arena_init(&a, 0);
+    assert_true(arena_set_guard(&a, true));
+    for (i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        assert_null(arena_alloc(&a, sizes[i]));
+        assert_null(arena_alloc_aligned(&a, sizes[i], 4096));
+        assert_true(arena_check(&a));
+    }
+    assert_int_equal(arena_size(&a), 0);
+    arena_release(&a);
+}
+
+/* What arena_set_guard() refuses, and when it takes effect. */
+static void test_set_guard_when(void **state)
+{
+    arena a;
+    char buf[256];
+    (void)state;
+
+    arena_init_buffer(&a, buf, sizeof buf, NULL); /* the caller's memory */
+    assert_false(arena_set_guard(&a, true));
+    assert_false(arena_guarded(&a));
+    arena_release(&a);
+
+    arena_init(&a, 0);
+    assert_non_null(arena_alloc(&a, 10));
+    assert_true(arena_set_guard(&a, true)); /* a chunk in use: from the next batch */
+    assert_false(arena_guarded(&a));
+    arena_reset(&a);
+    assert_true(arena_guarded(&a));
+    assert_non_null(arena_alloc(&a, 10));
+    assert_true(arena_set_guard(&a, false)); /* the batch in progress stays guarded */
+    assert_true(arena_guarded(&a));
+    assert_true((a.pending & ARENA__PENDING_GUARD) != 0);
+    arena_reset(&a);
+    assert_false(arena_guarded(&a));
+    assert_false((a.pending & ARENA__PENDING_GUARD) != 0); /* the inline paths again */
+    arena_release(&a);
+}
+
+/* After guarded batches, unguarded ones keep their chunks as the retention
+ * policy says; a guarded batch never uses a spare of the backing's. */
+static void test_retention_after_guarded(void **state)
+{
+    arena a;
+    int i;
+    (void)state;
+
+    arena_init(&a, 1000);
+    assert_non_null(arena_alloc(&a, 1000));
+    assert_non_null(arena_alloc(&a, 1000));
+    arena_reset(&a);
+    assert_int_equal(arena_retained(&a), 2000); /* unguarded: kept */
+    assert_true(arena_set_guard(&a, true));
+    arena_reset(&a);
+    for (i = 0; i < 3; i++) {
+        assert_true(arena_guarded(&a));
+        assert_non_null(arena_alloc(&a, 1000));
+        assert_non_null(arena_alloc(&a, 1000));
+        assert_int_equal(arena_retained(&a), 4000); /* the spares stay spares */
+        arena_reset(&a);
+        assert_int_equal(arena_retained(&a), 2000);
+        assert_true(arena_check(&a));
+    }
+    assert_true(arena_set_guard(&a, false));
+    assert_non_null(arena_alloc(&a, 1000));
+    arena_reset(&a);
+    assert_false(arena_guarded(&a));
+    assert_non_null(arena_alloc(&a, 1000));
+    assert_non_null(arena_alloc(&a, 1000));
+    assert_int_equal(arena_retained(&a), 2000); /* the spares serve again */
+    arena_reset(&a);
+    assert_int_equal(arena_retained(&a), 2000);
+    arena_release(&a);
+}
+
+#if defined(__linux__)
+/* True when [p, p + 1) is mapped (accessible or not).  (Not under
+ * memcheck, which reports the probe of an inaccessible page.) */
+static bool mapped(const void *p)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    void *at = (void *)((uintptr_t)p & ~(uintptr_t)(page - 1));
+    return msync(at, (size_t)page, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+#endif
+
+/* The quarantine keeps ranges up to its bound, the oldest leaving first
+ * (unmapped); a bound of 0 keeps none. */
+static void test_quarantine_bound(void **state)
+{
+    arena a;
+    char *p = NULL;
+    arena_guard_stats s0 = guard_stats(), s;
+    int i;
+    (void)state;
+
+    arena_guard_set_quarantine(200 * 1024);
+    arena_init(&a, 4096 * 4);
+    assert_true(arena_set_guard(&a, true));
+    for (i = 0; i < 20; i++) {
+        p = (char *)arena_alloc(&a, 100);
+        assert_non_null(p);
+        arena_reset(&a);
+        s = guard_stats();
+        assert_true(s.quarantined <= 200 * 1024);
+    }
+    s = guard_stats();
+    assert_true(s.ranges >= s0.ranges + 20);
+    assert_true(s.evicted > s0.evicted);
+    assert_true(s.quarantined_ranges < 20);
+#if defined(__linux__)
+    if (!test_on_valgrind())
+        assert_true(mapped(p)); /* the latest: held, inaccessible */
+#endif
+    arena_guard_set_quarantine(0);
+    s = guard_stats();
+    assert_int_equal(s.quarantined, 0);
+    assert_int_equal(s.quarantined_ranges, 0);
+#if defined(__linux__)
+    if (!test_on_valgrind())
+        assert_false(mapped(p)); /* evicted: unmapped */
+#endif
+    arena_release(&a);
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+}
+
+/* Nested scopes of a guarded batch, each rewind retiring the pages past its
+ * mark: every range is quarantined once (the guard page with the first),
+ * and what the arena maps comes back whole at the end. */
+static void test_nested_rewinds(void **state)
+{
+    arena a;
+    arena_mark outer, inner;
+    arena_guard_stats s0, s;
+    char *p;
+    (void)state;
+
+    arena_guard_set_quarantine(0); /* what was kept goes: `mapped` is exact */
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+    s0 = guard_stats();
+    arena_init(&a, 0);
+    assert_true(arena_set_guard(&a, true));
+    p = (char *)arena_alloc(&a, 100);
+    assert_non_null(p);
+    outer = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 9000));
+    inner = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 20000));
+    arena_rewind(&a, inner);
+    s = guard_stats();
+    assert_int_equal(s.ranges, s0.ranges + 1);
+    assert_non_null(arena_alloc(&a, 100)); /* after the mark, in its page */
+    arena_rewind(&a, outer);
+    s = guard_stats();
+    assert_int_equal(s.ranges, s0.ranges + 2);
+    assert_true(arena_check(&a));
+    memset(p, 7, 100);                       /* before the marks: alive */
+    assert_non_null(arena_alloc(&a, 30000)); /* past the shrunk chunk: a new one */
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    s = guard_stats();
+    assert_int_equal(s.mapped, s0.mapped); /* nothing of it mapped outside the quarantine */
+    arena_guard_set_quarantine(0);
+    s = guard_stats();
+    assert_int_equal(s.quarantined, 0);
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+}
+
+/* A mark taken before the most recent value shrank lies above the position
+ * the shrink left: a guarded rewind to a later mark, below it, retires
+ * nothing below it, so the enclosing mark stays valid (the fuzzer's find). */
+static void test_rewind_below_enclosing_mark(void **state)
+{
+    arena a;
+    arena_mark outer, inner;
+    char *big;
+    int before = recorded_errors.count;
+    (void)state;
+
+    arena_init(&a, 0);
+    assert_true(arena_set_guard(&a, true));
+    assert_non_null(arena_alloc(&a, 16));
+    big = (char *)arena_alloc(&a, 12000);
+    assert_non_null(big);
+    outer = arena_save(&a);
+    arena_free(&a, big, 12000); /* the position goes back below `outer` */
+    inner = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 20000));
+    arena_rewind(&a, inner);
+    arena_rewind(&a, outer);
+    assert_int_equal(recorded_errors.count, before);
+    assert_int_equal(arena_size(&a), outer.size);
+    assert_true(arena_check(&a));
+    assert_non_null(arena_alloc(&a, 100));
+    arena_release(&a);
+}
+
+/* Resident pages of the process (Linux), else 0. */
+static size_t resident_bytes(void)
+{
+#if defined(__linux__)
+    unsigned long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+#else
+    return 0;
+#endif
+}
+
+#define SAMPLED_BATCHES 100000
+#define SAMPLE_EVERY    1000
+
+/* One request: small values of assorted sizes, as a decoder's. */
+static void request(arena *a, unsigned seed)
+{
+    unsigned i;
+    for (i = 0; i < 24; i++) {
+        char *p = (char *)arena_alloc(a, 16 + (seed * 7 + i * 37) % 400);
+        assert_non_null(p);
+        p[0] = (char)i;
+    }
+}
+
+/* 10^5 request-sized batches at 1 in 1,000: the guarded ones within six
+ * standard deviations of the binomial mean; the memory resident after them
+ * within the quarantine's bound and 64 KiB of what it was. */
+static void test_sampling(void **state)
+{
+    arena a;
+    arena_guard_stats s0, s;
+    unsigned long long guarded, seen = 0;
+    double mean = (double)SAMPLED_BATCHES / SAMPLE_EVERY;
+    double var = mean * (1.0 - 1.0 / SAMPLE_EVERY), sd = var;
+    size_t rss0, rss;
+    unsigned i;
+    (void)state;
+
+    for (i = 0; i < 30; i++) /* sd = sqrt(var), by Newton's steps */
+        sd = (sd + var / sd) / 2;
+    arena_init(&a, 0);
+    request(&a, 0);
+    arena_reset(&a);
+    rss0 = resident_bytes();
+    arena_guard_sample(SAMPLE_EVERY);
+    assert_int_equal(arena_guard_sampling(), SAMPLE_EVERY);
+    s0 = guard_stats();
+    for (i = 0; i < SAMPLED_BATCHES; i++) {
+        request(&a, i);
+        seen += arena_guarded(&a);
+        arena_reset(&a);
+    }
+    arena_guard_sample(0);
+    s = guard_stats();
+    rss = resident_bytes();
+    guarded = s.batches - s0.batches;
+    print_message("guarded batches: %llu of %d (mean %.0f, sd %.1f); quarantine %zu bytes in %zu "
+                  "ranges; resident %zu -> %zu bytes\n",
+                  guarded, SAMPLED_BATCHES, mean, sd, s.quarantined, s.quarantined_ranges, rss0,
+                  rss);
+    assert_true(guarded - seen <= 1); /* (the batch after the last reset is drawn too) */
+    assert_true((double)guarded >= mean - 6 * sd && (double)guarded <= mean + 6 * sd);
+    assert_true(s.quarantined <= ARENA_GUARD_QUARANTINE);
+    if (rss0 && !TEST_ASAN && !test_on_valgrind())
+        assert_true(rss <= rss0 + ARENA_GUARD_QUARANTINE + 64 * 1024);
+    arena_release(&a);
+}
+
+/* An unguarded batch of a sampled arena resets inline, as with sampling off. */
+static void test_sampled_arena_resets_inline(void **state)
+{
+    arena a;
+    (void)state;
+
+    arena_init(&a, 0);
+    arena_guard_sample(1u << 30); /* practically never */
+    request(&a, 0);
+    arena_reset(&a);
+    if (!arena_guarded(&a)) {
+        assert_false((a.pending & ARENA__PENDING_GUARD) != 0);
+        assert_non_null(arena_alloc(&a, 10));
+        if (a.ptr) /* an open inline window (not in instrumented builds) */
+            assert_true(arena__reset_first(&a));
+    }
+    arena_guard_sample(0);
+    arena_release(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_values_as_unguarded, setup),
+        cmocka_unit_test_setup(test_mapping_refused, setup),
+        cmocka_unit_test_setup(test_limit_refuses_guarded_chunk, setup),
+        cmocka_unit_test_setup(test_huge_sizes, setup),
+        cmocka_unit_test_setup(test_set_guard_when, setup),
+        cmocka_unit_test_setup(test_retention_after_guarded, setup),
+        cmocka_unit_test_setup(test_quarantine_bound, setup),
+        cmocka_unit_test_setup(test_nested_rewinds, setup),
+        cmocka_unit_test_setup_teardown(test_rewind_below_enclosing_mark, setup_guarded_errors,
+                                        teardown_record_errors),
+        cmocka_unit_test_setup(test_sampling, setup),
+        cmocka_unit_test_setup(test_sampled_arena_resets_inline, setup),
+    };
+    if (!arena_guard_available()) {
+        print_message("guarded batches are unavailable here: nothing to test\n");
+        return 0;
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

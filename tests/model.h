@@ -406,11 +406,15 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
                        size_t size, size_t align, bool has_nul, uint64_t id)
 {
     mval *v;
-    /* A chunk of its own (by the rule at the top): the suites' sizes are
-     * plainly small or plainly oversized.  A fuzzer's may be near the budget:
-     * one too large for a regular chunk may still fit the current chunk, so
-     * the tail is then unknown, and `over` counts only the suites' values. */
-    bool oversized = m->in ? stored + over_align(align) > m->budget : stored > m->budget / 2;
+    /* A chunk of its own (by the rule at the top) when it exceeds the
+     * budget; but it may still fit the current chunk, which may be a kept
+     * chunk of up to twice the budget (or a fuzzer's buffer), so the tail is
+     * then unknown, and `over` counts only the suites' values beyond twice
+     * the budget.  (A suite's value between half the budget and the budget,
+     * a grown one, goes to a regular chunk as any other.) */
+    size_t need = stored + over_align(align);
+    bool oversized = need > m->budget;
+    bool counted = !m->in && need / 2 > m->budget;
     if (m->nvals == m->capvals) {
         mval *grown = (mval *)realloc(m->vals, 2 * m->capvals * sizeof *m->vals);
         TEST_CHECK(grown != NULL);
@@ -437,10 +441,10 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
     m->size += stored;
     if (m->limits)
         MCHECK(m, !m->above || stored == 0); /* over its limit, every store fails */
-    if (oversized && m->in) {
+    if (oversized && !counted) {
         m->tail_known = false;
     } else if (oversized) {
-        m->over += stored + over_align(align);
+        m->over += need;
         m->tail_clean = false;
     } else {
         m->tail = (long)m->nvals;

@@ -128,6 +128,8 @@ void arena_cleanup_cancel(arena *a, arena_cleanup *c)
     arena_free(a, c, sizeof *c);
 }
 
+uint64_t arena__cleanup_serial(const arena_cleanup *c) { return c->serial; }
+
 bool arena__cleanups_run(arena *a, uint64_t serial, const char *caller)
 {
     struct arena__cold *k = arena__cold(a);

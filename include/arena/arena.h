@@ -779,11 +779,13 @@ ARENA_API void arena_cleanup_cancel(arena *a, arena_cleanup *c);
  * parent's free blocks, O(1) each, for the next child to take with no
  * backing call).  `chunk_bytes` is the child's chunk budget (0: a quarter
  * of the parent's, so that a child's chunk fits in one of the parent's).
- * The child dies with the parent's batch: when it first takes memory of
- * the parent it pushes a cleanup on the parent (arena_cleanup_push()) that
- * releases the child, so the parent's reset, release or rewind to a mark
- * taken before that releases it (its own cleanups run then); its release
- * before that cancels the cleanup.  Values of the child used after that
+ * The child dies with the parent's batch, and with a scope of the parent
+ * in which it took memory: when it first takes memory of the parent, and
+ * at its first take after each mark of the parent, it pushes a cleanup on
+ * the parent (arena_cleanup_push(); the one it pushed before is cancelled)
+ * that releases the child, so the parent's reset, release or rewind to a
+ * mark taken before that releases it (its own cleanups run then); its
+ * release before that cancels the cleanup.  Values of the child used after that
  * are a use after reset; the child itself is then empty and may be used
  * again, in the parent's next batch.  The child struct may be a value of
  * the parent.  Requires that `parent` outlives the child's use and is not

@@ -27,7 +27,8 @@
  *
  * Two optional parts (model_limits(), model_cleanups()) add:
  *   - limits: the arena's limit set at random (0, SIZE_MAX, below what it
- *     holds, just above), a budget it may charge, a trim now and then.  The
+ *     holds, just above), a budget it may charge, a trim now and then, and
+ *     resets that keep at most a number of bytes (arena_reset_to()).  The
  *     limit callback is told of every refusal, and each one crosses its
  *     limit (or the backing failed); a call fails only with a refusal, and
  *     then, unless the request refused was the chunk index's, the value's
@@ -1369,16 +1370,32 @@ static void model_expire_all(model *m)
     m->reusable = false;
 }
 
+/* A reset; with the limits on, one in four keeps at most a number of bytes
+ * (arena_reset_to(): the caller's buffer and what fits beside it; 0 frees
+ * everything else, bookkeeping included). */
 static void model_op_reset(model *m)
 {
+    size_t keep = SIZE_MAX;
     m->op = "reset";
     model_check_values(m);
+    if (m->limits && model_below(m, 4) == 0) {
+        m->op = "reset_to";
+        keep = model_below(m, 2) ? 0 : model_below(m, 4 * m->budget);
+    }
     model_run_begin(m, 0);
-    arena_reset(m->a);
+    if (keep == SIZE_MAX)
+        arena_reset(m->a);
+    else
+        arena_reset_to(m->a, keep);
     model_run_end(m);
     m->resets++;
     m->dropped = true;
     model_expire_all(m);
+    if (keep == SIZE_MAX)
+        return;
+    MCHECK(m, arena_retained(m->a) <= keep || arena_retained(m->a) == m->base);
+    if (keep == 0 && m->tb)
+        MCHECK(m, m->tb->live == 0);
 }
 
 static void model_op_release(model *m)

@@ -745,12 +745,16 @@ static void model_op_ref(model *m, model_before *b)
 static size_t model_room(const model *m, size_t held);
 static bool model_index_full(const model *m);
 
+/* The name the limits give the arena (its events carry it). */
+static const char model_name[] = "model";
+
 /* The limit callback: each refusal crosses the limit that refused it (or
- * the backing failed), with the figures as they are. */
+ * the backing failed), with the figures as they are.  (It calls nothing on
+ * the arena, as the contract asks.) */
 static void model_on_limit(const arena_limit_event *e, void *ctx)
 {
     model *m = (model *)ctx;
-    MCHECK(m, e->arena == m->a && e->name == arena_name(m->a));
+    MCHECK(m, e->arena == m->a && e->name == model_name);
     switch (e->cause) {
     case ARENA_LIMIT_ARENA:
         MCHECK(m, e->limit == m->limit && e->limit_name == e->name);
@@ -780,7 +784,6 @@ static void model_on_limit(const arena_limit_event *e, void *ctx)
  * `group` (or NULL) is a budget it may charge. */
 static void model_limits(model *m, arena_budget *group)
 {
-    static const char name[] = "model";
     arena_stats s;
     m->limits = true;
     m->limit = SIZE_MAX;
@@ -789,7 +792,7 @@ static void model_limits(model *m, arena_budget *group)
     m->hits = m->backing_hits = m->resets = 0;
     m->calls0 = m->tb ? m->tb->calls + m->tb->frees : 0;
     m->failed0 = m->tb ? m->tb->failed : 0;
-    arena_set_name(m->a, name);
+    arena_set_name(m->a, model_name);
     arena_on_limit(m->a, model_on_limit, m);
     arena_get_stats(m->a, &s);
     MCHECK(m, s.limit_hits == 0 && s.resets == 0 && s.limit == SIZE_MAX);

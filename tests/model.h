@@ -782,7 +782,7 @@ static void model_on_limit(const arena_limit_event *e, void *ctx)
 /* Turns the limits on, on an arena the model started over that has made
  * no backing call yet: a callback that counts, a name, no limit yet;
  * `group` (or NULL) is a budget it may charge. */
-static void model_limits(model *m, arena_budget *group)
+static inline void model_limits(model *m, arena_budget *group)
 {
     arena_stats s;
     m->limits = true;
@@ -897,7 +897,7 @@ static void model_op_limit(model *m)
 /* ---- Cleanups ---------------------------------------------------------------------- */
 
 /* Turns cleanups on. */
-static void model_cleanups(model *m)
+static inline void model_cleanups(model *m)
 {
     m->cleanups = true;
     m->pushes = m->ran = 0;

@@ -36,7 +36,9 @@ static void child_die(void *ctx)
 }
 
 /* Memory of the parent for the child, under a tie newer than the parent's
- * latest mark (see the top).  A failure leaves the parent as it was. */
+ * latest mark (see the top).  A failure leaves the parent as it was.  None
+ * while the parent runs its cleanups (one of them uses the child): what it
+ * gave then would die with the end under way, and no tie can be pushed. */
 static void *child_alloc(void *ctx, size_t size)
 {
     arena *child = (arena *)ctx;
@@ -44,6 +46,8 @@ static void *child_alloc(void *ctx, size_t size)
     arena_cleanup *old = k->tie, *tie = old;
     void *p;
 
+    if (arena__cleaning(k->parent))
+        return NULL;
     if (!old || arena__cleanup_serial(old) < k->parent->saves) {
         tie = arena_cleanup_push(k->parent, child_die, child);
         if (!tie)

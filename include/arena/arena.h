@@ -791,7 +791,8 @@ ARENA_API void arena_cleanup_cancel(arena *a, arena_cleanup *c);
  * the parent.  Requires that `parent` outlives the child's use and is not
  * used by another thread meanwhile (the child's slow paths allocate from
  * it).  Never fails (a chunk the parent cannot give is the child's
- * out-of-memory).
+ * out-of-memory, and so is one asked while the parent runs its cleanups:
+ * it would die with the batch or scope ending).
  */
 ARENA_API void arena_init_child(arena *child, arena *parent, size_t chunk_bytes);
 

@@ -1257,21 +1257,41 @@ static long model_push_mark(model *m, arena_mark mk)
  * now, while it is still there to check. */
 static void model_rewinding(model *m, size_t j) { model_check_values_from(m, m->marks[j].nvals); }
 
+/* The end of the chunk that holds `p` (white-box: overhead included), or
+ * NULL. */
+static const char *model_chunk_end(const model *m, const char *p)
+{
+    uint32_t i;
+    for (i = 0; i < m->a->nchunks; i++) {
+        const char *b = m->a->chunks[i].base;
+        if (b <= p && p < b + m->a->chunks[i].cap)
+            return b + m->a->chunks[i].cap;
+    }
+    return NULL;
+}
+
 /* A rewind cuts a value stored before the mark that reaches past the mark's
  * position (it grew in place since, as the most recent value, after what
- * followed it at the mark was given back) to end there: one granule before
- * it where values are guarded. */
+ * followed it at the mark was given back) to end there.  Where values are
+ * guarded the granule before the position was a guard at the mark (the
+ * value's own, when it was the last): a value that reaches into it is cut
+ * to end one granule before the position, unless the position is the
+ * chunk's end (a value there had its guard cut short, and cannot grow). */
 static void model_cut_at(model *m, const mmark *k)
 {
-    const char *pos = k->m.pos;
+    const char *pos = k->m.pos, *end;
+    size_t guard = test_packed() ? 0 : 8;
     size_t i;
     for (i = 0; pos && i < k->nvals && i < m->nvals; i++) {
         mval *v = &m->vals[i];
         const char *p = (const char *)v->p;
         size_t keep;
-        if (v->freed || v->is_ref || !(p < pos && pos < p + v->stored))
+        if (v->freed || v->is_ref || !(p < pos) || !(end = model_chunk_end(m, p)) || pos >= end ||
+            (size_t)(pos - p) < guard)
             continue;
-        keep = (size_t)(pos - p) - (test_packed() ? 0 : 8);
+        keep = (size_t)(pos - p) - guard;
+        if (v->stored <= keep)
+            continue;
         v->stored = keep;
         v->has_nul = v->has_nul && v->size < keep;
         if (v->size > keep)

@@ -315,7 +315,8 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * after `m` remains, so it may be resized after `m` was taken: grown in place
  * past the mark's position, it is cut back to end there (the bytes it grew by
  * are forgotten; under ASan or Valgrind and in the checked build, where
- * values have guards, it ends 8 bytes before, which are its guard again,
+ * values have guards, the 8 bytes before the position were a guard at the
+ * mark: grown into them, it ends 8 bytes before, which are its guard again,
  * and everything from the position on is poisoned); freed or shrunk below
  * that position (arena_free(), arena_realloc()), the bytes it gave back
  * count again after the rewind, as they did at `m` (the next reset, or a

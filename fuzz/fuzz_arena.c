@@ -8,8 +8,20 @@
  *   - arena caches (small max_arenas and max_retained), whose acquires,
  *     recycles, double, NULL and foreign recycles, counts and destroys are
  *     predicted: which arena an acquire returns, a bound on its capacity,
- *     what is reported.
- * The model drives every scratch arena and every acquired arena too.
+ *     what is reported;
+ *   - a side arena that charges one budget with the main arena (whose
+ *     model sets its limits: see model_limits()): the budget's used bytes
+ *     are what the two hold;
+ *   - child arenas of a parent arena, made, used (by the model), reset and
+ *     released, and the parent's values stored, rewound, reset and released
+ *     among them: a parent's reset or release ends every child that holds
+ *     its memory, a rewind to a mark each one that took memory since the
+ *     mark (and no other: their values stay); while no child holds memory
+ *     of the parent, the parent's size is its own values' (until a rewind
+ *     to a mark taken while a child held memory, which counts the bytes
+ *     freed since the mark again).
+ * The model drives every scratch arena, every acquired arena and every
+ * child too; the main arena's model has its limits and cleanups on.
  *
  * A step checks the counters and the values it touched; every value, and
  * arena_check() of every arena, is checked at the end of the input.
@@ -49,6 +61,7 @@ static void start_side(model *m, arena *a, size_t budget, test_backing *tb)
 
 static test_backing tb_main;
 static _Alignas(64) unsigned char buf[4096 + 16];
+static arena_budget *group; /* charged by the side arena, and the main arena at times */
 
 static void start_main(void)
 {
@@ -77,14 +90,317 @@ static void start_main(void)
     md.light = true;
     md.misuse = true;
     md.in = &input;
+    model_limits(&md, group);
+    model_cleanups(&md);
 }
 
 static void end_main(void)
 {
     model_finish(&md);
+    model_run_begin(&md, 0);
     arena_release(md.a);
+    model_run_end(&md);
     TEST_CHECK(arena_retained(md.a) == md.base);
     TEST_CHECK(tb_main.live == 0);
+    arena_set_budget(md.a, NULL);
+}
+
+/* ---- A side arena on the same budget -------------------------------------------------- */
+
+static test_backing tb_side;
+static arena side;
+
+static void start_side_arena(void)
+{
+    arena_allocator al = tb_allocator(&tb_side);
+    if (!group) {
+        group = arena_budget_create(SIZE_MAX, "group");
+        TEST_CHECK(group != NULL);
+    }
+    arena_budget_set_limit(group, below(2) ? SIZE_MAX : below(64 * 1024));
+    arena_init_with(&side, 256 << below(6), &al);
+    arena_set_budget(&side, group);
+}
+
+/* The budget's used bytes are what its arenas hold, and a charge never
+ * takes it past its limit (it may be past it where the limit came down,
+ * or an arena charged it with what it held already). */
+static size_t group_used;  /* after the last step */
+static bool group_charged; /* the main arena charged it then */
+
+static void check_group(void)
+{
+    arena_stats s, t;
+    size_t used = arena_budget_used(group), limit = arena_budget_limit(group);
+    arena_get_stats(&side, &s);
+    arena_get_stats(md.a, &t);
+    TEST_CHECK(used == s.held + (md.charged ? t.held : 0));
+    TEST_CHECK(used <= limit || used <= group_used || md.charged != group_charged);
+    group_used = used;
+    group_charged = md.charged;
+}
+
+static void side_op(void)
+{
+    size_t before = tb_side.failed;
+    switch (below(8)) {
+    case 0: arena_reset(&side); break;
+    case 1:
+        arena_budget_set_limit(group, arena_budget_used(group) + below(8192) - 1024);
+        group_used = arena_budget_used(group);
+        break;
+    case 2: tb_side.fail_at = tb_side.calls + 1 + below(3); break;
+    default:
+        if (!arena_alloc(&side, 1 + below(8192))) { /* the budget, or the backing */
+            arena_stats s;
+            arena_get_stats(&side, &s);
+            TEST_CHECK(s.limit_hits > 0 || tb_side.failed > before);
+        }
+        break;
+    }
+    check_group();
+}
+
+static void end_side_arena(void)
+{
+    arena_release(&side);
+    TEST_CHECK(tb_side.live == 0);
+    arena_set_budget(&side, NULL);
+    TEST_CHECK(arena_budget_used(group) == 0);
+}
+
+/* ---- Child arenas ---------------------------------------------------------------------- */
+
+#define KIDS 2
+
+static test_backing tb_parent;
+static arena parent;
+static size_t pbudget; /* the parent's chunk budget */
+static arena kid[KIDS];
+static model km[KIDS];
+static bool kid_made[KIDS];
+static arena_cleanup *kid_tie[KIDS]; /* its tie to the parent (white-box) when last seen */
+static bool kid_fresh[KIDS];         /* it took a tie since the parent's mark */
+static size_t own;     /* the parent's own values: its size while no child holds memory */
+static bool own_known; /* ... until a rewind counts freed bytes again */
+static struct {
+    arena_mark m;
+    size_t own, size;
+    bool tied; /* a child held memory of the parent then */
+} pmark;
+static bool pmarked;
+
+static bool tied(size_t k) { return kid_made[k] && arena__cold(&kid[k])->tie != NULL; }
+
+/* After each use of a child: a new tie means it took memory of the parent
+ * after the parent's mark (ties are pushed again after a mark, see
+ * src/child.c), and a rewind to the mark ends it. */
+static void kid_observe(size_t k)
+{
+    arena_cleanup *t = kid_made[k] ? arena__cold(&kid[k])->tie : NULL;
+    if (t && t != kid_tie[k])
+        kid_fresh[k] = true;
+    kid_tie[k] = t;
+}
+
+static bool any_tied(void)
+{
+    size_t k;
+    for (k = 0; k < KIDS; k++)
+        if (tied(k))
+            return true;
+    return false;
+}
+
+/* The parent's batch ended: so did every child that held its memory
+ * (released: empty, and usable again). */
+static void kids_ended(bool was[KIDS])
+{
+    size_t k;
+    for (k = 0; k < KIDS; k++) {
+        kid_observe(k);
+        kid_fresh[k] = false;
+        if (!kid_made[k])
+            continue;
+        TEST_CHECK(!tied(k));
+        if (!was[k])
+            continue;
+        TEST_CHECK(arena_size(&kid[k]) == 0 && arena_retained(&kid[k]) == 0);
+        model_expire_all(&km[k]);
+        km[k].dropped = true;
+        model_check_counters(&km[k]);
+    }
+}
+
+static void check_parent(void)
+{
+    size_t k, held = 0;
+    for (k = 0; k < KIDS; k++)
+        if (kid_made[k])
+            held += arena_retained(&kid[k]);
+    if (!own_known)
+        return;
+    if (!any_tied())
+        TEST_CHECK(arena_size(&parent) == own);
+    else
+        TEST_CHECK(arena_size(&parent) >= own + held); /* the children's chunks are its values */
+}
+
+static void start_children(void)
+{
+    arena_allocator al = tb_allocator(&tb_parent);
+    pbudget = below(2) ? 4096 : 16384;
+    arena_init_with(&parent, pbudget, &al);
+    memset(kid_made, 0, sizeof kid_made);
+    memset(kid_tie, 0, sizeof kid_tie);
+    memset(kid_fresh, 0, sizeof kid_fresh);
+    own = 0;
+    own_known = true;
+    pmarked = false;
+}
+
+static void kid_init(size_t k)
+{
+    static const size_t chunk_bytes[] = {0, 256, 1024, 4096};
+    size_t chunk = chunk_bytes[below(4)];
+    if (tied(k))
+        return;
+    if (kid_made[k])
+        arena_release(&kid[k]); /* (holds nothing of the parent: a no-op but for its spares) */
+    arena_init_child(&kid[k], &parent, chunk);
+    model_start(&km[k], &kid[k], 0, chunk ? chunk : pbudget / 4, 0);
+    km[k].light = true;
+    km[k].misuse = true;
+    km[k].in = &input;
+    kid_made[k] = true;
+    kid_observe(k);
+}
+
+/* The rewind of the parent to its mark: it ends each child that took
+ * memory since (its cleanups and release come first), and no other, whose
+ * values stay; the parent's size is what it was at the mark. */
+static void parent_rewind(const bool was[KIDS])
+{
+    bool dies[KIDS];
+    size_t k;
+    for (k = 0; k < KIDS; k++)
+        dies[k] = was[k] && kid_fresh[k];
+    arena_rewind(&parent, pmark.m);
+    TEST_CHECK(arena_size(&parent) == pmark.size);
+    own = pmark.own;
+    if (pmark.tied)
+        own_known = false;
+    for (k = 0; k < KIDS; k++) {
+        if (!kid_made[k])
+            continue;
+        TEST_CHECK(tied(k) == (was[k] && !dies[k]));
+        if (dies[k]) {
+            TEST_CHECK(arena_size(&kid[k]) == 0 && arena_retained(&kid[k]) == 0);
+            model_expire_all(&km[k]);
+            km[k].dropped = true;
+            model_check_counters(&km[k]);
+        } else if (was[k]) {
+            model_check_values(&km[k]);
+        }
+        kid_observe(k);
+        kid_fresh[k] = false;
+    }
+}
+
+static void parent_op(void)
+{
+    bool was[KIDS];
+    size_t k;
+    unsigned char *p;
+    for (k = 0; k < KIDS; k++)
+        was[k] = tied(k);
+    switch (below(10)) {
+    case 0:
+    case 1: kid_init(below(KIDS)); break;
+    case 2:
+    case 3:
+    case 4:
+        k = below(KIDS);
+        if (kid_made[k]) {
+            model_step(&km[k]);
+            kid_observe(k);
+        }
+        break;
+    case 5: {
+        size_t n = 1 + below(200);
+        p = (unsigned char *)arena_alloc(&parent, n);
+        TEST_CHECK(p != NULL);
+        memset(p, 0x3C, n);
+        own += n;
+        break;
+    }
+    case 6:
+        if (!pmarked) {
+            pmark.m = arena_save(&parent);
+            pmark.own = own;
+            pmark.size = arena_size(&parent);
+            pmark.tied = any_tied();
+            pmarked = true;
+            memset(kid_fresh, 0, sizeof kid_fresh);
+        } else {
+            parent_rewind(was);
+        }
+        break;
+    case 7:
+        arena_reset(&parent);
+        own = 0;
+        own_known = true;
+        pmarked = false;
+        kids_ended(was);
+        break;
+    case 8:
+        arena_release(&parent);
+        own = 0;
+        own_known = true;
+        pmarked = false;
+        kids_ended(was);
+        TEST_CHECK(tb_parent.live == 0);
+        break;
+    default:
+        k = below(KIDS);
+        if (kid_made[k]) {
+            km[k].op = "release (of the child)";
+            model_check_values(&km[k]);
+            arena_release(&kid[k]);
+            model_expire_all(&km[k]);
+            km[k].dropped = true;
+            model_check_counters(&km[k]);
+            TEST_CHECK(!tied(k));
+            kid_observe(k);
+        }
+        break;
+    }
+    check_parent();
+}
+
+static void end_children(void)
+{
+    size_t k;
+    bool was[KIDS];
+    for (k = 0; k < KIDS; k++) {
+        was[k] = tied(k);
+        if (kid_made[k])
+            model_finish(&km[k]);
+    }
+    if (below(2)) {
+        for (k = 0; k < KIDS; k++)
+            if (kid_made[k])
+                arena_release(&kid[k]);
+        TEST_CHECK(!own_known || arena_size(&parent) == own);
+    } else {
+        arena_release(&parent);
+        kids_ended(was);
+    }
+    arena_release(&parent);
+    for (k = 0; k < KIDS; k++)
+        if (kid_made[k])
+            arena_release(&kid[k]);
+    TEST_CHECK(tb_parent.live == 0);
 }
 
 /* ---- Scratch arenas -------------------------------------------------------------- */
@@ -548,12 +864,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     input.n = size;
     chooser.in = &input;
     record_errors();
+    start_side_arena();
     start_main();
     start_scratch();
     start_caches();
+    start_children();
+    group_used = arena_budget_used(group);
+    group_charged = false;
 
     while (input.n) {
-        switch (below(16)) {
+        switch (below(20)) {
         default: model_step(&md); break;
         case 9: tb_main.fail_at = tb_main.calls + 1 + below(4); break;
         case 10:
@@ -561,11 +881,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 12:
         case 13:
         case 14: cache_op(); break;
+        case 15:
+        case 16: parent_op(); break;
+        case 17: side_op(); break;
         }
+        check_group();
     }
     end_scratch();
     end_caches();
+    end_children();
     end_main();
+    end_side_arena();
     TEST_CHECK(recorded_errors.count == recorded_errors.expected);
     restore_errors();
     return 0;

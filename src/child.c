@@ -9,16 +9,22 @@
  * step of a long batch of its parent costs the parent no backing call and
  * no growth once warm, O(1) per chunk each way.
  *
- * The child's memory dies with the parent's batch, so the child must die
- * with it: while the child holds memory of the parent (chunks, its index,
- * its lists of free blocks) the parent holds a cleanup, the child's `tie`,
- * that releases the child.  The tie is pushed by the child's first backing
- * call, and cancelled when a release (or a reset to nothing) leaves the
- * child holding nothing of the parent's, so that a child that is released
- * and dropped (a struct on the stack) leaves nothing on the parent that
- * names it, and the tie's record goes back to the parent's free blocks for
- * the next child's.  When the tie runs, it forgets itself first: the
- * release it makes must not cancel the cleanup that is running.
+ * The child's memory dies with the parent's batch, or with the parent's
+ * scope it was taken in, so the child must die with it: while the child
+ * holds memory of the parent (chunks, its index, its lists of free blocks)
+ * the parent holds a cleanup, the child's `tie`, that releases the child.
+ * The tie is pushed by the child's first backing call, and pushed again by
+ * a backing call after the parent took a mark (the old one is cancelled
+ * then): a tie runs at a rewind to a mark taken before it, so the latest
+ * tie is newer than the parent's latest mark whenever the child took
+ * memory after that mark, and a rewind that forgets any of the child's
+ * memory releases the child first.  It is cancelled when a release (or a
+ * reset to nothing) leaves the child holding nothing of the parent's, so
+ * that a child that is released and dropped (a struct on the stack) leaves
+ * nothing on the parent that names it, and the tie's record goes back to
+ * the parent's free blocks for the next child's.  When the tie runs, it
+ * forgets itself first: the release it makes must not cancel the cleanup
+ * that is running.
  */
 #include "reuse.h"
 
@@ -29,19 +35,34 @@ static void child_die(void *ctx)
     arena_release(child);
 }
 
+/* Memory of the parent for the child, under a tie newer than the parent's
+ * latest mark (see the top).  A failure leaves the parent as it was.  None
+ * while the parent runs its cleanups (one of them uses the child): what it
+ * gave then would die with the end under way, and no tie can be pushed. */
 static void *child_alloc(void *ctx, size_t size)
 {
     arena *child = (arena *)ctx;
     struct arena__cold *k = arena__cold(child);
-    bool tied = k->tie != NULL;
+    arena_cleanup *old = k->tie, *tie = old;
     void *p;
 
-    if (!tied && (k->tie = arena_cleanup_push(k->parent, child_die, child)) == NULL)
+    if (arena__cleaning(k->parent))
         return NULL;
+    if (!old || arena__cleanup_serial(old) < k->parent->saves) {
+        tie = arena_cleanup_push(k->parent, child_die, child);
+        if (!tie)
+            return NULL;
+    }
     p = arena__nested_alloc(k->parent, size);
-    if (!p && !tied) { /* failure leaves the parent as it was */
-        arena_cleanup_cancel(k->parent, k->tie);
-        k->tie = NULL;
+    if (!p) {
+        if (tie != old)
+            arena_cleanup_cancel(k->parent, tie);
+        return NULL;
+    }
+    if (tie != old) {
+        if (old)
+            arena_cleanup_cancel(k->parent, old);
+        k->tie = tie;
     }
     return p;
 }

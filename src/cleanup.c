@@ -51,7 +51,7 @@ static uintptr_t key(const struct arena_cleanup *c, const arena *a)
     return (uintptr_t)c ^ (uintptr_t)a ^ CLEANUP_MIX;
 }
 
-static bool cleaning(const arena *a)
+bool arena__cleaning(const arena *a)
 {
     return !a->lazy && (arena__cold(a)->flags & ARENA__CLEANING);
 }
@@ -71,7 +71,7 @@ arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void *ctx)
         arena__report(ARENA_ERR_CLEANUP, "arena_cleanup_push: NULL function (arena %p)", (void *)a);
         return NULL;
     }
-    if (cleaning(a)) {
+    if (arena__cleaning(a)) {
         arena__report(ARENA_ERR_CLEANUP,
                       "arena_cleanup_push: arena %p is running its cleanups (a push from one of "
                       "them)",
@@ -123,10 +123,12 @@ void arena_cleanup_cancel(arena *a, arena_cleanup *c)
     }
     unlink_record(c);
     c->check ^= SPENT;
-    if (!arena__cold(a)->cleanups && !cleaning(a))
+    if (!arena__cold(a)->cleanups && !arena__cleaning(a))
         a->pending &= ~(uint32_t)ARENA__PENDING_CLEANUP;
     arena_free(a, c, sizeof *c);
 }
+
+uint64_t arena__cleanup_serial(const arena_cleanup *c) { return c->serial; }
 
 bool arena__cleanups_run(arena *a, uint64_t serial, const char *caller)
 {

@@ -160,6 +160,13 @@ ARENA__HIDDEN bool arena__rewind(arena *a, arena_mark m);
  * already (a call from one of them): the caller then does nothing. */
 ARENA__HIDDEN bool arena__cleanups_run(arena *a, uint64_t serial, const char *caller);
 
+/* Whether `a` is running its cleanups. */
+ARENA__HIDDEN bool arena__cleaning(const arena *a);
+
+/* The mark serial of its arena when `c` was pushed: a rewind to a mark of
+ * a larger serial does not run it. */
+ARENA__HIDDEN uint64_t arena__cleanup_serial(const arena_cleanup *c);
+
 /* arena__cleanups_run() where cleanups are registered: one test otherwise. */
 static inline bool arena__cleanups_end(arena *a, uint64_t serial, const char *caller)
 {

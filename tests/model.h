@@ -25,6 +25,28 @@
  *     scope ended after an enclosing one, a stale ref in a checked build, a
  *     ref too large) is reported once, with its code, and changes nothing.
  *
+ * Two optional parts (model_limits(), model_cleanups()) add:
+ *   - limits: the arena's limit set at random (0, SIZE_MAX, below what it
+ *     holds, just above), a budget it may charge, a trim now and then, and
+ *     resets that keep at most a number of bytes (arena_reset_to()).  The
+ *     limit callback is told of every refusal, and each one crosses its
+ *     limit (or the backing failed); a call fails only with a refusal, and
+ *     then, unless the request refused was the chunk index's, the value's
+ *     smallest chunk exceeds the room left (a chunk is cut down to the room);
+ *     arena_get_stats() is exact: held is what the counting backing holds,
+ *     backing calls are its calls, resets and limit hits are counted here;
+ *     held never crosses the limit but where the limit was set below it, and
+ *     then every store fails, and nothing more is taken, until the arena is
+ *     under it again;
+ *   - cleanups: pushed between marks, cancelled now and then; each runs
+ *     exactly once, the latest first, at the reset, release or rewind to a
+ *     mark taken before it, and never otherwise; its record is a value of
+ *     the arena (48 bytes on 64-bit targets), given back by a cancel.  A
+ *     cleanup may store a value (it dies with the batch or scope), cancel a
+ *     cleanup yet to run, or misuse the arena (a push, a reset, a rewind or
+ *     a release from a cleanup; a cancel of one that ran): reported as
+ *     ARENA_ERR_CLEANUP, and nothing happens.
+ *
  * Checking: after every step the counters and two values; every value every
  * 128 steps, before a reset or release, and before and after a rewind (those
  * it forgets, those it keeps); arena_check() after every step too, unless
@@ -39,6 +61,8 @@
 #include <stdio.h>
 
 #include <arena/thread.h>
+
+#include "cold.h" /* white-box: the chunk index */
 
 /* Draw rewinds to marks that a rewind to an earlier mark expired (a scope
  * ended after an enclosing one) as misuse: reported as ARENA_ERR_BAD_MARK,
@@ -59,6 +83,7 @@ typedef struct mval {
     bool growable;  /* a pointer value with alignment <= ARENA_ALIGN */
     bool oversized; /* in a chunk of its own, counted in `over` */
     bool freed;     /* given back (a grow that moved it): no longer checked */
+    bool opaque;    /* a cleanup's record: the library's bytes, not checked */
 } mval;
 
 typedef struct mmark {
@@ -68,6 +93,7 @@ typedef struct mmark {
     bool tail_known, tail_clean;
     size_t tail_stored, tail_size;
     bool tail_has_nul;
+    uint64_t pushes; /* cleanups pushed before it */
 } mmark;
 
 #define MODEL_MAX_MARKS 8
@@ -100,6 +126,23 @@ enum {
     MODEL_RELEASE,
     MODEL_OPS
 };
+
+#define MODEL_MAX_CLEANUPS 8
+
+struct model;
+
+/* A cleanup the model pushed, and what it does when it runs. */
+enum { CLEANUP_PLAIN, CLEANUP_MISUSE, CLEANUP_STORES, CLEANUP_CANCELS, CLEANUP_KINDS };
+
+typedef struct mcleanup {
+    struct model *m;
+    arena_cleanup *h;
+    uint64_t seq; /* its push's number (a mark keeps the count) */
+    size_t val;   /* its record among the values */
+    unsigned kind;
+    bool live; /* pushed, neither run nor cancelled */
+    bool ran;  /* ran in the run under way */
+} mcleanup;
 
 /* Bytes to draw choices from (a fuzzer's input): zeros once used up. */
 typedef struct model_input {
@@ -155,6 +198,32 @@ typedef struct model {
     bool light;            /* no arena_check() per step (see the top) */
     model_input *in;       /* choices come from these bytes, when set */
     const char *op;
+
+    /* Limits (model_limits()) */
+    bool limits;
+    size_t limit;                 /* arena_limit() */
+    arena_budget *group;          /* the budget the arena may charge */
+    bool charged;                 /* it charges `group` now */
+    uint64_t hits;                /* refusals the callback was told of */
+    uint64_t backing_hits;        /* of which the backing's */
+    uint64_t resets;              /* batches ended by a reset */
+    size_t calls0, failed0;       /* the backing's counts when the limits began */
+    size_t held;                  /* what the arena held after the last step */
+    bool above;                   /* held > limit after the last step */
+    size_t want, want_align;      /* the value a store asks for (0: not known) */
+    arena_limit_cause last_cause; /* of the latest refusal */
+    size_t last_room;             /* the room under the limits then */
+    bool last_unsure;             /* it may be the chunk index's, or the room unknown */
+
+    /* Cleanups (model_cleanups()) */
+    bool cleanups;
+    mcleanup cl[MODEL_MAX_CLEANUPS];
+    uint64_t pushes;     /* cleanups pushed */
+    bool running;        /* a reset, rewind or release is under way */
+    uint64_t run_from;   /* ... which runs the cleanups pushed from this one on */
+    size_t ran;          /* cleanups run */
+    size_t record;       /* a cleanup record's bytes, once seen */
+    bool cleanup_stored; /* a cleanup stored a value in this step */
 } model;
 
 /* What values are copied from: the largest value is three chunks of at most
@@ -230,6 +299,11 @@ static void model_start(model *m, arena *a, uint64_t seed, size_t budget, size_t
     m->fixed = m->misuse = m->stores_only = m->light = false;
     m->in = NULL;
     m->op = NULL;
+    m->limits = m->cleanups = m->charged = m->running = m->cleanup_stored = false;
+    m->group = NULL;
+    m->pushes = m->ran = 0;
+    m->want = 0;
+    memset(m->cl, 0, sizeof m->cl);
     if (!m->vals) {
         m->capvals = 1024;
         m->vals = (mval *)malloc(m->capvals * sizeof *m->vals);
@@ -253,7 +327,7 @@ static void model_check_value(model *m, size_t i)
 {
     const mval *v = &m->vals[i];
     unsigned char *p;
-    if (v->freed)
+    if (v->freed || v->opaque)
         return;
     p = mval_bytes(m, v);
     MCHECK(m, p != NULL);
@@ -275,12 +349,16 @@ static void model_check_values_from(model *m, size_t from)
 
 static void model_check_values(model *m) { model_check_values_from(m, 0); }
 
+static void model_check_limits(model *m);
+
 static void model_check_counters(model *m)
 {
     size_t r = arena_retained(m->a);
     MCHECK(m, arena_size(m->a) == m->size);
     MCHECK(m, r >= m->base + m->over);
-    if (m->dropped)
+    if (m->cleanup_stored)
+        ; /* a cleanup may have taken a chunk before the reset freed any */
+    else if (m->dropped)
         MCHECK(m, r <= m->floor); /* a reset or release allocates nothing */
     else
         MCHECK(m, r >= m->floor); /* chunks are kept until a reset or release */
@@ -291,6 +369,8 @@ static void model_check_counters(model *m)
     if (!m->light)
         MCHECK(m, arena_check(m->a));
     MCHECK(m, recorded_errors.count == recorded_errors.expected); /* no report but misuse's */
+    if (m->limits)
+        model_check_limits(m);
 }
 
 /* Everything: every value, the counters and arena_check(). */
@@ -306,6 +386,7 @@ static inline void model_finish(model *m)
 
 typedef struct model_before {
     size_t size, retained, failed, calls;
+    uint64_t hits; /* refusals so far (limits) */
 } model_before;
 
 static model_before model_snapshot(model *m)
@@ -315,6 +396,9 @@ static model_before model_snapshot(model *m)
     b.retained = arena_retained(m->a);
     b.failed = m->tb ? m->tb->failed : 0;
     b.calls = m->tb ? m->tb->calls : 0;
+    b.hits = m->hits;
+    m->want = 0;
+    m->cleanup_stored = false;
     return b;
 }
 
@@ -323,11 +407,15 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
                        size_t size, size_t align, bool has_nul, uint64_t id)
 {
     mval *v;
-    /* A chunk of its own (by the rule at the top): the suites' sizes are
-     * plainly small or plainly oversized.  A fuzzer's may be near the budget:
-     * one too large for a regular chunk may still fit the current chunk, so
-     * the tail is then unknown, and `over` counts only the suites' values. */
-    bool oversized = m->in ? stored + over_align(align) > m->budget : stored > m->budget / 2;
+    /* A chunk of its own (by the rule at the top) when it exceeds the
+     * budget; but it may still fit the current chunk, which may be a kept
+     * chunk of up to twice the budget (or a fuzzer's buffer), so the tail is
+     * then unknown, and `over` counts only the suites' values beyond twice
+     * the budget.  (A suite's value between half the budget and the budget,
+     * a grown one, goes to a regular chunk as any other.) */
+    size_t need = stored + over_align(align);
+    bool oversized = need > m->budget;
+    bool counted = !m->in && need / 2 > m->budget;
     if (m->nvals == m->capvals) {
         mval *grown = (mval *)realloc(m->vals, 2 * m->capvals * sizeof *m->vals);
         TEST_CHECK(grown != NULL);
@@ -350,11 +438,14 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
     v->growable = !is_ref && align <= ARENA_ALIGN;
     v->oversized = oversized;
     v->freed = false;
+    v->opaque = false;
     m->size += stored;
-    if (oversized && m->in) {
+    if (m->limits)
+        MCHECK(m, !m->above || stored == 0); /* over its limit, every store fails */
+    if (oversized && !counted) {
         m->tail_known = false;
     } else if (oversized) {
-        m->over += stored + over_align(align);
+        m->over += need;
         m->tail_clean = false;
     } else {
         m->tail = (long)m->nvals;
@@ -485,10 +576,20 @@ static size_t model_any_align(model *m)
 /* A call returned NULL or the empty ref: legitimate only when the backing
  * refused a request during it (or `always` fails, e.g. a size near SIZE_MAX);
  * and nothing may have changed. */
+static size_t model_least_chunk(const model *m);
+
 static void model_failed(model *m, const model_before *b, bool always)
 {
-    if (!always && !m->fixed)
+    if (!always && !m->fixed && m->limits)
+        MCHECK(m, m->hits > b->hits); /* the callback was told */
+    else if (!always && !m->fixed)
         MCHECK(m, m->tb && m->tb->failed > b->failed);
+    /* A chunk is cut down to the room left: a limit refuses a value only
+     * when its smallest chunk does not fit the room left then (unless the
+     * request refused was the chunk index's). */
+    if (m->limits && !always && !m->above && m->want && m->hits > b->hits &&
+        m->last_cause != ARENA_LIMIT_BACKING && !m->last_unsure)
+        MCHECK(m, model_least_chunk(m) > m->last_room);
     MCHECK(m, arena_size(m->a) == b->size);
     MCHECK(m, arena_retained(m->a) == b->retained);
     if (!m->light) {
@@ -520,6 +621,8 @@ static void model_op_alloc(model *m, model_before *b)
     } else {
         p = (unsigned char *)arena_alloc_aligned(m->a, size, align);
     }
+    m->want = size;
+    m->want_align = align;
     if (!p) {
         model_failed(m, b, false);
         return;
@@ -579,6 +682,8 @@ static void model_op_copy(model *m, model_before *b)
     fill_pattern(model_scratch, size, id);
     p = (unsigned char *)arena_copy(m->a, model_scratch, size, align);
     memset(model_scratch, 0, size); /* the copy must not depend on the source */
+    m->want = size;
+    m->want_align = align;
     if (!p) {
         model_failed(m, b, false);
         return;
@@ -633,6 +738,319 @@ static void model_op_ref(model *m, model_before *b)
     }
     MCHECK(m, arena_ref_len(r) == size);
     model_add(m, NULL, r, true, str ? size + 1 : size, size, align ? align : ARENA_ALIGN, str, id);
+}
+
+/* ---- Limits ------------------------------------------------------------------------ */
+
+static size_t model_room(const model *m, size_t held);
+static bool model_index_full(const model *m);
+
+/* The name the limits give the arena (its events carry it). */
+static const char model_name[] = "model";
+
+/* The limit callback: each refusal crosses the limit that refused it (or
+ * the backing failed), with the figures as they are.  (It calls nothing on
+ * the arena, as the contract asks.) */
+static void model_on_limit(const arena_limit_event *e, void *ctx)
+{
+    model *m = (model *)ctx;
+    MCHECK(m, e->arena == m->a && e->name == model_name);
+    switch (e->cause) {
+    case ARENA_LIMIT_ARENA:
+        MCHECK(m, e->limit == m->limit && e->limit_name == e->name);
+        if (m->tb)
+            MCHECK(m, e->held == m->tb->live_bytes);
+        break;
+    case ARENA_LIMIT_BUDGET:
+        MCHECK(m, m->charged && e->limit == arena_budget_limit(m->group));
+        MCHECK(m, e->held == arena_budget_used(m->group));
+        MCHECK(m, e->limit_name == arena_budget_name(m->group));
+        break;
+    default:
+        MCHECK(m, e->cause == ARENA_LIMIT_BACKING && e->limit == SIZE_MAX);
+        m->backing_hits++;
+        break;
+    }
+    if (e->cause != ARENA_LIMIT_BACKING)
+        MCHECK(m, e->held > e->limit || e->asked > e->limit - e->held);
+    m->last_cause = e->cause;
+    m->last_room = model_room(m, m->tb ? m->tb->live_bytes : e->held);
+    m->last_unsure = model_index_full(m) || (!m->tb && e->cause != ARENA_LIMIT_ARENA);
+    m->hits++;
+}
+
+/* Turns the limits on, on an arena the model started over that has made
+ * no backing call yet: a callback that counts, a name, no limit yet;
+ * `group` (or NULL) is a budget it may charge. */
+static inline void model_limits(model *m, arena_budget *group)
+{
+    arena_stats s;
+    m->limits = true;
+    m->limit = SIZE_MAX;
+    m->group = group;
+    m->charged = false;
+    m->hits = m->backing_hits = m->resets = 0;
+    m->calls0 = m->tb ? m->tb->calls + m->tb->frees : 0;
+    m->failed0 = m->tb ? m->tb->failed : 0;
+    arena_set_name(m->a, model_name);
+    arena_on_limit(m->a, model_on_limit, m);
+    arena_get_stats(m->a, &s);
+    MCHECK(m, s.limit_hits == 0 && s.resets == 0 && s.limit == SIZE_MAX);
+    m->held = s.held;
+    m->above = false;
+}
+
+/* The room left under the limits now. */
+static size_t model_room(const model *m, size_t held)
+{
+    size_t room = held < m->limit ? m->limit - held : 0;
+    if (m->charged) {
+        size_t used = arena_budget_used(m->group), limit = arena_budget_limit(m->group);
+        size_t group = used < limit ? limit - used : 0;
+        room = group < room ? group : room;
+    }
+    return room;
+}
+
+/* Whether the next chunk needs the chunk index to grow first (white-box):
+ * a request refused then is the index's. */
+static bool model_index_full(const model *m)
+{
+    return m->a->lazy || (arena__cold(m->a)->ncap && m->a->nchunks >= arena__cold(m->a)->ncap);
+}
+
+/* The fewest bytes a chunk for the value of `want` bytes at `align` takes
+ * from the backing, or somewhat more: the value, the padding its alignment
+ * may need, and where values are guarded (instrumented builds) a value's
+ * header and guard and a chunk's overhead, at most 64 bytes each. */
+static size_t model_least_chunk(const model *m)
+{
+    size_t align = m->want_align ? m->want_align : ARENA_ALIGN;
+    return m->want + over_align(align) + (test_packed() ? 0 : 2 * 64);
+}
+
+/* The counters against the model and the counting backing; held never
+ * crosses the limit but where the limit was set below it, and then grows
+ * no more. */
+static void model_check_limits(model *m)
+{
+    arena_stats s;
+    arena_get_stats(m->a, &s);
+    MCHECK(m, s.limit == m->limit && arena_limit(m->a) == m->limit);
+    MCHECK(m, s.limit_hits == m->hits);
+    MCHECK(m, s.resets == m->resets);
+    MCHECK(m, s.stored == arena_size(m->a) && s.retained == arena_retained(m->a));
+    if (m->tb) {
+        MCHECK(m, s.held == m->tb->live_bytes);
+        MCHECK(m, s.backing_calls == m->tb->calls + m->tb->frees - m->calls0);
+        MCHECK(m, m->tb->failed - m->failed0 == m->backing_hits);
+    }
+    if (m->above)
+        MCHECK(m, s.held <= m->held);
+    else
+        MCHECK(m, s.held <= m->limit);
+    m->held = s.held;
+    m->above = s.held > m->limit;
+}
+
+/* A new limit (none, 0, below what the arena holds, a little above), the
+ * budget charged or not, or a trim: nothing is freed but by the trim, and
+ * a limit below what the arena holds refuses every store until the arena
+ * is under it again. */
+static void model_op_limit(model *m)
+{
+    arena_stats s;
+    size_t limit, held, retained = arena_retained(m->a);
+    arena_get_stats(m->a, &s);
+    held = s.held;
+    switch (model_below(m, 10)) {
+    case 0: limit = 0; break;
+    case 1: limit = held - model_below(m, held + 1); break;
+    case 2:
+    case 3: limit = held + model_below(m, 2 * m->budget + 512); break;
+    case 4:
+        m->op = "trim";
+        arena_trim(m->a, model_below(m, 2) ? 0 : model_below(m, 4 * m->budget));
+        MCHECK(m, arena_retained(m->a) <= retained);
+        MCHECK(m, arena_size(m->a) == m->size);
+        m->dropped = true;
+        return;
+    case 5:
+        if (m->group) {
+            m->op = "set_budget";
+            m->charged = !m->charged;
+            arena_set_budget(m->a, m->charged ? m->group : NULL);
+            return;
+        }
+        limit = SIZE_MAX;
+        break;
+    default: limit = SIZE_MAX; break;
+    }
+    m->op = "set_limit";
+    arena_set_limit(m->a, limit);
+    m->limit = limit;
+    arena_get_stats(m->a, &s);
+    MCHECK(m, s.held == held && arena_retained(m->a) == retained); /* frees nothing */
+    m->above = held > limit;
+}
+
+/* ---- Cleanups ---------------------------------------------------------------------- */
+
+/* Turns cleanups on. */
+static inline void model_cleanups(model *m)
+{
+    m->cleanups = true;
+    m->pushes = m->ran = 0;
+    memset(m->cl, 0, sizeof m->cl);
+}
+
+/* The cleanup in slot i was cancelled: its record went back to the arena,
+ * as a value of its size freed. */
+static void model_cancelled(model *m, size_t i)
+{
+    mval *v = &m->vals[m->cl[i].val];
+    m->cl[i].live = false;
+    m->size -= v->stored;
+    v->freed = true;
+    v->stored = v->size = 0;
+    m->reusable = true;
+    if (m->tail == (long)m->cl[i].val)
+        m->tail_known = false; /* given back to the position, maybe */
+}
+
+static void model_cleanup_run(void *ctx);
+
+/* From a cleanup: a push, a reset, a rewind and a release of the arena
+ * whose cleanups run are misuse; each is reported, and does nothing. */
+static void model_cleanup_misuse(model *m, mcleanup *c)
+{
+    int count = recorded_errors.count;
+    MCHECK(m, arena_cleanup_push(m->a, model_cleanup_run, c) == NULL);
+    MCHECK(m, test_misuse_reported(count, ARENA_ERR_CLEANUP));
+    count = recorded_errors.count;
+    switch (model_below(m, 4)) {
+    case 0: arena_reset(m->a); break;
+    case 1: arena_reset_to(m->a, 0); break;
+    case 2: arena_rewind(m->a, arena_save(m->a)); break;
+    default: arena_release(m->a); break;
+    }
+    MCHECK(m, test_misuse_reported(count, ARENA_ERR_CLEANUP));
+}
+
+/* From a cleanup: a cancel of another cleanup, which will not run then, or
+ * of one that ran in this run (itself, say), which is misuse. */
+static void model_cleanup_cancels(model *m, mcleanup *c)
+{
+    size_t i = model_below(m, MODEL_MAX_CLEANUPS);
+    mcleanup *other = &m->cl[i];
+    int count = recorded_errors.count;
+    if (other->live) {
+        arena_cleanup_cancel(m->a, other->h);
+        MCHECK(m, recorded_errors.count == count);
+        model_cancelled(m, i);
+        return;
+    }
+    if (!other->ran)
+        other = c;
+    arena_cleanup_cancel(m->a, other->h);
+    MCHECK(m, test_misuse_reported(count, ARENA_ERR_CLEANUP));
+}
+
+/* A cleanup the model pushed: it runs once, the latest of those due first,
+ * and only while a reset, rewind or release is under way. */
+static void model_cleanup_run(void *ctx)
+{
+    mcleanup *c = (mcleanup *)ctx;
+    model *m = c->m;
+    size_t i;
+    MCHECK(m, m->running && c->live && c->seq >= m->run_from);
+    for (i = 0; i < MODEL_MAX_CLEANUPS; i++)
+        MCHECK(m, !m->cl[i].live || m->cl[i].seq < m->run_from || m->cl[i].seq <= c->seq);
+    c->live = false;
+    c->ran = true;
+    m->ran++;
+    switch (c->kind) {
+    case CLEANUP_MISUSE: model_cleanup_misuse(m, c); break;
+    case CLEANUP_STORES: {
+        /* (a value of the batch or scope that is ending) */
+        unsigned char *p = (unsigned char *)arena_alloc(m->a, 24);
+        if (p)
+            memset(p, 0x5C, 24);
+        m->cleanup_stored = true;
+        break;
+    }
+    case CLEANUP_CANCELS: model_cleanup_cancels(m, c); break;
+    default: break;
+    }
+}
+
+/* A reset, rewind or release that runs the cleanups pushed from `from` on
+ * is about to begin. */
+static void model_run_begin(model *m, uint64_t from)
+{
+    m->running = true;
+    m->run_from = from;
+}
+
+/* ... and has ended: every one of them ran or was cancelled, the others
+ * are still to run. */
+static void model_run_end(model *m)
+{
+    size_t i;
+    m->running = false;
+    for (i = 0; i < MODEL_MAX_CLEANUPS; i++) {
+        MCHECK(m, !m->cl[i].live || m->cl[i].seq < m->run_from);
+        m->cl[i].ran = false;
+    }
+}
+
+/* A push (of a cleanup that may misbehave when it runs), a cancel, or the
+ * push of no function (misuse). */
+static void model_op_cleanup(model *m, model_before *b)
+{
+    size_t i, rec;
+    mcleanup *c;
+    arena_cleanup *h;
+    mval *v;
+
+    if (m->misuse && model_below(m, 8) == 0) {
+        int count = recorded_errors.count;
+        m->op = "misuse: cleanup_push NULL";
+        MCHECK(m, arena_cleanup_push(m->a, NULL, NULL) == NULL);
+        MCHECK(m, test_misuse_reported(count, ARENA_ERR_CLEANUP));
+        return;
+    }
+    i = model_below(m, MODEL_MAX_CLEANUPS);
+    c = &m->cl[i];
+    if (c->live) {
+        m->op = "cleanup_cancel";
+        arena_cleanup_cancel(m->a, c->h);
+        model_cancelled(m, i);
+        MCHECK(m, arena_size(m->a) == m->size);
+        return;
+    }
+    m->op = "cleanup_push";
+    c->m = m;
+    c->kind = (unsigned)model_below(m, CLEANUP_KINDS);
+    c->seq = m->pushes;
+    c->ran = false;
+    h = arena_cleanup_push(m->a, model_cleanup_run, c);
+    if (!h) {
+        model_failed(m, b, false);
+        return;
+    }
+    m->pushes++;
+    rec = arena_size(m->a) - b->size;
+    if (!m->record)
+        m->record = rec;
+    MCHECK(m, rec == m->record && (sizeof(void *) != 8 || rec == 48));
+    c->h = h;
+    c->live = true;
+    c->val = m->nvals;
+    model_add_reused(m, (unsigned char *)h, rec, m->next_id++);
+    v = &m->vals[c->val];
+    v->opaque = true;
+    v->growable = false;
 }
 
 /* Size 0 and sizes near SIZE_MAX: nothing stored, nothing changed. */
@@ -826,6 +1244,7 @@ static long model_push_mark(model *m, arena_mark mk)
     k->tail = m->tail;
     k->tail_known = m->tail_known;
     k->tail_clean = m->tail_clean;
+    k->pushes = m->pushes;
     if (m->tail >= 0) {
         k->tail_stored = m->vals[m->tail].stored;
         k->tail_size = m->vals[m->tail].size;
@@ -838,21 +1257,41 @@ static long model_push_mark(model *m, arena_mark mk)
  * now, while it is still there to check. */
 static void model_rewinding(model *m, size_t j) { model_check_values_from(m, m->marks[j].nvals); }
 
+/* The end of the chunk that holds `p` (white-box: overhead included), or
+ * NULL. */
+static const char *model_chunk_end(const model *m, const char *p)
+{
+    uint32_t i;
+    for (i = 0; i < m->a->nchunks; i++) {
+        const char *b = m->a->chunks[i].base;
+        if (b <= p && p < b + m->a->chunks[i].cap)
+            return b + m->a->chunks[i].cap;
+    }
+    return NULL;
+}
+
 /* A rewind cuts a value stored before the mark that reaches past the mark's
  * position (it grew in place since, as the most recent value, after what
- * followed it at the mark was given back) to end there: one granule before
- * it where values are guarded. */
+ * followed it at the mark was given back) to end there.  Where values are
+ * guarded the granule before the position was a guard at the mark (the
+ * value's own, when it was the last): a value that reaches into it is cut
+ * to end one granule before the position, unless the position is the
+ * chunk's end (a value there had its guard cut short, and cannot grow). */
 static void model_cut_at(model *m, const mmark *k)
 {
-    const char *pos = k->m.pos;
+    const char *pos = k->m.pos, *end;
+    size_t guard = test_packed() ? 0 : 8;
     size_t i;
     for (i = 0; pos && i < k->nvals && i < m->nvals; i++) {
         mval *v = &m->vals[i];
         const char *p = (const char *)v->p;
         size_t keep;
-        if (v->freed || v->is_ref || !(p < pos && pos < p + v->stored))
+        if (v->freed || v->is_ref || !(p < pos) || !(end = model_chunk_end(m, p)) || pos >= end ||
+            (size_t)(pos - p) < guard)
             continue;
-        keep = (size_t)(pos - p) - (test_packed() ? 0 : 8);
+        keep = (size_t)(pos - p) - guard;
+        if (v->stored <= keep)
+            continue;
         v->stored = keep;
         v->has_nul = v->has_nul && v->size < keep;
         if (v->size > keep)
@@ -927,6 +1366,7 @@ static void model_op_rewind(model *m)
     /* A guarded batch's rewind retires the chunks past the mark (guard.h). */
     if (arena_guarded(m->a))
         m->dropped = true;
+    model_run_begin(m, m->marks[j].pushes);
     if (model_below(m, 2) == 0) {
         arena_scope s;
         m->op = "scope_end";
@@ -936,6 +1376,7 @@ static void model_op_rewind(model *m)
     } else {
         arena_rewind(m->a, m->marks[j].m);
     }
+    model_run_end(m);
     model_rewound(m, j);
 }
 
@@ -955,20 +1396,41 @@ static void model_expire_all(model *m)
     m->reusable = false;
 }
 
+/* A reset; with the limits on, one in four keeps at most a number of bytes
+ * (arena_reset_to(): the caller's buffer and what fits beside it; 0 frees
+ * everything else, bookkeeping included). */
 static void model_op_reset(model *m)
 {
+    size_t keep = SIZE_MAX;
     m->op = "reset";
     model_check_values(m);
-    arena_reset(m->a);
+    if (m->limits && model_below(m, 4) == 0) {
+        m->op = "reset_to";
+        keep = model_below(m, 2) ? 0 : model_below(m, 4 * m->budget);
+    }
+    model_run_begin(m, 0);
+    if (keep == SIZE_MAX)
+        arena_reset(m->a);
+    else
+        arena_reset_to(m->a, keep);
+    model_run_end(m);
+    m->resets++;
     m->dropped = true;
     model_expire_all(m);
+    if (keep == SIZE_MAX)
+        return;
+    MCHECK(m, arena_retained(m->a) <= keep || arena_retained(m->a) == m->base);
+    if (keep == 0 && m->tb)
+        MCHECK(m, m->tb->live == 0);
 }
 
 static void model_op_release(model *m)
 {
     m->op = "release";
     model_check_values(m);
+    model_run_begin(m, 0);
     arena_release(m->a);
+    model_run_end(m);
     m->dropped = true;
     model_expire_all(m);
     MCHECK(m, arena_retained(m->a) == m->base);
@@ -1083,6 +1545,10 @@ static void model_step(model *m)
     m->step++;
     if (m->misuse && model_below(m, 16) == 0) {
         model_op_misuse(m, &b);
+    } else if (m->cleanups && model_below(m, 16) == 0) {
+        model_op_cleanup(m, &b);
+    } else if (m->limits && model_below(m, 32) == 0) {
+        model_op_limit(m);
     } else {
         unsigned r = (unsigned)model_below(m, 1000);
         while (r >= upto[kind])

@@ -131,11 +131,45 @@ static void test_model_zero_value_malloc(void **state)
     model_op_release(&md);
 }
 
+/* The model's limits and cleanups (model.h): a limit set at random, a
+ * budget of 24 KiB charged at times, cleanups pushed, cancelled, and run by
+ * resets, rewinds and releases, misbehaving ones included. */
+static void test_model_limits_cleanups(void **state)
+{
+    static const uint64_t seeds[] = {11, 12, 13};
+    size_t steps = env_size("ARENA_TEST_STEPS", 4000);
+    uint64_t one = env_size("ARENA_TEST_SEED", 0);
+    arena_budget *group = arena_budget_create(24 * 1024, "suite");
+    size_t k, i;
+    (void)state;
+
+    TEST_CHECK(group != NULL);
+    for (k = 0; k < (one ? 1 : sizeof seeds / sizeof seeds[0]); k++) {
+        arena_allocator al = tb_allocator(&tb);
+        arena_init_with(&md.own, 1000, &al);
+        md.tb = &tb;
+        model_start(&md, &md.own, one ? one : seeds[k], 1000, 0);
+        md.misuse = true;
+        model_limits(&md, group);
+        model_cleanups(&md);
+        for (i = 0; i < steps; i++)
+            model_step(&md);
+        model_check_values(&md);
+        model_op_release(&md);
+        arena_set_budget(md.a, NULL);
+        MCHECK(&md, arena_budget_used(group) == 0);
+        /* The run exercised what it is meant to. */
+        MCHECK(&md, (md.hits > 0 && md.ran > 0 && md.pushes > md.ran) || steps < 2000);
+    }
+    arena_budget_destroy(group);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_model_budget_512),   T(test_model_budget_1000),  T(test_model_budget_4096),
-        T(test_model_buffer_arena), T(test_model_fixed_buffer), T(test_model_zero_value_malloc),
+        T(test_model_budget_512),      T(test_model_budget_1000),  T(test_model_budget_4096),
+        T(test_model_buffer_arena),    T(test_model_fixed_buffer), T(test_model_zero_value_malloc),
+        T(test_model_limits_cleanups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -699,6 +699,73 @@ static void test_child_in_parent_memory(void **state)
     arena_release(&parent);
 }
 
+/* A scope of the parent begun after the child's first chunk, in which the
+ * child takes more of the parent's memory: the scope's end forgets that
+ * memory, so it ends the child too (its own cleanups first), and the
+ * parent's next values may take the place of the child's. */
+static void test_child_dies_with_parent_scope(void **state)
+{
+    static const int one[] = {1};
+    arena parent, child;
+    arena_allocator al = tb_allocator(&tb);
+    arena_mark m;
+    unsigned char *first, *later, *p;
+    (void)state;
+    arena_init_with(&parent, 4096, &al);
+    arena_init_child(&child, &parent, 256);
+    first = (unsigned char *)arena_alloc(&child, 16); /* the first chunk: the tie */
+    assert_non_null(first);
+    m = arena_save(&parent);
+    later = (unsigned char *)arena_alloc(&child, 200);
+    later = (unsigned char *)arena_alloc(&child, 200); /* a chunk (and an index) after m */
+    assert_non_null(later);
+    push_id(&child, 1);
+    arena_rewind(&parent, m);
+    expect_log(one, 1);
+    assert_int_equal(arena_retained(&child), 0);
+    assert_int_equal(arena_size(&child), 0);
+    p = (unsigned char *)arena_alloc(&parent, 600); /* where the child's chunk was */
+    assert_non_null(p);
+    memset(p, 0x33, 600);
+    assert_non_null(arena_alloc(&child, 10)); /* usable again */
+    arena_release(&child);
+    assert_false(has_cleanups(&parent));
+    arena_release(&parent);
+    assert_int_equal(tb.live, 0);
+}
+
+/* A cleanup of the parent may use other arenas, its children among them:
+ * memory the parent would give then dies with the batch that is ending, so
+ * the child is out of memory (NULL), which is no misuse of the program's. */
+static arena *cleanup_child;
+static int child_nulls;
+
+static void use_child(void *ctx)
+{
+    (void)ctx;
+    child_nulls += arena_alloc(cleanup_child, 100) == NULL;
+}
+
+static void test_child_in_a_cleanup_of_its_parent(void **state)
+{
+    arena parent, child;
+    arena_allocator al = tb_allocator(&tb);
+    (void)state;
+    arena_init_with(&parent, 4096, &al);
+    arena_init_child(&child, &parent, 256);
+    cleanup_child = &child;
+    child_nulls = 0;
+    assert_non_null(arena_cleanup_push(&parent, use_child, NULL));
+    arena_reset(&parent);
+    assert_int_equal(recorded_errors.count, 0);
+    assert_int_equal(child_nulls, 1);
+    assert_int_equal(arena_retained(&child), 0);
+    assert_non_null(arena_alloc(&child, 100)); /* the parent's next batch gives */
+    arena_release(&child);
+    arena_release(&parent);
+    assert_int_equal(tb.live, 0);
+}
+
 /* 10^5 children made, used and released in one batch of the parent: once
  * warm, the parent makes no backing call and does not grow. */
 static void test_child_cycles_are_flat(void **state)
@@ -840,6 +907,8 @@ int main(void)
         T(test_overwritten_record),
         T(test_child_basics),
         T(test_child_in_parent_memory),
+        T(test_child_dies_with_parent_scope),
+        T(test_child_in_a_cleanup_of_its_parent),
         T(test_child_cycles_are_flat),
         T(test_current_scope),
     };

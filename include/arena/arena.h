@@ -315,7 +315,8 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * after `m` remains, so it may be resized after `m` was taken: grown in place
  * past the mark's position, it is cut back to end there (the bytes it grew by
  * are forgotten; under ASan or Valgrind and in the checked build, where
- * values have guards, it ends 8 bytes before, which are its guard again,
+ * values have guards, the 8 bytes before the position were a guard at the
+ * mark: grown into them, it ends 8 bytes before, which are its guard again,
  * and everything from the position on is poisoned); freed or shrunk below
  * that position (arena_free(), arena_realloc()), the bytes it gave back
  * count again after the rewind, as they did at `m` (the next reset, or a
@@ -779,17 +780,20 @@ ARENA_API void arena_cleanup_cancel(arena *a, arena_cleanup *c);
  * parent's free blocks, O(1) each, for the next child to take with no
  * backing call).  `chunk_bytes` is the child's chunk budget (0: a quarter
  * of the parent's, so that a child's chunk fits in one of the parent's).
- * The child dies with the parent's batch: when it first takes memory of
- * the parent it pushes a cleanup on the parent (arena_cleanup_push()) that
- * releases the child, so the parent's reset, release or rewind to a mark
- * taken before that releases it (its own cleanups run then); its release
- * before that cancels the cleanup.  Values of the child used after that
+ * The child dies with the parent's batch, and with a scope of the parent
+ * in which it took memory: when it first takes memory of the parent, and
+ * at its first take after each mark of the parent, it pushes a cleanup on
+ * the parent (arena_cleanup_push(); the one it pushed before is cancelled)
+ * that releases the child, so the parent's reset, release or rewind to a
+ * mark taken before that releases it (its own cleanups run then); its
+ * release before that cancels the cleanup.  Values of the child used after that
  * are a use after reset; the child itself is then empty and may be used
  * again, in the parent's next batch.  The child struct may be a value of
  * the parent.  Requires that `parent` outlives the child's use and is not
  * used by another thread meanwhile (the child's slow paths allocate from
  * it).  Never fails (a chunk the parent cannot give is the child's
- * out-of-memory).
+ * out-of-memory, and so is one asked while the parent runs its cleanups:
+ * it would die with the batch or scope ending).
  */
 ARENA_API void arena_init_child(arena *child, arena *parent, size_t chunk_bytes);
 

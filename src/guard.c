@@ -77,8 +77,13 @@ struct record {
     _Atomic uint64_t id, ended;
     _Atomic unsigned clock;
     _Atomic int ending;
-    char name[NAME_MAX_]; /* read under `seq` (see read_record()) */
+    _Atomic unsigned char name[NAME_MAX_]; /* read under `seq` (see find_record()) */
 };
+/* The records are a sequence lock without fences (which ThreadSanitizer
+ * does not model): the writer makes `seq` odd, then stores every field with
+ * release order, each of which orders the odd `seq` before it; the reader
+ * loads every field with acquire order, which orders its second load of
+ * `seq` after them. */
 
 static struct record ring[RANGES];
 static unsigned oldest, count; /* under `lock` */
@@ -241,8 +246,7 @@ static void evict_oldest(void)
     unsigned seq = atomic_load_explicit(&r->seq, memory_order_relaxed);
 
     atomic_store_explicit(&r->seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&r->hi, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->hi, 0, memory_order_release);
     atomic_store_explicit(&r->seq, seq + 2, memory_order_release);
     /* Open to the tools, as a mapping made there later expects. */
     arena__open((void *)lo, (size_t)(hi - lo));
@@ -268,18 +272,20 @@ static void write_record(struct record *r, uintptr_t lo, uintptr_t hi,
     unsigned seq = atomic_load_explicit(&r->seq, memory_order_relaxed);
     size_t len = why->name ? strlen(why->name) : 0;
 
+    size_t k;
+
     atomic_store_explicit(&r->seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&r->lo, lo, memory_order_relaxed);
-    atomic_store_explicit(&r->hi, hi, memory_order_relaxed);
-    atomic_store_explicit(&r->id, why->id, memory_order_relaxed);
-    atomic_store_explicit(&r->ended, why->ended, memory_order_relaxed);
-    atomic_store_explicit(&r->clock, why->clock, memory_order_relaxed);
-    atomic_store_explicit(&r->ending, why->ending, memory_order_relaxed);
+    atomic_store_explicit(&r->lo, lo, memory_order_release);
+    atomic_store_explicit(&r->hi, hi, memory_order_release);
+    atomic_store_explicit(&r->id, why->id, memory_order_release);
+    atomic_store_explicit(&r->ended, why->ended, memory_order_release);
+    atomic_store_explicit(&r->clock, why->clock, memory_order_release);
+    atomic_store_explicit(&r->ending, why->ending, memory_order_release);
     if (len >= NAME_MAX_)
         len = NAME_MAX_ - 1;
-    memcpy(r->name, why->name ? why->name : "", len);
-    r->name[len] = '\0';
+    for (k = 0; k <= len; k++)
+        atomic_store_explicit(&r->name[k], k < len ? (unsigned char)why->name[k] : 0,
+                              memory_order_release);
     atomic_store_explicit(&r->seq, seq + 2, memory_order_release);
 }
 
@@ -435,18 +441,17 @@ static bool find_record(uintptr_t addr, struct found *f)
         unsigned seq = atomic_load_explicit(&r->seq, memory_order_acquire);
         if (seq & 1)
             continue;
-        f->lo = atomic_load_explicit(&r->lo, memory_order_relaxed);
-        f->hi = atomic_load_explicit(&r->hi, memory_order_relaxed);
+        f->lo = atomic_load_explicit(&r->lo, memory_order_acquire);
+        f->hi = atomic_load_explicit(&r->hi, memory_order_acquire);
         if (addr < f->lo || addr >= f->hi)
             continue;
-        f->id = atomic_load_explicit(&r->id, memory_order_relaxed);
-        f->ended = atomic_load_explicit(&r->ended, memory_order_relaxed);
-        f->clock = atomic_load_explicit(&r->clock, memory_order_relaxed);
-        f->ending = atomic_load_explicit(&r->ending, memory_order_relaxed);
+        f->id = atomic_load_explicit(&r->id, memory_order_acquire);
+        f->ended = atomic_load_explicit(&r->ended, memory_order_acquire);
+        f->clock = atomic_load_explicit(&r->clock, memory_order_acquire);
+        f->ending = atomic_load_explicit(&r->ending, memory_order_acquire);
         for (k = 0; k < NAME_MAX_; k++)
-            f->name[k] = ((const volatile char *)r->name)[k];
+            f->name[k] = (char)atomic_load_explicit(&r->name[k], memory_order_acquire);
         f->name[NAME_MAX_ - 1] = '\0';
-        atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&r->seq, memory_order_relaxed) == seq)
             return true;
     }

@@ -12,9 +12,14 @@
  * address space, arena_guard_set_quarantine(); the oldest range leaves
  * first).  Quarantined pages cost address space, not memory: they are
  * decommitted.  A value's address, alignment and ref are what they would be
- * in an unguarded batch; only what happens after the batch ends differs, and
- * a rewind in a guarded batch does not hand the rewound range out again (see
- * arena_rewind()).
+ * in an unguarded batch; only what happens after the batch ends differs:
+ * a guarded batch's chunks are not kept for the next batch, and a rewind (or
+ * scope end) in a guarded batch retires the whole pages past the mark, so
+ * the next value does not come at the mark's address when they held it (the
+ * rest of the page the mark's position lies in stays accessible, and cannot
+ * fault).  A stale ref resolves through the arena's chunk index: it faults
+ * while its slot there still names the retired chunk (until the arena takes
+ * another chunk into that slot).
  *
  * Two ways in: an arena guards every batch (arena_set_guard()), or the
  * process samples one batch in N of every arena backed by the C heap

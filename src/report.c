@@ -348,6 +348,17 @@ static void read_node(const struct arena__node *n, struct figures *f)
  * figures. */
 #define NAME_COLUMN 28
 
+/* A column of figures: a space, then `v` right-aligned in `width` bytes, or
+ * "-" where the figure is not known (a pool's counts) or none (no limit). */
+static NO_TSAN void put_cell(struct out *o, bool known, uint64_t v, size_t width)
+{
+    put(o, " ");
+    if (known)
+        put_number(o, v, width);
+    else
+        put_column(o, "-", width, false);
+}
+
 static void put_text(struct out *o, const struct figures *f, int depth)
 {
     size_t indent = 2 * (size_t)depth;
@@ -355,29 +366,13 @@ static void put_text(struct out *o, const struct figures *f, int depth)
     put_column(o, f->name ? f->name : "(unnamed)", NAME_COLUMN - indent, true);
     put(o, " ");
     put_column(o, f->kind, 6, true);
-    put(o, " ");
-    if (f->pool)
-        put_column(o, "-", 12, false);
-    else
-        put_number(o, f->s.stored, 12);
-    put(o, " ");
-    put_number(o, f->s.retained, 12);
-    put(o, " ");
-    put_number(o, f->s.held, 12);
-    put(o, " ");
-    if (f->s.limit == SIZE_MAX)
-        put_column(o, "-", 12, false);
-    else
-        put_number(o, f->s.limit, 12);
-    put(o, " ");
-    put_number(o, f->s.peak_held, 12);
-    put(o, " ");
-    put_number(o, f->s.resets, 8);
-    put(o, " ");
-    if (f->pool)
-        put_column(o, "-", 8, false);
-    else
-        put_number(o, f->s.limit_hits, 8);
+    put_cell(o, !f->pool, f->s.stored, 12);
+    put_cell(o, true, f->s.retained, 12);
+    put_cell(o, true, f->s.held, 12);
+    put_cell(o, f->s.limit != SIZE_MAX, f->s.limit, 12);
+    put_cell(o, true, f->s.peak_held, 12);
+    put_cell(o, true, f->s.resets, 8);
+    put_cell(o, !f->pool, f->s.limit_hits, 8);
     if (f->pool) {
         put(o, "  (");
         put_number(o, f->capacity, 0);

@@ -410,10 +410,9 @@ void arena_pool_get_stats(const arena_pool *p, arena_pool_stats *out)
     out->name = extra(p)->name;
     if (!p->cap)
         return;
-    if (!p->block) { /* a caller's buffer: the part the pool lays out */
+    if (!p->block) { /* a caller's buffer: the part the pool lays out (init planned it) */
         struct layout l;
-        (void)plan(p->obj_size, p->obj_align, p->cap, &l);
-        storage = l.total;
+        storage = plan(p->obj_size, p->obj_align, p->cap, &l) ? l.total : p->cap * p->obj_size;
     }
     out->capacity = p->cap;
     out->used = p->cap - p->nfree;

@@ -99,6 +99,8 @@ static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
 {
     const struct arena__settings *s = &arena__cold(a)->set;
     arena_limit_event e;
+    if (arena__cold(a)->flags & ARENA__QUIET)
+        return;
     arena__cold(a)->counts.limit_hits++;
     if (!s->on_limit)
         return;
@@ -1042,6 +1044,29 @@ void *arena__alloc_slow(arena *a, size_t size, size_t align)
         return NULL;
     sync(a);
     return place(a, size, align, &chunk);
+}
+
+char *arena__alloc_pages(arena *a, size_t n)
+{
+    struct arena__counts *k = &arena__cold(a)->counts;
+    size_t peak, peak_batch;
+    uint32_t chunk;
+    char *p;
+    if (lazy_full(a, n, ARENA__PAGE))
+        return NULL;
+    sync(a);
+    peak = k->peak_stored;
+    peak_batch = k->peak_stored_batch;
+    arena__cold(a)->flags |= ARENA__QUIET;
+    p = place(a, n, ARENA__PAGE, &chunk);
+    arena__cold(a)->flags &= ~(uint32_t)ARENA__QUIET;
+    if (p) { /* the blocks carved from the pages count, as they are handed out */
+        a->size -= n;
+        k->peak_stored = peak;
+        k->peak_stored_batch = peak_batch;
+        published(a);
+    }
+    return p;
 }
 
 void *arena__calloc_slow(arena *a, size_t size, size_t align)

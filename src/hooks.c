@@ -256,6 +256,10 @@ struct cur_header {
 /* The largest block: no object may exceed PTRDIFF_MAX bytes, header included. */
 #define BLOCK_MAX ((size_t)PTRDIFF_MAX - CUR_HDR)
 
+/* What a block with a header takes after it: at least a byte, so that the
+ * page its address lies in is mapped (page_of() reads that page's start). */
+static size_t room(size_t size) { return CUR_HDR + (size ? size : 1); }
+
 enum origin {
     FOREIGN, /* not a header of this family */
     FREED,   /* a block of this family freed already */
@@ -314,15 +318,227 @@ static void misused(const char *fn, const void *ptr, enum origin o)
                       fn, ptr);
 }
 
+/* ---- Pages: the family's small blocks without a header ------------------------------------
+ *
+ * In a plain build a block of at most ARENA__PAGE_BLOCK_MAX bytes from an
+ * arena has no header: blocks of one class (16-byte steps) share a page of
+ * ARENA__PAGE bytes at that alignment, carved from regions the arena stores
+ * (arena__alloc_pages(): 1 page, then twice the last, up to REGION_PAGES, in
+ * each batch).  The page starts with its header, which names the owner and
+ * the class; free, realloc and size find it by masking the block's address.
+ * A cJSON node of 64 bytes then takes 64, not 80.
+ *
+ * The test reads the first word of the page a pointer lies in, whatever the
+ * pointer is: that page is mapped, since the block has a byte (a block with
+ * a header is never empty: room()).  A header is live only while its page
+ * is (the end of the batch, a rewind past the page and a release erase
+ * every header they free: arena__pages_erase()), and its check word mixes
+ * the page's address, its fields and a per-process secret (the address of a
+ * static, which address-space randomisation moves), so that no other data,
+ * a copy of a header elsewhere included, passes it by accident.  A block of
+ * the C heap or with a header is told apart by its failing the test.
+ *
+ * A free block of a class starts with its node: the next block (XORed with
+ * its own address and a constant) and a key, the block's address mixed
+ * with the secret, which a block handed out never keeps (allocation clears
+ * it), so that a second free is reported.  The classes' lists and current
+ * pages are forgotten with the arena's other lists (reuse.c: revive()).
+ *
+ * The tools' builds (ASan, Valgrind, the checked build) keep a header on
+ * every block, which they poison, mark and check: there a page would hide
+ * the blocks' bounds. */
+
+static bool paging(void) { return ARENA_ALIGN <= 16 && !arena__instrumented(); }
+
+struct page_header {
+    uintptr_t check;    /* page_check() of the fields and the page's address */
+    const arena *owner; /* the arena whose batch it belongs to */
+    uintptr_t link;     /* the page carved before it, ORed with its class (0-15) */
+    uint64_t saves;     /* the owner's marks taken when it was carved */
+};
+
+#define PAGE_HDR   ((sizeof(struct page_header) + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1))
+#define PAGE_MASK  ((uintptr_t)ARENA__PAGE - 1)
+#define PAGE_MIX   ((uintptr_t)UINT64_C(0xD6E8FEB86659FD93))
+#define FREED_MIX  ((uintptr_t)UINT64_C(0x94D049BB133111EB))
+#define NODE_MIX   ((uintptr_t)UINT64_C(0xBF58476D1CE4E5B9))
+#define SECRET_MUL ((uintptr_t)UINT64_C(0x9E3779B97F4A7C15))
+/* Pages of the largest region carved at once (256 KiB). */
+#define REGION_PAGES 64
+
+static const char secret_anchor;
+
+static uintptr_t secret(void) { return (uintptr_t)&secret_anchor * SECRET_MUL; }
+
+static uintptr_t page_check(uintptr_t page, const arena *owner, uintptr_t link)
+{
+    return page ^ (uintptr_t)owner ^ link ^ secret() ^ PAGE_MIX;
+}
+
+static size_t class_bytes(uintptr_t link) { return ((link & PAGE_MASK) + 1) * 16; }
+
+/* The page with a live header that `p` lies in (its owner and block size in
+ * *owner and *block), or 0.  The word read may belong to anything, another
+ * thread's block included, and is only compared. */
+ARENA__NO_TSAN static uintptr_t page_of(const void *p, const arena **owner, size_t *block)
+{
+    uintptr_t page = (uintptr_t)p & ~PAGE_MASK;
+    struct page_header h;
+    memcpy(&h, (const void *)page, sizeof h);
+    if (h.check != page_check(page, h.owner, h.link))
+        return 0;
+    *owner = h.owner;
+    *block = class_bytes(h.link);
+    return page;
+}
+
+/* The key a free block of a page holds in its second word. */
+static uintptr_t freed_key(const char *b) { return (uintptr_t)b ^ secret() ^ FREED_MIX; }
+
+static uintptr_t word(const char *b, size_t i)
+{
+    uintptr_t w;
+    memcpy(&w, b + i * sizeof w, sizeof w);
+    return w;
+}
+
+static void set_word(char *b, size_t i, uintptr_t w) { memcpy(b + i * sizeof w, &w, sizeof w); }
+
+/* Carves a page for class `c` from the current region (a new one when it is
+ * used up); NULL when the arena cannot store one. */
+static char *carve(arena *a, struct arena__pages *pg, unsigned c)
+{
+    struct page_header h;
+    char *page;
+    if (pg->rnext == pg->rend) {
+        size_t n = pg->rpages ? 2 * pg->rpages : 1;
+        char *r;
+        if (n > REGION_PAGES)
+            n = REGION_PAGES;
+        r = arena__alloc_pages(a, n * ARENA__PAGE);
+        if (!r && n > 1) {
+            n = 1;
+            r = arena__alloc_pages(a, ARENA__PAGE);
+        }
+        if (!r)
+            return NULL;
+        pg->rnext = r;
+        pg->rend = r + n * ARENA__PAGE;
+        pg->rpages = n;
+    }
+    page = pg->rnext;
+    pg->rnext += ARENA__PAGE;
+    h.owner = a;
+    h.link = (uintptr_t)pg->newest | c;
+    h.saves = a->saves;
+    h.check = page_check((uintptr_t)page, a, h.link);
+    memcpy(page, &h, sizeof h);
+    pg->newest = page;
+    return page;
+}
+
+void arena__pages_erase(arena *a, struct arena__pages *pg, uint64_t serial)
+{
+    char *page = pg->newest;
+    (void)a;
+    while (page) {
+        struct page_header h;
+        memcpy(&h, page, sizeof h);
+        if (serial != 0 && h.saves < serial)
+            break;
+        set_word(page, 0, 0);
+        page = (char *)(h.link & ~PAGE_MASK);
+    }
+    pg->newest = page;
+}
+
+/* A block of `size` (<= ARENA__PAGE_BLOCK_MAX) bytes from a page of `a`;
+ * NULL when the arena has no table or cannot store a page. */
+static void *page_alloc(arena *a, size_t size)
+{
+    struct arena__pages *pg = arena__pages_of(a);
+    unsigned c = size ? (unsigned)((size - 1) >> 4) : 0;
+    size_t block = (size_t)(c + 1) * 16;
+    struct arena__page_class *k;
+    char *b;
+
+    if (!pg)
+        return NULL;
+    k = &pg->cls[c];
+    if (k->free) {
+        b = k->free;
+        k->free = (char *)(word(b, 0) ^ (uintptr_t)b ^ NODE_MIX);
+        if (ARENA__UNLIKELY(word(b, 1) != freed_key(b) ||
+                            ((uintptr_t)k->free & (ARENA_ALIGN - 1)) != 0)) {
+            arena__report(ARENA_ERR_CORRUPT,
+                          "arena_cur_malloc: arena %p: the free block at %p was overwritten (a "
+                          "write after free)",
+                          (void *)a, (void *)b);
+            k->free = NULL;
+            return page_alloc(a, size);
+        }
+        arena__cold(a)->counts.reused += block;
+    } else {
+        if (k->next == k->end) {
+            char *page = carve(a, pg, c);
+            if (!page)
+                return NULL;
+            k->next = page + PAGE_HDR;
+            k->end = k->next + (ARENA__PAGE - PAGE_HDR) / block * block;
+        }
+        b = k->next;
+        k->next += block;
+    }
+    set_word(b, 1, 0);
+    a->size += block;
+    arena__note_stored(a);
+    return b;
+}
+
+/* Whether `p` is the start of a block of the page at `page` whose blocks
+ * are `block` bytes long. */
+static bool on_boundary(const char *p, uintptr_t page, size_t block)
+{
+    size_t off = (size_t)((uintptr_t)p - page);
+    return off >= PAGE_HDR && (off - PAGE_HDR) % block == 0;
+}
+
+/* What the block `p` of a page is: FOREIGN (not a block's start), FREED,
+ * MINE or OTHER. */
+static enum origin page_origin(const char *p, uintptr_t page, const arena *owner, size_t block)
+{
+    if (!on_boundary(p, page, block))
+        return FOREIGN;
+    if (word(p, 1) == freed_key(p))
+        return FREED;
+    return owner == current ? MINE : OTHER;
+}
+
+/* Gives the block `b` of `block` bytes (a block of `a`'s pages) back to its
+ * class's list. */
+static void page_free(arena *a, char *b, size_t block)
+{
+    struct arena__page_class *k = &arena__pages_of(a)->cls[block / 16 - 1];
+    set_word(b, 0, (uintptr_t)k->free ^ (uintptr_t)b ^ NODE_MIX);
+    set_word(b, 1, freed_key(b));
+    k->free = b;
+    a->size -= block;
+}
+
 /* ---- The global family ------------------------------------------------------------------- */
 
 void *arena_cur_malloc(size_t size)
 {
     arena *a = current;
     char *h;
+    if (a && size <= ARENA__PAGE_BLOCK_MAX && paging()) {
+        void *p = page_alloc(a, size);
+        if (p)
+            return p;
+    }
     if (size > BLOCK_MAX)
         return NULL;
-    h = a ? (char *)hook_alloc(a, CUR_HDR + size) : (char *)malloc(CUR_HDR + size);
+    h = a ? (char *)hook_alloc(a, room(size)) : (char *)malloc(room(size));
     return h ? stamp(h, size, a) : NULL;
 }
 
@@ -356,16 +572,32 @@ static void mark_freed(char *h, size_t size)
 static void give_up(char *h, size_t size)
 {
     mark_freed(h, size);
-    arena__poison(h, CUR_HDR + size);
+    arena__poison(h, room(size));
+}
+
+/* The page test of a pointer given to this family: the page it lies in, or
+ * 0 (a block with a header, or not the family's). */
+static uintptr_t paged(const void *ptr, const arena **owner, size_t *block)
+{
+    return paging() ? page_of(ptr, owner, block) : 0;
 }
 
 void arena_cur_free(void *ptr)
 {
     size_t size = 0;
+    const arena *owner;
+    uintptr_t page;
     char *h;
     enum origin o;
     if (!ptr)
         return;
+    if ((page = paged(ptr, &owner, &size)) != 0) {
+        switch (o = page_origin((char *)ptr, page, owner, size)) {
+        case MINE: page_free(current, (char *)ptr, size); return;
+        case OTHER: set_word((char *)ptr, 1, freed_key((char *)ptr)); return;
+        default: misused("arena_cur_free", ptr, o); return;
+        }
+    }
     h = (char *)ptr - CUR_HDR;
     switch (o = inspect(h, &size)) {
     case FOREIGN:
@@ -378,7 +610,7 @@ void arena_cur_free(void *ptr)
         /* Marked freed for the builds whose node does not overwrite it. */
         mark_freed(h, size);
         arena__unpoison(h, CUR_HDR);
-        hook_free(current, h, CUR_HDR + size);
+        hook_free(current, h, room(size));
         return;
     case OTHER: give_up(h, size); return;
     }
@@ -390,7 +622,7 @@ static void *resize_mine(char *h, size_t old_size, size_t size)
 {
     char *q;
     arena__unpoison(h, CUR_HDR);
-    q = (char *)hook_resize(current, h, CUR_HDR + old_size, CUR_HDR + size);
+    q = (char *)hook_resize(current, h, room(old_size), room(size));
     if (!q) {
         arena__poison(h, CUR_HDR);
         return NULL;
@@ -398,24 +630,64 @@ static void *resize_mine(char *h, size_t old_size, size_t size)
     return stamp(q, size, current);
 }
 
+/* A heap block of `size` bytes holding the first bytes of `src` (`have`
+ * bytes long); NULL on out-of-memory. */
+static void *heap_copy(const char *src, size_t have, size_t size)
+{
+    char *q = (char *)malloc(room(size));
+    if (!q)
+        return NULL;
+    memcpy(q + CUR_HDR, src, have < size ? have : size);
+    return stamp(q, size, NULL);
+}
+
 /* realloc of a block of an arena that is not current: a copy on the heap. */
 static void *move_to_heap(char *h, size_t old_size, size_t size)
 {
-    char *q = (char *)malloc(CUR_HDR + size);
-    if (!q)
-        return NULL;
-    memcpy(q + CUR_HDR, h + CUR_HDR, old_size < size ? old_size : size);
-    give_up(h, old_size);
-    return stamp(q, size, NULL);
+    void *q = heap_copy(h + CUR_HDR, old_size, size);
+    if (q)
+        give_up(h, old_size);
+    return q;
+}
+
+/* realloc of the block `p` of a page, `block` bytes long. */
+static void *resize_paged(char *p, enum origin o, size_t block, size_t size)
+{
+    void *q;
+    if (o == OTHER) {
+        q = heap_copy(p, block, size);
+        if (q)
+            set_word(p, 1, freed_key(p));
+        return q;
+    }
+    /* A block of the same class stays (no bytes: the class of 16). */
+    if (size <= block && (size ? size : 1) > block - 16)
+        return p;
+    q = arena_cur_malloc(size);
+    if (!q) /* a shrink never fails */
+        return size < block ? p : NULL;
+    memcpy(q, p, size < block ? size : block);
+    page_free(current, p, block);
+    return q;
 }
 
 void *arena_cur_realloc(void *ptr, size_t size)
 {
     size_t old_size = 0;
+    const arena *owner;
+    uintptr_t page;
     char *h, *q;
     enum origin o;
     if (!ptr)
         return arena_cur_malloc(size);
+    if ((page = paged(ptr, &owner, &old_size)) != 0) {
+        o = page_origin((char *)ptr, page, owner, old_size);
+        if (o == FOREIGN || o == FREED) {
+            misused("arena_cur_realloc", ptr, o);
+            return NULL;
+        }
+        return size > BLOCK_MAX ? NULL : resize_paged((char *)ptr, o, old_size, size);
+    }
     h = (char *)ptr - CUR_HDR;
     switch (o = inspect(h, &old_size)) {
     case FOREIGN:
@@ -424,7 +696,7 @@ void *arena_cur_realloc(void *ptr, size_t size)
         if (size > BLOCK_MAX)
             return NULL;
         arena__unpoison(h, CUR_HDR);
-        q = (char *)realloc(h, CUR_HDR + size);
+        q = (char *)realloc(h, room(size));
         if (!q) {
             arena__poison(h, CUR_HDR);
             return NULL;
@@ -439,9 +711,15 @@ void *arena_cur_realloc(void *ptr, size_t size)
 size_t arena_cur_size(const void *ptr)
 {
     size_t size = 0;
+    const arena *owner;
+    uintptr_t page;
+    enum origin o;
     if (!ptr)
         return 0;
-    enum origin o = inspect((const char *)ptr - CUR_HDR, &size);
+    if ((page = paged(ptr, &owner, &size)) != 0)
+        o = page_origin((const char *)ptr, page, owner, size);
+    else
+        o = inspect((const char *)ptr - CUR_HDR, &size);
     if (o == FOREIGN || o == FREED) {
         misused("arena_cur_size", ptr, o);
         return 0;

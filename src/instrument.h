@@ -89,6 +89,21 @@ static inline bool arena__instrumented(void)
 #  define ARENA__NO_ASAN
 #endif
 
+/* Reads of memory another thread may be writing, whose value the library
+ * only compares (the family's page test in hooks.c), and writes into a
+ * block of the library's own that no other thread reads (report.c): out of
+ * a thread sanitizer's view. */
+#if defined(__SANITIZE_THREAD__)
+#  define ARENA__NO_TSAN __attribute__((no_sanitize_thread))
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define ARENA__NO_TSAN __attribute__((no_sanitize("thread")))
+#  endif
+#endif
+#ifndef ARENA__NO_TSAN
+#  define ARENA__NO_TSAN
+#endif
+
 /* ---- Instrumentation hooks -------------------------------------------------------
  *
  * src/arena.c places values and manages chunks; src/instrument.c makes what

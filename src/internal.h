@@ -48,7 +48,9 @@ enum {
     ARENA__OUTGREW = 4u,      /* this batch gave an outgrown chunk back (free_outgrown()) */
     ARENA__OUTGREW_LAST = 8u, /* the last batch did */
     ARENA__CLEANING = 16u,    /* its cleanups are running (cleanup.c) */
-    ARENA__LIMITED = 32u      /* set.limit applies (arena_set_limit()) */
+    ARENA__LIMITED = 32u,     /* set.limit applies (arena_set_limit()) */
+    ARENA__QUIET = 64u        /* a refusal is neither counted nor told (a request the
+                                 caller makes smaller if refused: arena__alloc_pages()) */
 };
 
 /* Bits of `pending` (types.h): state of the library's that the end of a

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "arena/report.h"
+#include "instrument.h"
 #include "thread_state.h"
 
 enum kind {
@@ -185,16 +186,7 @@ struct out {
  * byte made the report of ten thousand arenas several times slower there.
  * So the writer stages its bytes in a block of its own, uninstrumented, and
  * copies them to the buffer a block at a time. */
-#if defined(__SANITIZE_THREAD__)
-#  define NO_TSAN __attribute__((no_sanitize_thread))
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define NO_TSAN __attribute__((no_sanitize("thread")))
-#  endif
-#endif
-#ifndef NO_TSAN
-#  define NO_TSAN
-#endif
+#define NO_TSAN ARENA__NO_TSAN
 
 /* Copies the staged bytes into what is left of the buffer (the rest
  * counted, not written). */

@@ -88,6 +88,7 @@ struct placement {
 struct arena__reuse {
     uint64_t map[MAP_WORDS];
     char *head[NCLASS];
+    struct arena__pages pages; /* the arena_cur_* family's (hooks.c) */
     size_t nlog, caplog;
     struct placement log[]; /* caplog entries: LOG_CAP when instrumented, else none */
 };
@@ -248,6 +249,28 @@ static struct arena__reuse *table(arena *a)
 
 static bool live(const arena *a) { return (a->pending & ARENA__PENDING_REUSE) != 0; }
 
+/* Makes the lists valid again, empty (after a reset or a rewind forgot
+ * them): the family's pages start over too, but for the list of live page
+ * headers, which only a reset or release erases. */
+static void revive(arena *a, struct arena__reuse *t)
+{
+    char *newest = t->pages.newest;
+    memset(t->map, 0, sizeof t->map);
+    memset(&t->pages, 0, sizeof t->pages);
+    t->pages.newest = newest;
+    a->pending |= ARENA__PENDING_REUSE;
+}
+
+struct arena__pages *arena__pages_of(arena *a)
+{
+    struct arena__reuse *t = table(a);
+    if (!t)
+        return NULL;
+    if (!live(a))
+        revive(a, t);
+    return &t->pages;
+}
+
 /* Whether class `c`'s list holds a block (a head whose bit is clear is a
  * past batch's). */
 static bool listed(const struct arena__reuse *t, unsigned c)
@@ -270,10 +293,8 @@ bool arena__reuse_file(arena *a, char *s, size_t len)
     unsigned c = class_of(len);
     if (!t)
         return false;
-    if (!live(a)) {
-        memset(t->map, 0, sizeof t->map);
-        a->pending |= ARENA__PENDING_REUSE;
-    }
+    if (!live(a))
+        revive(a, t);
     node_store(s, len, listed(t, c) ? t->head[c] : NULL);
     set_head(t, c, s);
     return true;
@@ -416,6 +437,13 @@ void arena__reuse_forget(arena *a, uint64_t serial)
     a->pending &= ~(uint32_t)ARENA__PENDING_REUSE;
     if (!t)
         return;
+    if (t->pages.newest) {
+        arena__pages_erase(a, &t->pages, serial);
+        /* Pages from before the mark keep their headers, which a later
+         * reset must erase: the library must see it. */
+        if (t->pages.newest)
+            revive(a, t);
+    }
     if (serial == 0) { /* a reset: every chunk expires whole */
         t->nlog = 0;
         return;
@@ -434,6 +462,7 @@ void arena__reuse_release(arena *a)
     a->pending &= ~(uint32_t)ARENA__PENDING_REUSE;
     if (!c->reuse)
         return;
+    arena__pages_erase(a, &c->reuse->pages, 0);
     arena__give_backing(a, c->reuse, table_bytes(c->reuse->caplog));
     c->reuse = NULL;
     arena__note_holds(a);

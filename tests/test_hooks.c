@@ -829,7 +829,7 @@ static void cur_small_blocks(void **state)
     assert_ptr_equal(q, p[60]);
     q = (char *)arena_cur_malloc(64);
     assert_ptr_equal(q, p[50]);
-    assert_int_equal(arena_size(&a), 100 * stored(64));
+    assert_int_equal(arena_size(&a), 99 * stored(64) + stored(50));
 
     record_errors();
     arena_cur_free(p[10]);
@@ -1004,8 +1004,10 @@ static void cur_small_block_of_another_arena(void **state)
     arena_cur_free(p); /* the heap's */
 }
 
+#if !TEST_ASAN
 /* In the plain build's layout, an overwritten free block or page header is
- * reported (the tools' builds report the write itself). */
+ * reported; elsewhere, an overwritten header (ASan reports the write
+ * itself). */
 static void cur_page_corruption(void **state)
 {
     arena a;
@@ -1054,6 +1056,7 @@ static void cur_page_corruption(void **state)
     arena_set_current(NULL);
     arena_release(&a);
 }
+#endif
 
 /* ---- The family under failure at each backing call -------------------------------------- */
 

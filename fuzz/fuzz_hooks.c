@@ -108,11 +108,24 @@ static arena *arena_of(int owner) { return owner == HEAP ? NULL : &arenas[owner]
 static const size_t huge[HUGES] = {SIZE_MAX, SIZE_MAX - 31, (size_t)PTRDIFF_MAX - 8,
                                    (size_t)PTRDIFF_MAX + 1};
 
+/* arena_cur_size() of a block of `size` bytes from `owner`: what was asked,
+ * or, for a block of at most 256 bytes in an arena's page (a plain build:
+ * hooks.h), its class's size; a block that shrank within its class, or
+ * could not move from it, keeps the class's. */
+static bool cur_size_ok(const void *p, size_t size, int owner)
+{
+    size_t got = arena_cur_size(p);
+    if (got == size)
+        return true;
+    return !TEST_ASAN && !ARENA_CHECKED && owner != HEAP && got <= 256 && got >= size &&
+           got % 16 == 0;
+}
+
 static void check_block(const block *b)
 {
     TEST_CHECK(has_pattern(b->p, b->size, b->id));
     if (b->fam == CUR)
-        TEST_CHECK(arena_cur_size(b->p) == b->size);
+        TEST_CHECK(cur_size_ok(b->p, b->size, b->owner));
 }
 
 /* Every block's pattern; with `sizes`, every header's size too (a header
@@ -357,7 +370,7 @@ static void cur_alloc(void)
     TEST_CHECK(!is_huge);
     TEST_CHECK(is_unique(p)); /* size 0 included */
     add(p, size, current, CUR);
-    TEST_CHECK(arena_cur_size(p) == size);
+    TEST_CHECK(cur_size_ok(p, size, current));
 }
 
 static void cur_realloc(void)
@@ -384,7 +397,7 @@ static void cur_realloc(void)
     }
     TEST_CHECK(!is_huge);
     resized((size_t)k, q, size, owner);
-    TEST_CHECK(arena_cur_size(q) == size);
+    TEST_CHECK(cur_size_ok(q, size, owner));
 }
 
 static void cur_free(void)

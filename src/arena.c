@@ -227,18 +227,6 @@ static void note_retained(arena *a)
         k->peak_retained_batch = r;
 }
 
-/* The peaks of arena_size(), after the library stored a value and before
- * a batch ends (not at a rewind, which the inline path may make too). */
-void arena__note_stored(arena *a)
-{
-    struct arena__counts *k = &arena__cold(a)->counts;
-    size_t size = arena_size(a);
-    if (size > k->peak_stored)
-        k->peak_stored = size;
-    if (size > k->peak_stored_batch)
-        k->peak_stored_batch = size;
-}
-
 static void back_free(arena *a, void *p, size_t n) { arena__give_backing(a, p, n); }
 
 static size_t budget(const arena *a)

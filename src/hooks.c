@@ -452,13 +452,41 @@ void arena__pages_erase(arena *a, struct arena__pages *pg, uint64_t serial)
     pg->newest = page;
 }
 
-/* A block of `size` (<= ARENA__PAGE_BLOCK_MAX) bytes from a page of `a`;
- * NULL when the arena has no table or cannot store a page. */
+/* The class of a block of `size` (<= ARENA__PAGE_BLOCK_MAX) bytes, and
+ * the bytes of its blocks. */
+static unsigned class_of(size_t size) { return size ? (unsigned)((size - 1) >> 4) : 0; }
+
+static size_t class_block(unsigned c) { return (size_t)(c + 1) * 16; }
+
+/* The head of the free list of `k`, unlinked; NULL when its node does not
+ * decode (overwritten: a write after free). */
+static char *pop(struct arena__page_class *k)
+{
+    char *b = k->free;
+    char *next = (char *)(word(b, 0) ^ (uintptr_t)b ^ NODE_MIX);
+    if (ARENA__UNLIKELY(word(b, 1) != freed_key(b) || ((uintptr_t)next & (ARENA_ALIGN - 1)) != 0))
+        return NULL;
+    k->free = next;
+    return b;
+}
+
+/* Hands out the block `b` of `block` bytes of `a`'s pages. */
+static void *hand_out(arena *a, char *b, size_t block)
+{
+    set_word(b, 1, 0);
+    a->size += block;
+    arena__note_stored(a);
+    return b;
+}
+
+/* A block of `size` (<= ARENA__PAGE_BLOCK_MAX) bytes from a page of `a`,
+ * every case (arena_cur_malloc() takes the common ones inline); NULL when
+ * the arena has no table or cannot store a page. */
 static void *page_alloc(arena *a, size_t size)
 {
     struct arena__pages *pg = arena__pages_of(a);
-    unsigned c = size ? (unsigned)((size - 1) >> 4) : 0;
-    size_t block = (size_t)(c + 1) * 16;
+    unsigned c = class_of(size);
+    size_t block = class_block(c);
     struct arena__page_class *k;
     char *b;
 
@@ -466,33 +494,28 @@ static void *page_alloc(arena *a, size_t size)
         return NULL;
     k = &pg->cls[c];
     if (k->free) {
-        b = k->free;
-        k->free = (char *)(word(b, 0) ^ (uintptr_t)b ^ NODE_MIX);
-        if (ARENA__UNLIKELY(word(b, 1) != freed_key(b) ||
-                            ((uintptr_t)k->free & (ARENA_ALIGN - 1)) != 0)) {
+        b = pop(k);
+        if (!b) {
             arena__report(ARENA_ERR_CORRUPT,
                           "arena_cur_malloc: arena %p: the free block at %p was overwritten (a "
                           "write after free)",
-                          (void *)a, (void *)b);
+                          (void *)a, (void *)k->free);
             k->free = NULL;
             return page_alloc(a, size);
         }
         arena__cold(a)->counts.reused += block;
-    } else {
-        if (k->next == k->end) {
-            char *page = carve(a, pg, c);
-            if (!page)
-                return NULL;
-            k->next = page + PAGE_HDR;
-            k->end = k->next + (ARENA__PAGE - PAGE_HDR) / block * block;
-        }
-        b = k->next;
-        k->next += block;
+        return hand_out(a, b, block);
     }
-    set_word(b, 1, 0);
-    a->size += block;
-    arena__note_stored(a);
-    return b;
+    if (k->next == k->end) {
+        char *page = carve(a, pg, c);
+        if (!page)
+            return NULL;
+        k->next = page + PAGE_HDR;
+        k->end = k->next + (ARENA__PAGE - PAGE_HDR) / block * block;
+    }
+    b = k->next;
+    k->next += block;
+    return hand_out(a, b, block);
 }
 
 /* Whether `p` is the start of a block of the page at `page` whose blocks
@@ -518,7 +541,8 @@ static enum origin page_origin(const char *p, uintptr_t page, const arena *owner
  * class's list. */
 static void page_free(arena *a, char *b, size_t block)
 {
-    struct arena__page_class *k = &arena__pages_of(a)->cls[block / 16 - 1];
+    /* A live page of `a` keeps its lists valid (reuse.c: revive()). */
+    struct arena__page_class *k = &arena__pages_live(a)->cls[block / 16 - 1];
     set_word(b, 0, (uintptr_t)k->free ^ (uintptr_t)b ^ NODE_MIX);
     set_word(b, 1, freed_key(b));
     k->free = b;
@@ -527,9 +551,9 @@ static void page_free(arena *a, char *b, size_t block)
 
 /* ---- The global family ------------------------------------------------------------------- */
 
-void *arena_cur_malloc(size_t size)
+/* arena_cur_malloc() but for its common cases. */
+static ARENA__NOINLINE void *cur_malloc(arena *a, size_t size)
 {
-    arena *a = current;
     char *h;
     if (a && size <= ARENA__PAGE_BLOCK_MAX && paging()) {
         void *p = page_alloc(a, size);
@@ -540,6 +564,29 @@ void *arena_cur_malloc(size_t size)
         return NULL;
     h = a ? (char *)hook_alloc(a, room(size)) : (char *)malloc(room(size));
     return h ? stamp(h, size, a) : NULL;
+}
+
+void *arena_cur_malloc(size_t size)
+{
+    arena *a = current;
+    struct arena__pages *pg;
+    if (a && size <= ARENA__PAGE_BLOCK_MAX && paging() && (pg = arena__pages_live(a)) != NULL) {
+        unsigned c = class_of(size);
+        struct arena__page_class *k = &pg->cls[c];
+        char *b;
+        if (k->free) {
+            b = pop(k);
+            if (ARENA__LIKELY(b != NULL)) {
+                arena__cold(a)->counts.reused += class_block(c);
+                return hand_out(a, b, class_block(c));
+            }
+        } else if (k->next != k->end) {
+            b = k->next;
+            k->next += class_block(c);
+            return hand_out(a, b, class_block(c));
+        }
+    }
+    return cur_malloc(a, size);
 }
 
 void *arena_cur_calloc(size_t count, size_t size)

@@ -95,8 +95,17 @@ ARENA__HIDDEN const char *arena__cache_name(struct arena_cache *c);
 ARENA__HIDDEN const char *arena__shared_name(struct arena_shared *s);
 
 /* The peaks of arena_size() (arena_get_stats()), after the library placed a
- * value or before a batch ends. */
-ARENA__HIDDEN void arena__note_stored(arena *a);
+ * value or before a batch ends (not at a rewind, which the inline path may
+ * make too). */
+static inline void arena__note_stored(arena *a)
+{
+    struct arena__counts *k = &arena__cold(a)->counts;
+    size_t size = arena_size(a);
+    if (size > k->peak_stored)
+        k->peak_stored = size;
+    if (size > k->peak_stored_batch)
+        k->peak_stored_batch = size;
+}
 /* What a limit leaves for a new request (SIZE_MAX: no limit). */
 ARENA__HIDDEN size_t arena__backing_room(const arena *a);
 

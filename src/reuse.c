@@ -85,10 +85,12 @@ struct placement {
  * turns reuse off until the next reset or rewind. */
 #define LOG_CAP 1024
 
+/* The family's pages come first: hooks.c reaches them from the table's
+ * address (arena__pages_live()). */
 struct arena__reuse {
+    struct arena__pages pages;
     uint64_t map[MAP_WORDS];
     char *head[NCLASS];
-    struct arena__pages pages; /* the arena_cur_* family's (hooks.c) */
     size_t nlog, caplog;
     struct placement log[]; /* caplog entries: LOG_CAP when instrumented, else none */
 };

@@ -88,6 +88,14 @@ struct arena__pages {
  * is neither counted nor told to the limit's callback: the caller falls back
  * to a smaller request, which is. */
 ARENA__HIDDEN char *arena__alloc_pages(arena *a, size_t n);
+/* The family's page state of `a` while the lists are valid (NULL
+ * otherwise): the reuse table starts with it (reuse.c). */
+static inline struct arena__pages *arena__pages_live(const arena *a)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    return t && (a->pending & ARENA__PENDING_REUSE) ? (struct arena__pages *)(void *)t : NULL;
+}
+
 /* The family's page state of `a`, the lists made valid first (NULL: the
  * arena keeps no table: a fixed-size arena, or its backing failed). */
 ARENA__HIDDEN struct arena__pages *arena__pages_of(arena *a);

@@ -321,7 +321,9 @@ static void misused(const char *fn, const void *ptr, enum origin o)
 /* ---- Pages: the family's small blocks without a header ------------------------------------
  *
  * In a plain build a block of at most ARENA__PAGE_BLOCK_MAX bytes from an
- * arena has no header: blocks of one class (16-byte steps) share a page of
+ * arena has no header: blocks of one class (8 bytes, then 16-byte steps;
+ * a block of 8 bytes is 8-aligned, as any object that small needs, and as
+ * C23 asks of malloc) share a page of
  * ARENA__PAGE bytes at that alignment, carved from regions the arena stores
  * (arena__alloc_pages(): 1 page, then twice the last, up to REGION_PAGES, in
  * each batch).  The page starts with its header, which names the owner and
@@ -341,7 +343,8 @@ static void misused(const char *fn, const void *ptr, enum origin o)
  * A free block of a class starts with its node: the next block (XORed with
  * its own address and a constant) and a key, the block's address mixed
  * with the secret, which a block handed out never keeps (allocation clears
- * it), so that a second free is reported.  The classes' lists and current
+ * it), so that a second free is reported.  A block of 8 bytes has no room
+ * for the key: its page keeps a bit per block instead, after its header.  The classes' lists and current
  * pages are forgotten with the arena's other lists (reuse.c: revive()).
  *
  * The tools' builds (ASan, Valgrind, the checked build) keep a header on
@@ -375,7 +378,23 @@ static uintptr_t page_check(uintptr_t page, const arena *owner, uintptr_t link)
     return page ^ (uintptr_t)owner ^ link ^ secret() ^ PAGE_MIX;
 }
 
-static size_t class_bytes(uintptr_t link) { return ((link & PAGE_MASK) + 1) * 16; }
+/* The blocks of a class, from its index: 8 bytes, then 16-byte steps. */
+static size_t class_block(unsigned c) { return c ? (size_t)c * 16 : 8; }
+
+/* The class of a block of `size` (<= ARENA__PAGE_BLOCK_MAX) bytes. */
+static unsigned class_of(size_t size) { return size <= 8 ? 0 : (unsigned)((size + 15) >> 4); }
+
+static size_t class_bytes(uintptr_t link) { return class_block((unsigned)(link & PAGE_MASK)); }
+
+/* The smallest class's page: a bit per block says it is free. */
+#define TINY         ((size_t)8)
+#define BITMAP_BYTES ((ARENA__PAGE / TINY + 7) / 8)
+
+/* Where a page's first block of `block` bytes starts. */
+static size_t first_block(size_t block)
+{
+    return block == TINY ? PAGE_HDR + BITMAP_BYTES : PAGE_HDR;
+}
 
 /* The page with a live header that `p` lies in (its owner and block size in
  * *owner and *block), or 0.  The word read may belong to anything, another
@@ -403,6 +422,38 @@ static uintptr_t word(const char *b, size_t i)
 }
 
 static void set_word(char *b, size_t i, uintptr_t w) { memcpy(b + i * sizeof w, &w, sizeof w); }
+
+/* The byte of the bitmap of the page of the 8-byte block `b` that holds its
+ * bit, and the bit. */
+static unsigned char *tiny_bit(const char *b, unsigned *bit)
+{
+    uintptr_t page = (uintptr_t)b & ~PAGE_MASK;
+    size_t i = (size_t)((uintptr_t)b - page - first_block(TINY)) / TINY;
+    *bit = 1u << (i % 8);
+    return (unsigned char *)page + PAGE_HDR + i / 8;
+}
+
+/* Whether the block `b` of `block` bytes of a page is free. */
+static bool is_freed(const char *b, size_t block)
+{
+    unsigned bit;
+    if (block == TINY)
+        return (*tiny_bit(b, &bit) & bit) != 0;
+    return word(b, 1) == freed_key(b);
+}
+
+/* Marks the block `b` of `block` bytes of a page free, or not. */
+static void set_freed(char *b, size_t block, bool freed)
+{
+    unsigned bit;
+    unsigned char *w;
+    if (block != TINY) {
+        set_word(b, 1, freed ? freed_key(b) : 0);
+        return;
+    }
+    w = tiny_bit(b, &bit);
+    *w = (unsigned char)(freed ? *w | bit : *w & ~bit);
+}
 
 /* Carves a page for class `c` from the current region (a new one when it is
  * used up); NULL when the arena cannot store one. */
@@ -433,6 +484,8 @@ static char *carve(arena *a, struct arena__pages *pg, unsigned c)
     h.saves = a->saves;
     h.check = page_check((uintptr_t)page, a, h.link);
     memcpy(page, &h, sizeof h);
+    if (c == 0)
+        memset(page + PAGE_HDR, 0, BITMAP_BYTES);
     pg->newest = page;
     return page;
 }
@@ -452,19 +505,13 @@ void arena__pages_erase(arena *a, struct arena__pages *pg, uint64_t serial)
     pg->newest = page;
 }
 
-/* The class of a block of `size` (<= ARENA__PAGE_BLOCK_MAX) bytes, and
- * the bytes of its blocks. */
-static unsigned class_of(size_t size) { return size ? (unsigned)((size - 1) >> 4) : 0; }
-
-static size_t class_block(unsigned c) { return (size_t)(c + 1) * 16; }
-
-/* The head of the free list of `k`, unlinked; NULL when its node does not
- * decode (overwritten: a write after free). */
-static char *pop(struct arena__page_class *k)
+/* The head of the free list of `k`, of blocks of `block` bytes, unlinked;
+ * NULL when its node does not decode (overwritten: a write after free). */
+static char *pop(struct arena__page_class *k, size_t block)
 {
     char *b = k->free;
     char *next = (char *)(word(b, 0) ^ (uintptr_t)b ^ NODE_MIX);
-    if (ARENA__UNLIKELY(word(b, 1) != freed_key(b) || ((uintptr_t)next & (ARENA_ALIGN - 1)) != 0))
+    if (ARENA__UNLIKELY(!is_freed(b, block) || ((uintptr_t)next & (TINY - 1)) != 0))
         return NULL;
     k->free = next;
     return b;
@@ -473,7 +520,7 @@ static char *pop(struct arena__page_class *k)
 /* Hands out the block `b` of `block` bytes of `a`'s pages. */
 static void *hand_out(arena *a, char *b, size_t block)
 {
-    set_word(b, 1, 0);
+    set_freed(b, block, false);
     a->size += block;
     arena__note_stored(a);
     return b;
@@ -494,7 +541,7 @@ static void *page_alloc(arena *a, size_t size)
         return NULL;
     k = &pg->cls[c];
     if (k->free) {
-        b = pop(k);
+        b = pop(k, block);
         if (!b) {
             arena__report(ARENA_ERR_CORRUPT,
                           "arena_cur_malloc: arena %p: the free block at %p was overwritten (a "
@@ -510,8 +557,8 @@ static void *page_alloc(arena *a, size_t size)
         char *page = carve(a, pg, c);
         if (!page)
             return NULL;
-        k->next = page + PAGE_HDR;
-        k->end = k->next + (ARENA__PAGE - PAGE_HDR) / block * block;
+        k->next = page + first_block(block);
+        k->end = k->next + (ARENA__PAGE - first_block(block)) / block * block;
     }
     b = k->next;
     k->next += block;
@@ -523,7 +570,7 @@ static void *page_alloc(arena *a, size_t size)
 static bool on_boundary(const char *p, uintptr_t page, size_t block)
 {
     size_t off = (size_t)((uintptr_t)p - page);
-    return off >= PAGE_HDR && (off - PAGE_HDR) % block == 0;
+    return off >= first_block(block) && (off - first_block(block)) % block == 0;
 }
 
 /* What the block `p` of a page is: FOREIGN (not a block's start), FREED,
@@ -532,7 +579,7 @@ static enum origin page_origin(const char *p, uintptr_t page, const arena *owner
 {
     if (!on_boundary(p, page, block))
         return FOREIGN;
-    if (word(p, 1) == freed_key(p))
+    if (is_freed(p, block))
         return FREED;
     return owner == current ? MINE : OTHER;
 }
@@ -542,9 +589,9 @@ static enum origin page_origin(const char *p, uintptr_t page, const arena *owner
 static void page_free(arena *a, char *b, size_t block)
 {
     /* A live page of `a` keeps its lists valid (reuse.c: revive()). */
-    struct arena__page_class *k = &arena__pages_live(a)->cls[block / 16 - 1];
+    struct arena__page_class *k = &arena__pages_live(a)->cls[class_of(block)];
     set_word(b, 0, (uintptr_t)k->free ^ (uintptr_t)b ^ NODE_MIX);
-    set_word(b, 1, freed_key(b));
+    set_freed(b, block, true);
     k->free = b;
     a->size -= block;
 }
@@ -575,7 +622,7 @@ void *arena_cur_malloc(size_t size)
         struct arena__page_class *k = &pg->cls[c];
         char *b;
         if (k->free) {
-            b = pop(k);
+            b = pop(k, class_block(c));
             if (ARENA__LIKELY(b != NULL)) {
                 arena__cold(a)->counts.reused += class_block(c);
                 return hand_out(a, b, class_block(c));
@@ -641,7 +688,7 @@ void arena_cur_free(void *ptr)
     if ((page = paged(ptr, &owner, &size)) != 0) {
         switch (o = page_origin((char *)ptr, page, owner, size)) {
         case MINE: page_free(current, (char *)ptr, size); return;
-        case OTHER: set_word((char *)ptr, 1, freed_key((char *)ptr)); return;
+        case OTHER: set_freed((char *)ptr, size, true); return;
         default: misused("arena_cur_free", ptr, o); return;
         }
     }
@@ -704,11 +751,11 @@ static void *resize_paged(char *p, enum origin o, size_t block, size_t size)
     if (o == OTHER) {
         q = heap_copy(p, block, size);
         if (q)
-            set_word(p, 1, freed_key(p));
+            set_freed(p, block, true);
         return q;
     }
-    /* A block of the same class stays (no bytes: the class of 16). */
-    if (size <= block && (size ? size : 1) > block - 16)
+    /* A block of the same class stays. */
+    if (class_of(size) == class_of(block))
         return p;
     q = arena_cur_malloc(size);
     if (!q) /* a shrink never fails */

@@ -66,8 +66,8 @@ ARENA__HIDDEN void arena__reuse_release(arena *a);
  * batch starts with no page current; `newest` lists every page whose header
  * is live, which the end of the batch erases (arena__pages_erase()). */
 #define ARENA__PAGE           ((size_t)4096)
-#define ARENA__PAGE_CLASSES   16 /* blocks of 16, 32, ..., 256 bytes */
-#define ARENA__PAGE_BLOCK_MAX ((size_t)16 * ARENA__PAGE_CLASSES)
+#define ARENA__PAGE_CLASSES   17 /* blocks of 8, then 16, 32, ..., 256 bytes */
+#define ARENA__PAGE_BLOCK_MAX ((size_t)256)
 
 struct arena__page_class {
     char *free; /* a LIFO list of blocks given back (hooks.c), or NULL */

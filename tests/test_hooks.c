@@ -28,13 +28,20 @@ static test_backing tb;
 
 static bool aligned(const void *p) { return (uintptr_t)p % ARENA_ALIGN == 0; }
 
+/* The alignment arena_cur_malloc() promises a block of `n` bytes: any
+ * object's of that size (hooks.h): ARENA_ALIGN, 8 for at most 8 bytes. */
+static bool cur_aligned(const void *p, size_t n)
+{
+    return (uintptr_t)p % (n <= 8 && ARENA_ALIGN > 8 ? 8 : ARENA_ALIGN) == 0;
+}
+
 /* The family's layout (hooks.h): in a plain build, a block of at most 256
- * bytes from an arena has no header, and lies in a page of its class (16-byte
- * steps): it stores, and may use, its class's size.  Every other block takes
+ * bytes from an arena has no header, and lies in a page of its class (8
+ * bytes, then 16-byte steps): it stores, and may use, its class's size.  Every other block takes
  * HDR_BYTES more than asked (a byte for a block of none) and may use what was
  * asked. */
 static bool paged(size_t n) { return test_packed() && ARENA_ALIGN <= 16 && n <= 256; }
-static size_t usable(size_t n) { return paged(n) ? (n ? (n + 15) / 16 * 16 : 16) : n; }
+static size_t usable(size_t n) { return paged(n) ? (n <= 8 ? 8 : (n + 15) / 16 * 16) : n; }
 static size_t stored(size_t n) { return paged(n) ? usable(n) : HDR_BYTES + (n ? n : 1); }
 
 static int teardown_current(void **state)
@@ -524,7 +531,7 @@ static void cur_malloc_from_current(void **state)
         before = arena_size(&a);
         p = (char *)arena_cur_malloc(n);
         assert_non_null(p);
-        assert_true(aligned(p));
+        assert_true(cur_aligned(p, n));
         assert_int_equal(arena_size(&a), before + stored(n));
         assert_int_equal(arena_cur_size(p), usable(n));
         memset(p, 0x22, n);
@@ -855,6 +862,55 @@ static void cur_small_blocks(void **state)
     arena_release(&a);
 }
 
+/* Blocks of at most 8 bytes: 8-aligned, 8 apart in the plain build's
+ * pages (whose free blocks have no room for a key: a second free is still
+ * reported, from the page's bits), reused last in first out. */
+static void cur_tiny_blocks(void **state)
+{
+    arena a, b;
+    char *p[600], *q;
+    size_t i;
+    (void)state;
+
+    arena_init(&a, 0);
+    arena_init(&b, 0);
+    arena_set_current(&a);
+    for (i = 0; i < 600; i++) {
+        p[i] = (char *)arena_cur_malloc(i % 9);
+        assert_non_null(p[i]);
+        assert_true(cur_aligned(p[i], 8));
+        memset(p[i], 0xA5, i % 9);
+        if (paged(8) && i > 0 &&
+            ((uintptr_t)p[i] & ~(PAGE_BYTES - 1)) == ((uintptr_t)p[i - 1] & ~(PAGE_BYTES - 1)))
+            assert_int_equal(p[i] - p[i - 1], 8);
+    }
+    assert_int_equal(arena_cur_size(p[5]), usable(5));
+    record_errors();
+    for (i = 0; i < 600; i += 7) {
+        arena_cur_free(p[i]);
+        arena_cur_free(p[i]);
+        assert_int_equal(recorded_errors.count, i / 7 + 1);
+        assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
+    }
+    restore_errors();
+    q = (char *)arena_cur_malloc(3); /* the last freed */
+    assert_ptr_equal(q, p[595]);
+    q = (char *)arena_cur_malloc(1);
+    assert_ptr_equal(q, p[588]);
+    /* another arena's: left alone, then a second free reported */
+    arena_set_current(&b);
+    arena_cur_free(p[1]);
+    record_errors();
+    arena_cur_free(p[1]);
+    assert_int_equal(recorded_errors.count, 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
+    restore_errors();
+    assert_int_equal(arena_size(&b), 0);
+    arena_set_current(NULL);
+    arena_release(&b);
+    arena_release(&a);
+}
+
 /* Resizing a small block: within its class it stays; to another class it
  * moves, and its old place goes back to its class. */
 static void cur_small_realloc(void **state)
@@ -895,7 +951,7 @@ static void cur_small_realloc(void **state)
     fill_pattern(p, 100, 6);
     r = (char *)arena_cur_realloc(p, 0); /* a block of no bytes */
     assert_non_null(r);
-    assert_int_equal(arena_cur_size(r), paged(100) ? 16 : 0);
+    assert_int_equal(arena_cur_size(r), paged(100) ? 8 : 0);
     if (paged(100)) /* p's place went back to the class of 112 */
         assert_ptr_equal(arena_cur_malloc(112), p);
     arena_cur_free(r);
@@ -1011,7 +1067,7 @@ static void cur_small_block_of_another_arena(void **state)
 static void cur_page_corruption(void **state)
 {
     arena a;
-    char *p, *q;
+    char *p, *q, *old;
     uintptr_t *page;
     (void)state;
 
@@ -1040,10 +1096,13 @@ static void cur_page_corruption(void **state)
     assert_non_null(q);
     arena_cur_free(p);
     memset(p, 0x77, 16); /* a write after free over the list's node */
+    old = p;
     p = (char *)arena_cur_malloc(32);
     assert_non_null(p);
     assert_int_equal(recorded_errors.count, 1);
     assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
+    assert_ptr_equal(q, old + 32);
+    memset(old + 16, 0, 16); /* what a header before q would be: none */
     page = (uintptr_t *)(void *)((uintptr_t)q & ~(PAGE_BYTES - 1));
     page[0] ^= 1; /* an overwritten page header: q is no block of the family */
     arena_cur_free(q);
@@ -1109,7 +1168,7 @@ static size_t family_workload(size_t fail_at, size_t fail_from, size_t *failures
             assert_true((x >> 20) % 4 == 2 || paged(n));
             (*failures)++;
         }
-        assert_true(aligned(p));
+        assert_true(cur_aligned(p, n));
         if ((x >> 20) % 4 == 2) {
             assert_true(has_pattern(p, len[k] < n ? len[k] : n, k));
         } else {
@@ -1125,8 +1184,8 @@ static size_t family_workload(size_t fail_at, size_t fail_from, size_t *failures
                  * class's size (a shrink that could not move keeps its
                  * class) */
                 size_t size = arena_cur_size(slot[n]);
-                assert_true(size == len[n] ||
-                            (paged(size) && size >= len[n] && size % 16 == 0));
+                assert_true(size == len[n] || (paged(size) && size >= len[n] &&
+                                               (size == 8 || size % 16 == 0)));
                 assert_true(has_pattern(slot[n], len[n], n));
             }
         }
@@ -1182,6 +1241,7 @@ int main(void)
         cmocka_unit_test_teardown(cur_realloc_out_of_memory, teardown_current),
         cmocka_unit_test_teardown(cur_foreign_pointers, teardown_current),
         cmocka_unit_test_teardown(cur_small_blocks, teardown_current),
+        cmocka_unit_test_teardown(cur_tiny_blocks, teardown_current),
         cmocka_unit_test_teardown(cur_small_realloc, teardown_current),
         cmocka_unit_test_teardown(cur_pages_end_with_their_batch, teardown_current),
         cmocka_unit_test_teardown(cur_small_block_of_another_arena, teardown_current),

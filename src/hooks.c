@@ -574,14 +574,27 @@ static bool on_boundary(const char *p, uintptr_t page, size_t block)
 }
 
 /* What the block `p` of a page is: FOREIGN (not a block's start), FREED,
- * MINE or OTHER. */
+ * MINE or OTHER.  An 8-byte block's free bit shares a byte with its
+ * neighbours', which the owner's thread may be writing: another arena's
+ * tells nothing. */
 static enum origin page_origin(const char *p, uintptr_t page, const arena *owner, size_t block)
 {
     if (!on_boundary(p, page, block))
         return FOREIGN;
+    if (block == TINY && owner != current)
+        return OTHER;
     if (is_freed(p, block))
         return FREED;
     return owner == current ? MINE : OTHER;
+}
+
+/* Marks the block `p` of another arena's page freed, so that a second free
+ * is reported: in its own bytes, which the program gave up; an 8-byte block
+ * has no room (its arena's bits are not touched). */
+static void give_up_paged(char *p, size_t block)
+{
+    if (block != TINY)
+        set_freed(p, block, true);
 }
 
 /* Gives the block `b` of `block` bytes (a block of `a`'s pages) back to its
@@ -688,7 +701,7 @@ void arena_cur_free(void *ptr)
     if ((page = paged(ptr, &owner, &size)) != 0) {
         switch (o = page_origin((char *)ptr, page, owner, size)) {
         case MINE: page_free(current, (char *)ptr, size); return;
-        case OTHER: set_freed((char *)ptr, size, true); return;
+        case OTHER: give_up_paged((char *)ptr, size); return;
         default: misused("arena_cur_free", ptr, o); return;
         }
     }
@@ -751,7 +764,7 @@ static void *resize_paged(char *p, enum origin o, size_t block, size_t size)
     if (o == OTHER) {
         q = heap_copy(p, block, size);
         if (q)
-            set_freed(p, block, true);
+            give_up_paged(p, block);
         return q;
     }
     /* A block of the same class stays. */

@@ -897,15 +897,20 @@ static void cur_tiny_blocks(void **state)
     assert_ptr_equal(q, p[595]);
     q = (char *)arena_cur_malloc(1);
     assert_ptr_equal(q, p[588]);
-    /* another arena's: left alone, then a second free reported */
+    /* another arena's: left alone (and a page's 8-byte block has no room
+     * to be marked freed: its arena's bits are that arena's thread's), so a
+     * second free is reported only where a header shows it */
     arena_set_current(&b);
+    i = arena_size(&a);
     arena_cur_free(p[1]);
     record_errors();
     arena_cur_free(p[1]);
-    assert_int_equal(recorded_errors.count, 1);
-    assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
+    assert_int_equal(recorded_errors.count, paged(1) ? 0 : 1);
+    if (!paged(1))
+        assert_int_equal(recorded_errors.last, ARENA_ERR_DOUBLE_FREE);
     restore_errors();
     assert_int_equal(arena_size(&b), 0);
+    assert_int_equal(arena_size(&a), i);
     arena_set_current(NULL);
     arena_release(&b);
     arena_release(&a);

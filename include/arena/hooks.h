@@ -14,16 +14,18 @@
  *   - global malloc/realloc/free with no context and no old size: cJSON,
  *     expat, jansson, libxml2, SQLite.  The arena_cur_* family takes its
  *     memory from the calling thread's "current arena" (arena_set_current),
- *     keeps a small header before each block for the size realloc and free
- *     need, and falls back to the C heap while no arena is current, so the
- *     hooks can be installed for the whole process.
+ *     finds each block's size and owner from its address (a small block in
+ *     a page of its size class, any other with a header before it), and
+ *     falls back to the C heap while no arena is current, so the hooks can
+ *     be installed for the whole process.
  *
  * Values that come from an arena die with the arena's batch (its reset,
  * rewind or release), whatever the library does: a library's own free walk
  * may be skipped (drop the batch instead), but a block must not be used, or
- * freed through a hook, after its batch is gone.  The free hooks give the
- * bytes back only when the block is the arena's most recent value
- * (arena_free), which is what a library's short-lived temporaries are.
+ * freed through a hook, after its batch is gone.  The hooks that free with
+ * a size, and the arena_cur_* family, give a block back for reuse within
+ * the batch (see arena_free), so a library that frees holds about what it
+ * uses.
  *
  * Thread-safety: as for the arena itself.  The hooks with a context use that
  * arena, so one thread at a time per arena.  The current arena is per thread;
@@ -70,13 +72,13 @@ ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_hook_zalloc(void *arena_ctx
 
 /**
  * Lua's lua_Alloc: `lua_newstate(arena_hook_lua, &arena)`.
- *   - new_size 0: frees `ptr` (old_size bytes; NULL is fine) with arena_free,
- *     which gives the bytes back when it is the arena's most recent value,
- *     and returns NULL;
+ *   - new_size 0: gives `ptr` (old_size bytes; NULL is fine) back with
+ *     arena_free, for the next block of its size to reuse, and returns NULL;
  *   - ptr NULL: a new block of new_size bytes (old_size is then Lua's type
  *     tag and is ignored);
  *   - otherwise arena_realloc(arena_ctx, ptr, old_size, new_size): in place when
- *     it is the most recent value and its chunk has room, else a copy.
+ *     it is the most recent value and its chunk has room, else a copy (the
+ *     old block given back).
  * ARENA_ALIGN-aligned.  NULL on out-of-memory (the block unchanged), which Lua
  * turns into an emergency collection and then LUA_ERRMEM.  Shrinking never
  * fails.  Requires old_size to be the block's size, as Lua guarantees.
@@ -172,12 +174,23 @@ ARENA_API void arena__current_restore(arena **prev);
  * XML_Memory_Handling_Suite, json_set_alloc_funcs, xmlMemSetup,
  * sqlite3_mem_methods).  `size` bytes from the current arena, or from the C
  * heap (malloc) when the thread has none: the hooks are safe to install for
- * the whole process.  Each block carries a header before it, holding its
- * size and where it came from: the smallest multiple of ARENA_ALIGN that holds
- * two words, three in a checked build (16 and 32 bytes on x86-64), so blocks
- * stay ARENA_ALIGN-aligned.  Size 0 returns a unique block of no bytes.  NULL on
- * out-of-memory or overflow: an arena that cannot grow returns NULL; it never
- * falls back to the heap (that would change the block's lifetime).
+ * the whole process.  Aligned as malloc's: ARENA_ALIGN, or 8 for a block of
+ * at most 8 bytes (no object that small needs more; C23's rule).
+ *
+ * Layout.  In a plain build, a block of at most 256 bytes from an arena has
+ * no header: it lies in a 4 KiB page of blocks of its size class (8 bytes,
+ * then 16-byte steps), which the arena stores, and it takes its class's
+ * size (arena_size() counts that; a cJSON node of 64 bytes takes 64).  The
+ * page's first 32 bytes name its arena and class; free, realloc and size
+ * find them from the block's address (they read the first word of the page
+ * the pointer lies in, whatever the pointer is).  Any other block (larger,
+ * from the heap, or in a build with ASan, Valgrind or the checked build,
+ * which poison, mark and check each block's bounds) carries a header before
+ * it, holding its size and where it came from: the smallest multiple of
+ * ARENA_ALIGN that holds two words, three in a checked build (16 and 32
+ * bytes on x86-64).  Size 0 returns a unique block of no bytes.  NULL on
+ * out-of-memory or overflow: an arena that cannot grow returns NULL; it
+ * never falls back to the heap (that would change the block's lifetime).
  * Thread-safe in the sense above (it uses the calling thread's arena).
  */
 ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(1) ARENA_API void *arena_cur_malloc(size_t size);
@@ -190,9 +203,11 @@ ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_cur_calloc(size_t count, si
  *   - ptr NULL: arena_cur_malloc(size);
  *   - a block from the C heap stays on the C heap (realloc()), whatever
  *     arena is current: it was made to outlive any batch;
- *   - a block of the current arena grows or shrinks in place when it is the
- *     most recent value and its chunk has room, else it is copied within the
- *     arena (the old bytes stay until the batch ends);
+ *   - a block of the current arena with a header grows or shrinks in place
+ *     when it is the most recent value and its chunk has room, else it is
+ *     copied within the arena and its old place given back; a block in a
+ *     page stays while the new size is of its class, else moves (a shrink
+ *     that finds no room stays: a shrink never fails);
  *   - a block of an arena that is not current (an outer scope's while an
  *     inner one is current, another thread's, or any arena while none is
  *     current) is copied to the C heap, the one place whose blocks outlive
@@ -204,8 +219,10 @@ ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_cur_calloc(size_t count, si
  * Misuse: a pointer that is not from this family, or whose header was
  * overwritten, is reported (ARENA_ERR_FOREIGN_POINTER) when the header shows
  * it: a cheap test in every build catches most such headers, the checked
- * build's check word all but a forged one.  Under ASan the header is
- * poisoned, so the write that overwrites it is reported itself.  If the
+ * build's check word all but a forged one; a pointer inside a page's block
+ * rather than at its start is always reported.  Under ASan the header is
+ * poisoned, so the write that overwrites it is reported itself.  A block
+ * freed already is reported (ARENA_ERR_DOUBLE_FREE) in every build.  If the
  * handler returns, NULL and nothing changes.
  */
 ARENA__NODISCARD
@@ -213,17 +230,22 @@ ARENA_API void *arena_cur_realloc(void *ptr, size_t size);
 
 /**
  * free for a block of this family.  NULL: nothing.  A block from the C heap
- * is freed (whatever arena is current).  A block of the current arena gives
- * its bytes back when it is the arena's most recent value, else nothing (it
- * goes with the batch).  A block of an arena that is not current: nothing,
- * and that arena is not touched (it may be another thread's).  Under ASan the
- * block is poisoned, so a use after this call is reported.  Misuse as for
- * arena_cur_realloc (then nothing happens).
+ * is freed (whatever arena is current).  A block of the current arena is
+ * given back: the next block of its size class reuses it (the most recent
+ * value goes back to the position).  A block of an arena that is not
+ * current stays until that arena's batch ends, marked freed in its own
+ * bytes (so that a second free is reported; a page's block of 8 bytes has
+ * no room for the mark); that arena's state is not touched (it may be
+ * another thread's).  Under ASan the block is poisoned, so a use after this
+ * call is reported.  Misuse as for arena_cur_realloc (then nothing happens).
  */
 ARENA_API void arena_cur_free(void *ptr);
 
-/** The usable size of a block of this family (what was asked), 0 for NULL:
- *  SQLite's xSize.  Misuse as for arena_cur_realloc (then 0). */
+/** The usable size of a block of this family, 0 for NULL: what was asked
+ *  for a block with a header, its class's size (8, or a multiple of 16 up
+ *  to 256) for a block in a page, which the program may use whole, as
+ *  malloc_usable_size() allows.  SQLite's xSize.  Misuse as for
+ *  arena_cur_realloc (then 0). */
 ARENA_API size_t arena_cur_size(const void *ptr);
 
 /** strdup through arena_cur_malloc (libxml2's xmlStrdupFunc).  NULL on

@@ -141,7 +141,9 @@ static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
         a->size += new_size - old_size;
         return p;
     }
-    if (fast(a) && s != SIZE_MAX && !ends_at_window(a, p, r) &&
+    /* A block of no bytes (a shrink to nothing gave its place back) has
+     * nothing to give back: the general path moves it. */
+    if (fast(a) && r != 0 && s != SIZE_MAX && !ends_at_window(a, p, r) &&
         (q = arena__reuse_pop(a, s)) != NULL) {
         memcpy(q, p, r < s ? r : s);
         arena__reuse_push(a, (char *)p, r);

@@ -307,6 +307,34 @@ static void hook_realloc_to_nothing_not_last(void **state)
     assert_true(arena_check(&a));
     arena_release(&a);
 
+    /* A block of no bytes (not the most recent) grown again, where a free
+     * block of the new size waits: the grow takes it, and gives back
+     * nothing (its place went back at the shrink; a second filing of it, of
+     * no bytes, corrupted the lists: the fuzzer's plain build found it). */
+    arena_init(&a, 4096);
+    x = (char *)arena_hook_realloc(&a, NULL, 0, 136);
+    y = (char *)arena_hook_realloc(&a, NULL, 0, 224);
+    z = (char *)arena_hook_realloc(&a, NULL, 0, 8);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_non_null(z);
+    assert_null(arena_hook_lua(&a, y, 224, 0)); /* a free block of 224 */
+    assert_ptr_equal(arena_hook_realloc(&a, x, 136, 0), x);
+    x = (char *)arena_hook_realloc(&a, x, 0, 224);
+    assert_non_null(x);
+    fill_pattern(x, 224, 9);
+    for (int i = 0; i < 8; i++) { /* the lists, read back: intact */
+        y = (char *)arena_hook_realloc(&a, NULL, 0, 136);
+        assert_non_null(y);
+        fill_pattern(y, 136, 10);
+        z = (char *)arena_hook_realloc(&a, NULL, 0, 224);
+        assert_non_null(z);
+        fill_pattern(z, 224, 11);
+        assert_true(has_pattern(x, 224, 9));
+    }
+    assert_true(arena_check(&a));
+    arena_release(&a);
+
     arena_init(&a, 4096);
     big = (char *)arena_hook_realloc(&a, NULL, 0, 3 * 4096); /* a chunk of its own */
     assert_non_null(big);

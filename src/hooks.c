@@ -617,7 +617,11 @@ static void page_free(arena *a, char *b, size_t block)
 static ARENA__NOINLINE void *cur_malloc(arena *a, size_t size)
 {
     char *h;
-    if (a && size <= ARENA__PAGE_BLOCK_MAX && paging()) {
+    /* An arena that only the inline paths have touched (arena_init_buffer()
+     * without a backing) has not written its bookkeeping, where the pages'
+     * state would be: it keeps no table anyway (a fixed-size arena), and its
+     * blocks take headers, through the library. */
+    if (a && !a->lazy && size <= ARENA__PAGE_BLOCK_MAX && paging()) {
         void *p = page_alloc(a, size);
         if (p)
             return p;

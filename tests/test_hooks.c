@@ -15,6 +15,8 @@
 #include <arena/hooks.h>
 #include <arena/pool.h>
 
+#include "cold.h"
+
 #if TEST_ASAN
 #  include <sanitizer/asan_interface.h>
 #endif
@@ -944,6 +946,42 @@ static void cur_tiny_blocks(void **state)
     arena_release(&a);
 }
 
+/* An arena set up inline in a caller's buffer (arena_init_buffer() with no
+ * backing: its bookkeeping is written at its first library call), in
+ * memory that held another arena: its blocks must not use what that
+ * bookkeeping held before (the fuzzer's plain build found a stale table
+ * taken there: a write into freed memory, or a table lost). */
+static void cur_small_blocks_in_a_lazy_arena(void **state)
+{
+    alignas(16) static char buf[1024];
+    alignas(16) static unsigned char stale[4096];
+    arena a;
+    char *p[20];
+    size_t i;
+    (void)state;
+
+    memset(&a, 0, sizeof a);
+    memset(stale, 0x5A, sizeof stale);
+    /* what a released arena may leave: a table pointer, no flags */
+    arena__cold(&a)->reuse = (struct arena__reuse *)(void *)stale;
+    arena_init_buffer(&a, buf, sizeof buf, NULL);
+    arena_set_current(&a);
+    for (i = 0; i < 20; i++) {
+        p[i] = (char *)arena_cur_malloc(24);
+        assert_non_null(p[i]);
+        fill_pattern(p[i], 24, i);
+    }
+    for (i = 0; i < 20; i += 2)
+        arena_cur_free(p[i]);
+    for (i = 1; i < 20; i += 2)
+        assert_true(has_pattern(p[i], 24, i));
+    for (i = 0; i < sizeof stale; i++)
+        assert_int_equal(stale[i], 0x5A);
+    assert_true(arena_check(&a));
+    arena_set_current(NULL);
+    arena_release(&a);
+}
+
 /* Resizing a small block: within its class it stays; to another class it
  * moves, and its old place goes back to its class. */
 static void cur_small_realloc(void **state)
@@ -1275,6 +1313,7 @@ int main(void)
         cmocka_unit_test_teardown(cur_foreign_pointers, teardown_current),
         cmocka_unit_test_teardown(cur_small_blocks, teardown_current),
         cmocka_unit_test_teardown(cur_tiny_blocks, teardown_current),
+        cmocka_unit_test_teardown(cur_small_blocks_in_a_lazy_arena, teardown_current),
         cmocka_unit_test_teardown(cur_small_realloc, teardown_current),
         cmocka_unit_test_teardown(cur_pages_end_with_their_batch, teardown_current),
         cmocka_unit_test_teardown(cur_small_block_of_another_arena, teardown_current),

@@ -953,7 +953,7 @@ static void cur_tiny_blocks(void **state)
  * taken there: a write into freed memory, or a table lost). */
 static void cur_small_blocks_in_a_lazy_arena(void **state)
 {
-    alignas(16) static char buf[1024];
+    alignas(16) static char buf[8192];
     alignas(16) static unsigned char stale[4096];
     arena a;
     char *p[20];

@@ -1255,8 +1255,8 @@ static size_t family_workload(size_t fail_at, size_t fail_from, size_t *failures
                  * class's size (a shrink that could not move keeps its
                  * class) */
                 size_t size = arena_cur_size(slot[n]);
-                assert_true(size == len[n] || (paged(size) && size >= len[n] &&
-                                               (size == 8 || size % 16 == 0)));
+                assert_true(size == len[n] ||
+                            (paged(size) && size >= len[n] && (size == 8 || size % 16 == 0)));
                 assert_true(has_pattern(slot[n], len[n], n));
             }
         }

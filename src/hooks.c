@@ -258,9 +258,10 @@ struct cur_header {
 /* The largest block: no object may exceed PTRDIFF_MAX bytes, header included. */
 #define BLOCK_MAX ((size_t)PTRDIFF_MAX - CUR_HDR)
 
-/* What a block with a header takes after it: at least a byte, so that the
- * page its address lies in is mapped (page_of() reads that page's start). */
-static size_t room(size_t size) { return CUR_HDR + (size ? size : 1); }
+/* The bytes a block of `size` bytes with a header takes: at least a byte
+ * after the header, so that the page its address lies in is mapped
+ * (page_of() reads that page's start). */
+static size_t headed(size_t size) { return CUR_HDR + (size ? size : 1); }
 
 enum origin {
     FOREIGN, /* not a header of this family */
@@ -359,7 +360,7 @@ static void misused(const char *fn, const void *ptr, enum origin o)
  *
  * The test reads the first word of the page a pointer lies in, whatever the
  * pointer is: that page is mapped, since the block has a byte (a block with
- * a header is never empty: room()).  A header is live only while its page
+ * a header is never empty: headed()).  A header is live only while its page
  * is (the end of the batch, a rewind past the page and a release erase
  * every header they free: arena__pages_erase()), and its check word mixes
  * the page's address, its fields and a per-process secret (the address of a
@@ -653,7 +654,7 @@ static ARENA__NOINLINE void *cur_malloc(arena *a, size_t size)
     }
     if (size > BLOCK_MAX)
         return NULL;
-    h = a ? (char *)hook_alloc(a, room(size)) : (char *)malloc(room(size));
+    h = a ? (char *)hook_alloc(a, headed(size)) : (char *)malloc(headed(size));
     return h ? stamp(h, size, a) : NULL;
 }
 
@@ -710,7 +711,7 @@ static void mark_freed(char *h, size_t size)
 static void give_up(char *h, size_t size)
 {
     mark_freed(h, size);
-    arena__poison(h, room(size));
+    arena__poison(h, headed(size));
 }
 
 /* The page test of a pointer given to this family: the page it lies in, or
@@ -748,7 +749,7 @@ void arena_cur_free(void *ptr)
         /* Marked freed for the builds whose node does not overwrite it. */
         mark_freed(h, size);
         arena__unpoison(h, CUR_HDR);
-        hook_free(current, h, room(size));
+        hook_free(current, h, headed(size));
         return;
     case OTHER: give_up(h, size); return;
     }
@@ -760,7 +761,7 @@ static void *resize_mine(char *h, size_t old_size, size_t size)
 {
     char *q;
     arena__unpoison(h, CUR_HDR);
-    q = (char *)hook_resize(current, h, room(old_size), room(size));
+    q = (char *)hook_resize(current, h, headed(old_size), headed(size));
     if (!q) {
         arena__poison(h, CUR_HDR);
         return NULL;
@@ -772,7 +773,7 @@ static void *resize_mine(char *h, size_t old_size, size_t size)
  * bytes long); NULL on out-of-memory. */
 static void *heap_copy(const char *src, size_t have, size_t size)
 {
-    char *q = (char *)malloc(room(size));
+    char *q = (char *)malloc(headed(size));
     if (!q)
         return NULL;
     memcpy(q + CUR_HDR, src, have < size ? have : size);
@@ -834,7 +835,7 @@ void *arena_cur_realloc(void *ptr, size_t size)
         if (size > BLOCK_MAX)
             return NULL;
         arena__unpoison(h, CUR_HDR);
-        q = (char *)realloc(h, room(size));
+        q = (char *)realloc(h, headed(size));
         if (!q) {
             arena__poison(h, CUR_HDR);
             return NULL;

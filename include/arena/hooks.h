@@ -213,8 +213,9 @@ ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_cur_calloc(size_t count, si
  *     current) is copied to the C heap, the one place whose blocks outlive
  *     every batch, so that it cannot dangle; its arena is never touched.  The
  *     copy is an ordinary heap block: arena_cur_free frees it.
- * size 0 returns a block of no bytes (not NULL, and ptr is not freed): the
- * BSD and musl behaviour rather than glibc's.  NULL on out-of-memory or
+ * size 0 returns a block of no bytes, not NULL: the BSD and musl behaviour
+ * rather than glibc's (which frees ptr and returns NULL); as for any size,
+ * ptr is dead if the result is another block.  NULL on out-of-memory or
  * overflow, with the block unchanged.
  * Misuse: a pointer that is not from this family, or whose header was
  * overwritten, is reported (ARENA_ERR_FOREIGN_POINTER) when the header shows

@@ -919,9 +919,11 @@ static void unopen(arena *a, bool spare, uint32_t last)
 /* `p` rounded up to `align` (a power of two), by pointer arithmetic. */
 static char *align_ptr(char *p, size_t align) { return p + arena__pad((uintptr_t)p, align); }
 
-/* Places `size` (> 0) bytes at `align` (a power of two).  Stores the chunk
- * index in *chunk.  NULL (arena unchanged) on failure. */
-static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
+/* Places `size` (> 0) bytes at `align` (a power of two), counted in
+ * arena_size() when `stored` (the family's pages are not: their blocks
+ * count as they are handed out).  Stores the chunk index in *chunk.  NULL
+ * (arena unchanged) on failure. */
+static char *place_as(arena *a, size_t size, size_t align, uint32_t *chunk, bool stored)
 {
     char *pos;
     size_t worst, need;
@@ -1005,11 +1007,19 @@ static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
     *chunk = i;
 
 placed:
-    a->size += size;
-    arena__note_stored(a);
+    if (stored) {
+        a->size += size;
+        arena__note_stored(a);
+    }
     published(a);
     arena__value_placed(a, &a->chunks[*chunk], p, size);
     return p;
+}
+
+/* A value of `size` (> 0) bytes at `align`: place_as() counting it. */
+static char *place(arena *a, size_t size, size_t align, uint32_t *chunk)
+{
+    return place_as(a, size, align, chunk, true);
 }
 
 void *arena__zero_size_value(size_t align)
@@ -1036,24 +1046,14 @@ void *arena__alloc_slow(arena *a, size_t size, size_t align)
 
 char *arena__alloc_pages(arena *a, size_t n)
 {
-    struct arena__counts *k = &arena__cold(a)->counts;
-    size_t peak, peak_batch;
     uint32_t chunk;
     char *p;
     if (lazy_full(a, n, ARENA__PAGE))
         return NULL;
     sync(a);
-    peak = k->peak_stored;
-    peak_batch = k->peak_stored_batch;
     arena__cold(a)->flags |= ARENA__QUIET;
-    p = place(a, n, ARENA__PAGE, &chunk);
+    p = place_as(a, n, ARENA__PAGE, &chunk, false);
     arena__cold(a)->flags &= ~(uint32_t)ARENA__QUIET;
-    if (p) { /* the blocks carved from the pages count, as they are handed out */
-        a->size -= n;
-        k->peak_stored = peak;
-        k->peak_stored_batch = peak_batch;
-        published(a);
-    }
     return p;
 }
 

@@ -301,7 +301,6 @@ ARENA__NO_ASAN static void read_header(const char *h, struct cur_header *to)
 ARENA__NO_ASAN static enum origin inspect(const char *h, size_t *size)
 {
     struct cur_header copy;
-    const struct cur_header *hd = &copy;
     uintptr_t owner;
     const uintptr_t clobbered = (uintptr_t)UINT64_C(0x0101010101010101) * ARENA__CLOBBER;
     unsigned char vbits[sizeof copy];
@@ -315,20 +314,20 @@ ARENA__NO_ASAN static enum origin inspect(const char *h, size_t *size)
     } else {
         read_header(h, &copy);
     }
-    owner = hd->key ^ hd->size ^ KEY_MIX;
+    owner = copy.key ^ copy.size ^ KEY_MIX;
 
     /* The checked build clobbers a freed block whole, header included. */
-    if (ARENA_CHECKED && hd->key == clobbered && hd->size == (size_t)clobbered)
+    if (ARENA_CHECKED && copy.key == clobbered && copy.size == (size_t)clobbered)
         return FREED;
 #if ARENA_CHECKED
-    if (hd->check != (hd->key ^ CHECK_MIX))
+    if (copy.check != (copy.key ^ CHECK_MIX))
         return FOREIGN;
 #endif
     if ((owner & OWNER_MASK) == ARENA__FREED_OWNER)
         return FREED;
-    if ((owner & OWNER_MASK) != 0 || hd->size > BLOCK_MAX)
+    if ((owner & OWNER_MASK) != 0 || copy.size > BLOCK_MAX)
         return FOREIGN;
-    *size = hd->size;
+    *size = copy.size;
     if (owner == 0)
         return HEAP;
     return owner == (uintptr_t)current ? MINE : OTHER;
@@ -554,43 +553,55 @@ static void *hand_out(arena *a, char *b, size_t block)
     return b;
 }
 
-/* A block of `size` (<= ARENA__PAGE_BLOCK_MAX) bytes from a page of `a`,
- * every case (arena_cur_malloc() takes the common ones inline); NULL when
- * the arena has no table or cannot store a page. */
-static void *page_alloc(arena *a, size_t size)
+/* A block of class `c` (its list `k`) handed out: the head of its free list,
+ * or the next of its page; NULL when the list's head does not decode
+ * (overwritten) or the class has no list and its page is used up. */
+static void *take(arena *a, struct arena__page_class *k, unsigned c)
 {
-    struct arena__pages *pg = arena__pages_of(a);
-    unsigned c = class_of(size);
     size_t block = class_block(c);
-    struct arena__page_class *k;
     char *b;
-
-    if (!pg)
-        return NULL;
-    k = &pg->cls[c];
     if (k->free) {
         b = pop(k, block);
-        if (!b) {
-            arena__report(ARENA_ERR_CORRUPT,
-                          "arena_cur_malloc: arena %p: the free block at %p was overwritten (a "
-                          "write after free)",
-                          (void *)a, (void *)k->free);
-            k->free = NULL;
-            return page_alloc(a, size);
-        }
+        if (ARENA__UNLIKELY(b == NULL))
+            return NULL;
         arena__cold(a)->counts.reused += block;
         return hand_out(a, b, block);
+    }
+    if (k->next == k->end)
+        return NULL;
+    b = k->next;
+    k->next += block;
+    return hand_out(a, b, block);
+}
+
+/* Makes class `c` of `a`'s pages able to hand out a block, where take()
+ * found none: the lists made valid, an overwritten list reported and
+ * dropped, a page carved when the class's is used up.  False when the arena
+ * keeps no table or cannot store a page. */
+static ARENA__NOINLINE bool page_ready(arena *a, unsigned c)
+{
+    struct arena__pages *pg = arena__pages_of(a);
+    size_t block = class_block(c);
+    struct arena__page_class *k;
+
+    if (!pg)
+        return false;
+    k = &pg->cls[c];
+    if (k->free) { /* take() could not decode its head */
+        arena__report(ARENA_ERR_CORRUPT,
+                      "arena_cur_malloc: arena %p: the free block at %p was overwritten (a "
+                      "write after free)",
+                      (void *)a, (void *)k->free);
+        k->free = NULL;
     }
     if (k->next == k->end) {
         char *page = carve(a, pg, c);
         if (!page)
-            return NULL;
+            return false;
         k->next = page + first_block(block);
         k->end = k->next + (ARENA__PAGE - first_block(block)) / block * block;
     }
-    b = k->next;
-    k->next += block;
-    return hand_out(a, b, block);
+    return true;
 }
 
 /* Whether `p` is the start of a block of the page at `page` whose blocks
@@ -639,19 +650,11 @@ static void page_free(arena *a, char *b, size_t block)
 
 /* ---- The global family ------------------------------------------------------------------- */
 
-/* arena_cur_malloc() but for its common cases. */
+/* arena_cur_malloc() of a block with a header: from the arena `a`, or the
+ * heap when it is NULL. */
 static ARENA__NOINLINE void *cur_malloc(arena *a, size_t size)
 {
     char *h;
-    /* An arena that only the inline paths have touched (arena_init_buffer()
-     * without a backing) has not written its bookkeeping, where the pages'
-     * state would be: it keeps no table anyway (a fixed-size arena), and its
-     * blocks take headers, through the library. */
-    if (a && !a->lazy && size <= ARENA__PAGE_BLOCK_MAX && paging()) {
-        void *p = page_alloc(a, size);
-        if (p)
-            return p;
-    }
     if (size > BLOCK_MAX)
         return NULL;
     h = a ? (char *)hook_alloc(a, headed(size)) : (char *)malloc(headed(size));
@@ -661,22 +664,19 @@ static ARENA__NOINLINE void *cur_malloc(arena *a, size_t size)
 void *arena_cur_malloc(size_t size)
 {
     arena *a = current;
-    struct arena__pages *pg;
-    if (a && size <= ARENA__PAGE_BLOCK_MAX && paging() && (pg = arena__pages_live(a)) != NULL) {
+    if (a && size <= ARENA__PAGE_BLOCK_MAX && paging()) {
         unsigned c = class_of(size);
-        struct arena__page_class *k = &pg->cls[c];
-        char *b;
-        if (k->free) {
-            b = pop(k, class_block(c));
-            if (ARENA__LIKELY(b != NULL)) {
-                arena__cold(a)->counts.reused += class_block(c);
-                return hand_out(a, b, class_block(c));
-            }
-        } else if (k->next != k->end) {
-            b = k->next;
-            k->next += class_block(c);
-            return hand_out(a, b, class_block(c));
-        }
+        /* After page_ready(), take() hands out a block.  An arena that only
+         * the inline paths have touched (arena_init_buffer() without a
+         * backing: lazy) has not written its bookkeeping, where the pages'
+         * state would be: it keeps no table anyway (a fixed-size arena), and
+         * its blocks take headers. */
+        do {
+            struct arena__pages *pg = arena__pages_live(a);
+            void *p;
+            if (pg && (p = take(a, &pg->cls[c], c)) != NULL)
+                return p;
+        } while (!a->lazy && page_ready(a, c));
     }
     return cur_malloc(a, size);
 }

@@ -186,7 +186,6 @@ struct out {
  * byte made the report of ten thousand arenas several times slower there.
  * So the writer stages its bytes in a block of its own, uninstrumented, and
  * copies them to the buffer a block at a time. */
-#define NO_TSAN ARENA__NO_TSAN
 
 /* Copies the staged bytes into what is left of the buffer (the rest
  * counted, not written). */
@@ -200,7 +199,7 @@ static void flush(struct out *o)
     o->k = 0;
 }
 
-static NO_TSAN void put_bytes(struct out *o, const char *s, size_t k)
+static ARENA__NO_TSAN void put_bytes(struct out *o, const char *s, size_t k)
 {
     size_t i;
     for (i = 0; i < k; i++) {
@@ -210,7 +209,7 @@ static NO_TSAN void put_bytes(struct out *o, const char *s, size_t k)
     }
 }
 
-static NO_TSAN void put(struct out *o, const char *s)
+static ARENA__NO_TSAN void put(struct out *o, const char *s)
 {
     for (; *s; s++) {
         if (o->k == sizeof o->stage)
@@ -220,7 +219,7 @@ static NO_TSAN void put(struct out *o, const char *s)
 }
 
 /* `k` spaces. */
-static NO_TSAN void put_spaces(struct out *o, size_t k)
+static ARENA__NO_TSAN void put_spaces(struct out *o, size_t k)
 {
     static const char spaces[] = "                                ";
     while (k) {
@@ -232,7 +231,7 @@ static NO_TSAN void put_spaces(struct out *o, size_t k)
 
 /* `s` in a column of `width` bytes: cut to it, and padded on the right
  * (`left`) or on the left. */
-static NO_TSAN void put_column(struct out *o, const char *s, size_t width, bool left)
+static ARENA__NO_TSAN void put_column(struct out *o, const char *s, size_t width, bool left)
 {
     size_t k = strnlen(s, width);
     if (!left)
@@ -243,7 +242,7 @@ static NO_TSAN void put_column(struct out *o, const char *s, size_t width, bool 
 }
 
 /* `v` in decimal, right-aligned in `width` bytes (0: as long as it is). */
-static NO_TSAN void put_number(struct out *o, uint64_t v, size_t width)
+static ARENA__NO_TSAN void put_number(struct out *o, uint64_t v, size_t width)
 {
     char digits[24];
     size_t i = sizeof digits;
@@ -342,7 +341,7 @@ static void read_node(const struct arena__node *n, struct figures *f)
 
 /* A column of figures: a space, then `v` right-aligned in `width` bytes, or
  * "-" where the figure is not known (a pool's counts) or none (no limit). */
-static NO_TSAN void put_cell(struct out *o, bool known, uint64_t v, size_t width)
+static ARENA__NO_TSAN void put_cell(struct out *o, bool known, uint64_t v, size_t width)
 {
     put(o, " ");
     if (known)

@@ -549,6 +549,52 @@ static void test_checked_clobber_and_sentinels(void **state)
     arena_release(&a);
     arena_set_error_handler(NULL, NULL);
 }
+
+/* A stray write of one byte into expired memory is reported by the next
+ * arena_check(), wherever the byte lies: at each offset of three 64-byte
+ * blocks (the walk tests a block at a time), from an aligned and from an
+ * unaligned value's end. */
+static void test_checked_stray_write_anywhere(void **state)
+{
+    arena a;
+    unsigned char *dead;
+    size_t off, errors = 0;
+    (void)state;
+    if (test_on_valgrind())
+        return; /* memcheck reports these writes itself */
+    record_errors();
+    arena_init(&a, 4096);
+    dead = (unsigned char *)arena_alloc(&a, 1024);
+    assert_non_null(dead);
+    if (arena_guarded(&a)) { /* dead memory faults: guard_death.c reads it */
+        arena_release(&a);
+        return;
+    }
+    arena_reset(&a);
+    assert_true(arena_check(&a));
+    for (off = 0; off < 3 * 64; off++) {
+        unsigned char *p = dead + 256 + off;
+        assert_int_equal(*p, 0xDD); /* library-test peek at dead memory */
+        *p = 0x5A;
+        assert_false(arena_check(&a));
+        assert_int_equal(recorded_errors.count, ++errors);
+        assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
+        *p = 0xDD;
+        assert_true(arena_check(&a));
+    }
+    /* The same after a value of an odd size: its guard ends mid-granule. */
+    assert_non_null(arena_alloc(&a, 13));
+    for (off = 0; off < 3 * 64; off++) {
+        unsigned char *p = dead + 512 + off;
+        *p = 0x5A;
+        assert_false(arena_check(&a));
+        assert_int_equal(recorded_errors.count, ++errors);
+        *p = 0xDD;
+        assert_true(arena_check(&a));
+    }
+    assert_int_equal(recorded_errors.count, errors);
+    arena_release(&a);
+}
 #endif
 
 int main(void)
@@ -573,6 +619,7 @@ int main(void)
 #endif
 #if ARENA_CHECKED && !TEST_ASAN
         cmocka_unit_test(test_checked_clobber_and_sentinels),
+        cmocka_unit_test(test_checked_stray_write_anywhere),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
  */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <arena/arena.h>
@@ -245,6 +246,151 @@ static void oversized_blocks_are_reused(void **state)
     } else { /* exact sizes, first fit (see lua_hook_churn_is_flat) */
         assert_true(arena_retained(&a) <= 2 * retained);
     }
+    release_tb(&a);
+}
+
+/* A value that grows by appends (a string built in a loop, a buffer grown a
+ * little at a time), its older copies freed a few steps later (a
+ * collector's delay): each size is asked for once, so the blocks it leaves
+ * behind fit no later request of their own class.  Adjacent free blocks are
+ * merged before the arena takes a new chunk, and the grown value is placed
+ * in them: what the arena holds follows what is live, not the sum of every
+ * size the value went through. */
+static void growing_value_reuses_what_it_left(void **state)
+{
+    enum { KEEP = 8, STEPS = 4000, TOP = 2000 };
+    static struct {
+        char *p;
+        size_t n;
+    } ring[KEEP];
+    arena a;
+    size_t i, n = 0, live = 0, most_live = 0, total = 0;
+    (void)state;
+
+    init_tb(&a, 16384);
+    memset(ring, 0, sizeof ring);
+    for (i = 0; i < STEPS; i++) {
+        size_t k = i % KEEP;
+        char *p;
+        /* 13 bytes more each step up to TOP, then TOP plus the digits of i */
+        n = n + 13 < TOP ? n + 13 : TOP + 25 + (i % 7);
+        if (ring[k].p) {
+            assert_true(has_pattern(ring[k].p, ring[k].n, ring[k].n));
+            assert_null(arena_hook_lua(&a, ring[k].p, ring[k].n, 0));
+            live -= ring[k].n;
+        }
+        p = (char *)arena_hook_lua(&a, NULL, 4, n);
+        assert_non_null(p);
+        fill_pattern(p, n, n);
+        ring[k].p = p;
+        ring[k].n = n;
+        live += n;
+        total += n;
+        if (live > most_live)
+            most_live = live;
+        assert_int_equal(arena_size(&a), live);
+    }
+    print_message("growing value: %zu bytes allocated, at most %zu live, %zu retained\n", total,
+                  most_live, arena_retained(&a));
+    assert_true(arena_retained(&a) <= 4 * most_live + 2 * 16384);
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
+/* A backing whose chunks lie side by side: blocks of 4 KiB and more are cut
+ * one after the other from one region (the arena's bookkeeping, smaller,
+ * comes from malloc), so the last byte of one chunk is followed by the
+ * first of the next. */
+static struct {
+    _Alignas(64) char region[1 << 18];
+    size_t used;
+    char *bases[16];
+    size_t nbases;
+} side;
+
+static void *side_alloc(void *ctx, size_t size)
+{
+    char *p;
+    (void)ctx;
+    if (size < 4096)
+        return malloc(size);
+    if (size > sizeof side.region - side.used || side.nbases == 16)
+        return NULL;
+    p = side.region + side.used;
+    side.used += (size + 63) & ~(size_t)63;
+    side.bases[side.nbases++] = p;
+    return p;
+}
+
+static void side_free(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    if (size < 4096)
+        free(ptr);
+}
+
+/* Blocks merge within a chunk, never across the end of one into the next,
+ * however close the backing put them. */
+static void merge_stays_in_its_chunk(void **state)
+{
+    arena_allocator al = {side_alloc, side_free, NULL};
+    arena a;
+    char *v[200], *p;
+    size_t n = 0, i, k;
+    (void)state;
+
+    memset(&side, 0, sizeof side);
+    arena_init_with(&a, 4096, &al);
+    /* Two chunks full of 64-byte values, and a third begun. */
+    while (side.nbases < 3) {
+        assert_true(n < 200);
+        v[n] = (char *)arena_hook_lua(&a, NULL, 0, 64);
+        assert_non_null(v[n]);
+        n++;
+    }
+    /* All but the last value given back: more than MERGE_MIN blocks. */
+    for (i = 0; i + 1 < n; i++)
+        assert_null(arena_hook_lua(&a, v[i], 64, 0));
+    /* A value larger than a chunk's blocks together, once the third chunk
+     * cannot hold it: it must not lie across the end of a chunk. */
+    for (k = 0; k < 3; k++) {
+        p = (char *)arena_alloc_reuse(&a, 3 * 4096 / 2);
+        assert_non_null(p);
+        for (i = 1; i < side.nbases; i++)
+            assert_false((uintptr_t)p < (uintptr_t)side.bases[i] &&
+                         (uintptr_t)p + 3 * 4096 / 2 > (uintptr_t)side.bases[i]);
+    }
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
+/* A plain build cannot see a block given back twice through the Lua hook
+ * (it keeps no header), and its list then loops: the merge reports the list
+ * (ARENA_ERR_CORRUPT), leaves its blocks unused, and the arena goes on. */
+static void merge_reports_a_looping_list(void **state)
+{
+    arena a;
+    char *v[40], *p;
+    size_t i;
+    (void)state;
+    if (!test_packed())
+        return; /* instrumented builds report the second free itself (double_free_reported) */
+    init_tb(&a, 4096);
+    record_errors();
+    for (i = 0; i < 40; i++)
+        assert_non_null(v[i] = (char *)arena_hook_lua(&a, NULL, 0, 64));
+    assert_non_null(arena_alloc(&a, 8)); /* none of them is the most recent */
+    for (i = 0; i < 40; i++)
+        assert_null(arena_hook_lua(&a, v[i], 64, 0));
+    assert_null(arena_hook_lua(&a, v[7], 64, 0)); /* the second time */
+    assert_int_equal(recorded_errors.count, 0);
+    p = (char *)arena_alloc_reuse(&a, 3000); /* too large for the chunk's room: a merge */
+    assert_non_null(p);
+    assert_int_equal(recorded_errors.count, 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
+    memset(p, 1, 3000);
+    arena_reset(&a);
+    assert_non_null(arena_hook_lua(&a, NULL, 0, 64));
     release_tb(&a);
 }
 
@@ -530,6 +676,9 @@ int main(void)
         cmocka_unit_test(buffer_arena_release_frees_the_table),
         cmocka_unit_test(lua_hook_churn_is_flat),
         cmocka_unit_test(cur_family_print_loop_is_flat),
+        cmocka_unit_test(growing_value_reuses_what_it_left),
+        cmocka_unit_test(merge_stays_in_its_chunk),
+        cmocka_unit_test(merge_reports_a_looping_list),
         cmocka_unit_test(large_block_serves_small_values),
         cmocka_unit_test(oversized_blocks_are_reused),
         cmocka_unit_test(reset_forgets_free_blocks),

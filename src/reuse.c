@@ -527,6 +527,21 @@ static bool gather(arena *a, struct arena__reuse *t, unsigned c, size_t bound, c
     return true;
 }
 
+/* [*lo, *hi): the chunk in use that holds the address `at`; empty if none. */
+static void chunk_around(const arena *a, uintptr_t at, uintptr_t *lo, uintptr_t *hi)
+{
+    uint32_t i;
+    *lo = *hi = 0;
+    for (i = 0; i < a->nused; i++) {
+        uintptr_t base = (uintptr_t)a->chunks[i].base;
+        if (at - base < a->chunks[i].cap) {
+            *lo = base;
+            *hi = base + a->chunks[i].cap;
+            return;
+        }
+    }
+}
+
 /* Files [s, s + len) after a merge. */
 static void refile(struct arena__reuse *t, char *s, size_t len)
 {
@@ -566,22 +581,13 @@ bool arena__reuse_merge(arena *a)
             run_len += (size_t)(at - end) + r.len;
             end = at + r.len;
         } else {
-            uint32_t i;
             if (run) {
                 refile(t, run, run_len);
                 kept++;
                 run = NULL;
             }
-            if (at < lo || at >= hi) {
-                for (i = 0, lo = hi = 0; i < a->nused; i++) {
-                    uintptr_t base = (uintptr_t)a->chunks[i].base;
-                    if (at - base < a->chunks[i].cap) {
-                        lo = base;
-                        hi = base + a->chunks[i].cap;
-                        break;
-                    }
-                }
-            }
+            if (at < lo || at >= hi)
+                chunk_around(a, at, &lo, &hi);
             if (at < lo || at >= hi || r.len > hi - at) { /* in no chunk in use */
                 corrupt(a, s);
             } else {

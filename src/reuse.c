@@ -37,7 +37,9 @@
  * merged first (arena__reuse_merge()): every block is linked into one list,
  * sorted by address (a merge sort of the list in place: no memory), and
  * blocks that lie side by side in one chunk become one, filed again by its
- * length.  A merge runs only once as many blocks were filed since the last
+ * length.  Side by side: touching in a plain build; in an instrumented one,
+ * apart by less than the smallest value takes (the padding before an
+ * aligned header).  A merge runs only once as many blocks were filed since the last
  * one as it left (and MERGE_MIN at least), so its O(n log n) is paid for by
  * as many filings.  A list that does not decode, loops (a block freed twice
  * in a plain build), or names a block outside the chunks in use is reported
@@ -558,11 +560,12 @@ bool arena__reuse_merge(arena *a)
     uintptr_t end = 0;        /* where the run ends */
     size_t bound, run_len = 0, kept = 0;
     /* The bytes between two blocks that the run may take in: fewer than
-     * the smallest value takes with its header and guard (instrumented
-     * builds), so they hold none, only the padding before an aligned one;
+     * the smallest value takes with its header and guard in an
+     * instrumented build (a value shrunk to nothing: its header and one
+     * granule), so they hold none, only the padding before an aligned one;
      * none in a plain build, where a value of one byte at alignment 1 may
      * lie between two blocks. */
-    const uintptr_t gap = arena__instrumented() ? arena__hdr() + 2 * ARENA__GRANULE - 1 : 0;
+    const uintptr_t gap = arena__instrumented() ? arena__hdr() + ARENA__GRANULE - 1 : 0;
     unsigned c;
 
     if (!live(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged)

@@ -235,8 +235,9 @@ static unsigned char model_scratch[3 * 65536 + 64];
 #define MCHECK(m, cond)                                                                            \
   do {                                                                                             \
     if (!(cond))                                                                                   \
-      TEST_FAIL("model check failed: %s (seed %llu, step %zu, op %s)", #cond,                      \
-                (unsigned long long)(m)->seed, (m)->step, (m)->op ? (m)->op : "-");                \
+      TEST_FAIL("model check failed: %s (seed %llu, step %zu, op %s) [%s]", #cond,                 \
+                (unsigned long long)(m)->seed, (m)->step, (m)->op ? (m)->op : "-",                 \
+                recorded_errors.message);                                                          \
   } while (0)
 
 static uint64_t model_rand(model *m)

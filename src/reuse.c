@@ -39,7 +39,11 @@
  * blocks that lie side by side in one chunk become one, filed again by its
  * length.  Side by side: touching in a plain build; in an instrumented one,
  * apart by less than the smallest value takes (the padding before an
- * aligned header).  A merge runs only once as many blocks were filed since the last
+ * aligned header).  An instrumented arena does not merge while a mark is
+ * live: its rewind verifies and closes from the mark's position on, which
+ * must not lie inside a block that joins values placed before the mark to
+ * values placed after it.  (A plain build's rewind reads nothing there, and
+ * what was placed after the mark dies with it.)  A merge runs only once as many blocks were filed since the last
  * one as it left (and MERGE_MIN at least), so its O(n log n) is paid for by
  * as many filings.  A list that does not decode, loops (a block freed twice
  * in a plain build), or names a block outside the chunks in use is reported
@@ -568,7 +572,8 @@ bool arena__reuse_merge(arena *a)
     const uintptr_t gap = arena__instrumented() ? arena__hdr() + ARENA__GRANULE - 1 : 0;
     unsigned c;
 
-    if (!live(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged)
+    if (!live(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged ||
+        (arena__instrumented() && a->saves > a->expired)) /* a live mark */
         return false;
     bound = most_blocks(a);
     for (c = 0; c < NCLASS; c++)

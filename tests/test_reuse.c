@@ -401,6 +401,50 @@ static void merge_keeps_values_between_blocks(void **state)
     release_tb(&a);
 }
 
+/* Blocks on either side of a live mark's position: a rewind to the mark
+ * forgets what was placed after it, and in an instrumented build it checks
+ * (and closes) from the mark's position on, where a value must begin, not
+ * lie across.  The merge leaves them apart while a mark is live there. */
+static void merge_keeps_a_mark_between_blocks(void **state)
+{
+    arena a;
+    char *v[12], *w[12], *x[16], *p;
+    arena_mark m;
+    size_t i;
+    (void)state;
+    init_tb(&a, 16384);
+    record_errors();
+    for (i = 0; i < 12; i++)
+        assert_non_null(v[i] = (char *)arena_alloc(&a, 512));
+    m = arena_save(&a);
+    for (i = 0; i < 12; i++)
+        assert_non_null(w[i] = (char *)arena_alloc(&a, 512));
+    for (i = 0; i < 16; i++)
+        assert_non_null(x[i] = (char *)arena_alloc(&a, 16));
+    assert_non_null(arena_alloc(&a, 8)); /* none of them is the most recent */
+    for (i = 0; i < 12; i++) {
+        arena_free(&a, v[i], 512);
+        arena_free(&a, w[i], 512);
+    }
+    for (i = 0; i < 16; i++)
+        arena_free(&a, x[i], 16);
+    /* Larger than a chunk: the blocks may merge first. */
+    assert_non_null(arena_alloc_reuse(&a, 20000));
+    arena_rewind(&a, m);
+    assert_int_equal(recorded_errors.count, 0);
+    assert_true(arena_check(&a));
+    /* Values where those after the mark were, up to the chunk's end: the
+     * blocks before the mark (forgotten by the rewind, not erased) must not
+     * claim their bytes. */
+    for (i = 0; i < 17; i++) {
+        assert_non_null(p = (char *)arena_alloc(&a, 512));
+        memset(p, 0x11, 512);
+    }
+    assert_true(arena_check(&a));
+    assert_int_equal(recorded_errors.count, 0);
+    release_tb(&a);
+}
+
 /* A plain build cannot see a block given back twice through the Lua hook
  * (it keeps no header), and its list then loops: the merge reports the list
  * (ARENA_ERR_CORRUPT), leaves its blocks unused, and the arena goes on. */
@@ -716,6 +760,7 @@ int main(void)
         cmocka_unit_test(growing_value_reuses_what_it_left),
         cmocka_unit_test(merge_stays_in_its_chunk),
         cmocka_unit_test(merge_keeps_values_between_blocks),
+        cmocka_unit_test(merge_keeps_a_mark_between_blocks),
         cmocka_unit_test(merge_reports_a_looping_list),
         cmocka_unit_test(large_block_serves_small_values),
         cmocka_unit_test(oversized_blocks_are_reused),

@@ -1214,7 +1214,7 @@ static void *take_block(arena *a, size_t n)
     const struct arena__chunk *c = NULL;
     size_t need, len;
     char *s, *p, *to, *end;
-    bool logged;
+    bool logged, fits;
 
     if ((a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) != ARENA__PENDING_REUSE ||
         n > SIZE_MAX / 4)
@@ -1224,7 +1224,12 @@ static void *take_block(arena *a, size_t n)
     if (logged && !arena__reuse_log_room(a))
         return NULL;
     need = block_need(n);
-    s = arena__reuse_take(a, need, !fits_current(a, need), &len);
+    fits = fits_current(a, need);
+    s = arena__reuse_take(a, need, !fits, &len);
+    /* Before the value takes a new chunk: the blocks that lie side by side,
+     * merged, may hold it. */
+    if (!s && !fits && arena__reuse_merge(a))
+        s = arena__reuse_take(a, need, true, &len);
     if (!s)
         return NULL;
     sync(a);

@@ -25,11 +25,33 @@
  * SPLIT_FROM bytes or more, only a block of SPLIT_FROM bytes or more for a
  * smaller value, which it then carves as a bump region would.
  * Blocks of middling size thus wait for values of their own size, and the
- * sizes a client churns through stay in their classes: without coalescing
- * (adjacent free blocks stay apart until the batch ends), splitting them
- * for other sizes would fragment memory that a later value of the first
- * size cannot use.  The caller files the part of a block it does not use as
- * a block of its own when it can hold one (arena.c, take_block()).
+ * sizes a client churns through stay in their classes: splitting them for
+ * other sizes would fragment memory that a later value of the first size
+ * cannot use.  The caller files the part of a block it does not use as a
+ * block of its own when it can hold one (arena.c, take_block()).
+ *
+ * Merging.  A value that grows a little at a time (a string built by
+ * appends, its older copies freed later) asks for each size once, so the
+ * blocks it leaves fit no later request of their class.  Where a reusing
+ * allocation finds no block and would take a new chunk, the lists are
+ * merged first (arena__reuse_merge()): every block is linked into one list,
+ * sorted by address (a merge sort of the list in place: no memory), and
+ * blocks that lie side by side in one chunk become one, filed again by its
+ * length, chunk by chunk in the index's order (so what the lists hand out
+ * next never depends on where the backing put the chunks: a run is
+ * repeatable, and a failure sweep meets the same calls).  An arena with
+ * more than MERGE_CHUNKS chunks in use does not merge.  Side by side: touching in a plain build; in an instrumented one,
+ * apart by less than the smallest value takes (the padding before an
+ * aligned header).  An instrumented arena does not merge while a mark is
+ * live: its rewind verifies and closes from the mark's position on, which
+ * must not lie inside a block that joins values placed before the mark to
+ * values placed after it.  (A plain build's rewind reads nothing there, and
+ * what was placed after the mark dies with it.)  A merge runs only once as many blocks were filed since the last
+ * one as it left (and MERGE_MIN at least), so its O(n log n) is paid for by
+ * as many filings.  A list that does not decode, loops (a block freed twice
+ * in a plain build), or names a block outside the chunks in use is reported
+ * as ARENA_ERR_CORRUPT, and what it holds is left unused until the batch
+ * ends, as when a take reads it.
  *
  * Nodes.  A free block starts with its node: its length and its successor,
  * the successor stored XORed with the length and a constant.  A node that
@@ -54,7 +76,8 @@
  * to expire: the rewind forgets the lists and the bytes wait for the reset.
  *
  * Costs: filing and taking a block are O(1) (a class computation, a bitmap
- * scan of four words, at most FIT_SCAN nodes read).
+ * scan of four words, at most FIT_SCAN nodes read); merging is amortized
+ * O(log n) per block filed.
  */
 #include <string.h>
 
@@ -70,6 +93,12 @@
 #define FIT_SCAN 8
 /* The smallest block a value of another class is carved from. */
 #define SPLIT_FROM ((size_t)4096)
+/* The fewest blocks filed since the last merge (or since the lists became
+ * valid) for which a merge runs. */
+#define MERGE_MIN 32
+/* The most chunks in use for which a merge runs (it keeps a list head per
+ * chunk on the stack). */
+#define MERGE_CHUNKS 256
 
 /* A placement made through reuse while a mark was live, for a rewind to
  * expire (instrumented builds: see arena__reuse_expire()). */
@@ -91,6 +120,8 @@ struct arena__reuse {
     struct arena__pages pages;
     uint64_t map[MAP_WORDS];
     char *head[NCLASS];
+    size_t filed;  /* blocks filed since the last merge, or since revive() */
+    size_t merged; /* blocks the last merge left filed */
     size_t nlog, caplog;
     struct placement log[]; /* caplog entries: LOG_CAP when instrumented, else none */
 };
@@ -260,6 +291,7 @@ static void revive(arena *a, struct arena__reuse *t)
     memset(t->map, 0, sizeof t->map);
     memset(&t->pages, 0, sizeof t->pages);
     t->pages.newest = newest;
+    t->filed = t->merged = 0;
     a->pending |= ARENA__PENDING_REUSE;
 }
 
@@ -299,6 +331,7 @@ bool arena__reuse_file(arena *a, char *s, size_t len)
         revive(a, t);
     node_store(s, len, listed(t, c) ? t->head[c] : NULL);
     set_head(t, c, s);
+    t->filed++;
     return true;
 }
 
@@ -377,6 +410,250 @@ char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
         len);
 }
 
+/* ---- Merging ---------------------------------------------------------------------------- */
+
+/* While a merge runs, each block starts with a plain link to the next and
+ * its length (the blocks are at least node_bytes() >= 16 long); every block
+ * gets its node again before the merge returns. */
+struct raw {
+    char *next;
+    size_t len;
+};
+
+ARENA__NO_ASAN static struct raw raw_load(const char *s)
+{
+    struct raw r;
+    if (ARENA__VALGRIND)
+        VALGRIND_MAKE_MEM_DEFINED(s, sizeof r);
+    r = *(const struct raw *)(const void *)s;
+    if (ARENA__VALGRIND)
+        VALGRIND_MAKE_MEM_NOACCESS(s, sizeof r);
+    return r;
+}
+
+ARENA__NO_ASAN static void raw_store(char *s, char *next, size_t len)
+{
+    struct raw *r = (struct raw *)(void *)s;
+    if (ARENA__VALGRIND)
+        VALGRIND_MAKE_MEM_UNDEFINED(s, sizeof *r);
+    r->next = next;
+    r->len = len;
+    if (ARENA__VALGRIND)
+        VALGRIND_MAKE_MEM_NOACCESS(s, sizeof *r);
+}
+
+static void raw_link(char *s, char *next) { raw_store(s, next, raw_load(s).len); }
+
+/* Two lists sorted by address, as one. */
+static char *raw_merge(char *x, char *y)
+{
+    char *head = NULL, *tail = NULL, *pick;
+    while (x && y) {
+        if ((uintptr_t)x < (uintptr_t)y) {
+            pick = x;
+            x = raw_load(x).next;
+        } else {
+            pick = y;
+            y = raw_load(y).next;
+        }
+        if (tail)
+            raw_link(tail, pick);
+        else
+            head = pick;
+        tail = pick;
+    }
+    if (tail)
+        raw_link(tail, x ? x : y);
+    else
+        head = x ? x : y;
+    return head;
+}
+
+/* The list sorted by address: bottom-up, bins[k] holding a sorted run of
+ * 2^k blocks. */
+static char *raw_sort(char *list)
+{
+    char *bins[64] = {NULL}, *s;
+    unsigned k;
+    while (list) {
+        s = list;
+        list = raw_load(s).next;
+        raw_link(s, NULL);
+        for (k = 0; k < 63 && bins[k]; k++) {
+            s = raw_merge(bins[k], s);
+            bins[k] = NULL;
+        }
+        bins[k] = raw_merge(bins[k], s);
+    }
+    for (s = NULL, k = 0; k < 64; k++)
+        s = raw_merge(bins[k], s);
+    return s;
+}
+
+/* The node of a block merged into the one before it becomes free bytes like
+ * the rest: clobbered in the checked build (whose walks verify a free
+ * block's bytes after its node), and a node still elsewhere, so that a free
+ * of the value that was there again decodes as one (hooks.c). */
+ARENA__NO_ASAN static void node_absorbed(char *s, size_t len)
+{
+    if (ARENA_CHECKED) {
+        arena__open(s, node_bytes());
+        memset(s, ARENA__CLOBBER, node_bytes());
+        arena__close(s, node_bytes());
+    } else {
+        node_store(s, len, NULL);
+    }
+}
+
+/* The bytes that the chunks in use could hold as blocks: more than any
+ * sound list holds. */
+static size_t most_blocks(const arena *a)
+{
+    size_t n = 0;
+    uint32_t i;
+    for (i = 0; i < a->nused; i++)
+        n += a->chunks[i].cap / arena__reuse_min() + 1;
+    return n;
+}
+
+/* Links class c's blocks into `*list` (raw); false, with the class emptied
+ * and reported, when its list does not decode or has more blocks than the
+ * chunks could hold (a loop). */
+static bool gather(arena *a, struct arena__reuse *t, unsigned c, size_t bound, char **list)
+{
+    char *s, *next;
+    size_t len, n = 0;
+    for (s = t->head[c]; s; s = next) {
+        if (!node_load(s, &len, &next) || ++n > bound) {
+            corrupt(a, s);
+            set_head(t, c, NULL);
+            return false;
+        }
+    }
+    for (s = t->head[c]; s; s = next) {
+        (void)node_load(s, &len, &next);
+        raw_store(s, *list, len);
+        *list = s;
+    }
+    set_head(t, c, NULL);
+    return true;
+}
+
+/* The index of the chunk in use that holds the address `at`, or nused. */
+static uint32_t chunk_holding(const arena *a, uintptr_t at)
+{
+    uint32_t i;
+    for (i = 0; i < a->nused; i++)
+        if (at - (uintptr_t)a->chunks[i].base < a->chunks[i].cap)
+            break;
+    return i;
+}
+
+/* Files [s, s + len) after a merge. */
+static void refile(struct arena__reuse *t, char *s, size_t len)
+{
+    unsigned c = class_of(len);
+    node_store(s, len, listed(t, c) ? t->head[c] : NULL);
+    set_head(t, c, s);
+}
+
+/* Merges and files again the blocks of `list` (sorted by address, all in
+ * the chunk [lo, hi)); returns how many blocks it filed. */
+static size_t merge_chunk(arena *a, struct arena__reuse *t, char *list, uintptr_t hi)
+{
+    /* The bytes between two blocks that a run may take in: fewer than the
+     * smallest value takes with its header and guard in an instrumented
+     * build (a value shrunk to nothing: its header and one granule), so
+     * they hold none, only the padding before an aligned one; none in a
+     * plain build, where a value of one byte at alignment 1 may lie between
+     * two blocks. */
+    const uintptr_t gap = arena__instrumented() ? arena__hdr() + ARENA__GRANULE - 1 : 0;
+    char *s, *run = NULL;
+    uintptr_t end = 0; /* where the run ends */
+    size_t run_len = 0, kept = 0;
+
+    for (s = list; s;) {
+        struct raw r = raw_load(s);
+        uintptr_t at = (uintptr_t)s;
+        if (at < end || r.len > hi - at) { /* overlaps the run (a block filed twice), or the
+                                              chunk's end */
+            corrupt(a, s);
+        } else if (run && at - end <= gap) {
+            node_absorbed(s, r.len);
+            run_len += (size_t)(at - end) + r.len;
+            end = at + r.len;
+        } else {
+            if (run) {
+                refile(t, run, run_len);
+                kept++;
+            }
+            run = s;
+            run_len = r.len;
+            end = at + r.len;
+        }
+        s = r.next;
+    }
+    if (run) {
+        refile(t, run, run_len);
+        kept++;
+    }
+    return kept;
+}
+
+bool arena__reuse_merge(arena *a)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    char *group[MERGE_CHUNKS], *tail = NULL, *s, *next;
+    uint32_t i = 0, nused = a->nused;
+    uintptr_t lo = 0, hi = 0; /* the chunk of the group being read */
+    size_t bound, kept = 0;
+    unsigned c;
+    char *list = NULL;
+
+    if (!live(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged || nused > MERGE_CHUNKS ||
+        (arena__instrumented() && a->saves > a->expired)) /* a live mark */
+        return false;
+    bound = most_blocks(a);
+    for (c = 0; c < NCLASS; c++)
+        if (listed(t, c))
+            (void)gather(a, t, c, bound, &list);
+    /* Sorted by address, the blocks of one chunk stand together: each run
+     * of them becomes its chunk's group. */
+    memset(group, 0, sizeof group);
+    for (s = raw_sort(list); s; s = next) {
+        uintptr_t at = (uintptr_t)s;
+        next = raw_load(s).next;
+        if (at < lo || at >= hi) {
+            if (tail)
+                raw_link(tail, NULL);
+            tail = NULL;
+            i = chunk_holding(a, at);
+            if (i == nused) { /* in no chunk in use */
+                lo = hi = 0;
+                corrupt(a, s);
+                continue;
+            }
+            lo = (uintptr_t)a->chunks[i].base;
+            hi = lo + a->chunks[i].cap;
+            group[i] = s;
+        } else {
+            raw_link(tail, s);
+        }
+        tail = s;
+    }
+    if (tail)
+        raw_link(tail, NULL);
+    /* Filed again chunk by chunk, in the index's order: what the lists hand
+     * out next follows the batch's own history, never where the backing
+     * put the chunks. */
+    for (i = 0; i < nused; i++)
+        if (group[i])
+            kept += merge_chunk(a, t, group[i], (uintptr_t)a->chunks[i].base + a->chunks[i].cap);
+    t->filed = 0;
+    t->merged = kept;
+    return true;
+}
+
 /* The adapters' fast path (a plain build: no tool to tell, nodes as
  * `struct node`), one call each way. */
 char *arena__reuse_pop(arena *a, size_t len)
@@ -412,6 +689,7 @@ void arena__reuse_push(arena *a, char *s, size_t len)
     nd->len = len;
     nd->link = encode(next, len);
     set_head(t, c, s);
+    t->filed++;
 }
 
 /* ---- Rewinds in instrumented builds ---------------------------------------------------- */

@@ -36,6 +36,11 @@ ARENA__HIDDEN size_t arena__reuse_round(size_t n);
 /* A filed block of at least `need` bytes, unlinked (its length in *len), or
  * NULL; one of a larger class, to be split, only if `carve`. */
 ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len);
+/* Merges the filed blocks that lie side by side in a chunk into one (where
+ * a value would otherwise take a new chunk), when enough blocks were filed
+ * since the last merge: true when it ran.  O(n log n) in the blocks filed,
+ * amortized over as many filings. */
+ARENA__HIDDEN bool arena__reuse_merge(arena *a);
 /* The adapters' fast path in a plain build (never an instrumented one: it
  * tells no tool), while the lists are valid
  * (ARENA__PENDING_REUSE): the head of the class of `len` (a class bound, as

@@ -6,6 +6,7 @@
  */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <arena/arena.h>
@@ -245,6 +246,304 @@ static void oversized_blocks_are_reused(void **state)
     } else { /* exact sizes, first fit (see lua_hook_churn_is_flat) */
         assert_true(arena_retained(&a) <= 2 * retained);
     }
+    release_tb(&a);
+}
+
+/* A value that grows by appends (a string built in a loop, a buffer grown a
+ * little at a time), its older copies freed a few steps later (a
+ * collector's delay): each size is asked for once, so the blocks it leaves
+ * behind fit no later request of their own class.  Adjacent free blocks are
+ * merged before the arena takes a new chunk, and the grown value is placed
+ * in them: what the arena holds follows what is live, not the sum of every
+ * size the value went through. */
+static void growing_value_reuses_what_it_left(void **state)
+{
+    enum { KEEP = 8, STEPS = 4000, TOP = 2000 };
+    static struct {
+        char *p;
+        size_t n;
+    } ring[KEEP];
+    arena a;
+    size_t i, n = 0, live = 0, most_live = 0, total = 0;
+    (void)state;
+
+    init_tb(&a, 16384);
+    memset(ring, 0, sizeof ring);
+    for (i = 0; i < STEPS; i++) {
+        size_t k = i % KEEP;
+        char *p;
+        /* 13 bytes more each step up to TOP, then TOP plus the digits of i */
+        n = n + 13 < TOP ? n + 13 : TOP + 25 + (i % 7);
+        if (ring[k].p) {
+            assert_true(has_pattern(ring[k].p, ring[k].n, ring[k].n));
+            assert_null(arena_hook_lua(&a, ring[k].p, ring[k].n, 0));
+            live -= ring[k].n;
+        }
+        p = (char *)arena_hook_lua(&a, NULL, 4, n);
+        assert_non_null(p);
+        fill_pattern(p, n, n);
+        ring[k].p = p;
+        ring[k].n = n;
+        live += n;
+        total += n;
+        if (live > most_live)
+            most_live = live;
+        assert_int_equal(arena_size(&a), live);
+    }
+    print_message("growing value: %zu bytes allocated, at most %zu live, %zu retained\n", total,
+                  most_live, arena_retained(&a));
+    if (test_packed() || ARENA_CHECKED) {
+        assert_true(arena_retained(&a) <= 4 * most_live + 2 * 16384);
+    } else {
+        /* ASan and memcheck without the checked build: a value's guard
+         * ends 8 bytes short of the next value's alignment, and 8 bytes
+         * may be the guard of a value shrunk to nothing, so no two blocks
+         * merge (reuse is first fit there, as lua_hook_churn_is_flat says). */
+        assert_true(arena_retained(&a) <= total / 16);
+    }
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
+/* A backing whose chunks lie side by side: blocks of 4 KiB and more are cut
+ * one after the other from one region (the arena's bookkeeping, smaller,
+ * comes from malloc), so the last byte of one chunk is followed by the
+ * first of the next. */
+static struct {
+    _Alignas(64) char region[1 << 20];
+    size_t used;
+    char *bases[64];
+    size_t sizes[64];
+    size_t nbases;
+} side;
+
+static void *side_alloc(void *ctx, size_t size)
+{
+    char *p;
+    (void)ctx;
+    if (size < 4096)
+        return malloc(size);
+    if (size > sizeof side.region - side.used || side.nbases == 64)
+        return NULL;
+    p = side.region + side.used;
+    side.used += (size + 63) & ~(size_t)63;
+    side.sizes[side.nbases] = size;
+    side.bases[side.nbases++] = p;
+    return p;
+}
+
+static void side_free(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    if (size < 4096)
+        free(ptr);
+}
+
+/* The same side backing cutting its chunks from the region's end down,
+ * where side_alloc cuts them from its start up. */
+static bool side_down;
+
+static void *side_alloc_either(void *ctx, size_t size)
+{
+    char *p;
+    size_t step = (size + 63) & ~(size_t)63;
+    if (!side_down || size < 4096)
+        return side_alloc(ctx, size);
+    if (step > sizeof side.region - side.used || side.nbases == 64)
+        return NULL;
+    side.used += step;
+    p = side.region + sizeof side.region - side.used;
+    side.sizes[side.nbases] = size;
+    side.bases[side.nbases++] = p;
+    return p;
+}
+
+/* Where `p` lies: which chunk, in the order the backing gave them, and at
+ * what offset in it (SIZE_MAX: in none). */
+static size_t side_place(const void *p)
+{
+    size_t i;
+    for (i = 0; i < side.nbases; i++)
+        if ((uintptr_t)p - (uintptr_t)side.bases[i] < side.sizes[i])
+            return i << 16 | ((uintptr_t)p - (uintptr_t)side.bases[i]);
+    return SIZE_MAX;
+}
+
+/* A growing value (which merges), run twice: with the backing's chunks in
+ * rising and in falling addresses, every value lands in the same chunk at
+ * the same offset, and the backing sees the same calls: what the lists
+ * hand out after a merge follows the batch, not the addresses. */
+static void merge_is_repeatable(void **state)
+{
+    enum { KEEP = 8, STEPS = 3000 };
+    static size_t where[2][STEPS];
+    static struct {
+        char *p;
+        size_t n;
+    } ring[KEEP];
+    size_t run, i, n, calls[2];
+    (void)state;
+    for (run = 0; run < 2; run++) {
+        arena_allocator al = {side_alloc_either, side_free, NULL};
+        arena a;
+        memset(&side, 0, sizeof side);
+        memset(ring, 0, sizeof ring);
+        side_down = run == 1;
+        arena_init_with(&a, 16384, &al);
+        for (i = 0, n = 0; i < STEPS; i++) {
+            size_t k = i % KEEP;
+            n = i < 100 ? 16 + 16 * i : 16 + 16 * ((i * 7919) % 120);
+            if (ring[k].p)
+                assert_null(arena_hook_lua(&a, ring[k].p, ring[k].n, 0));
+            ring[k].p = (char *)arena_hook_lua(&a, NULL, 0, n);
+            assert_non_null(ring[k].p);
+            ring[k].n = n;
+            where[run][i] = side_place(ring[k].p);
+        }
+        calls[run] = side.nbases;
+        assert_true(arena_check(&a));
+        arena_release(&a);
+    }
+    assert_int_equal(calls[0], calls[1]);
+    for (i = 0; i < STEPS; i++)
+        assert_int_equal(where[0][i], where[1][i]);
+}
+
+/* Blocks merge within a chunk, never across the end of one into the next,
+ * however close the backing put them. */
+static void merge_stays_in_its_chunk(void **state)
+{
+    arena_allocator al = {side_alloc, side_free, NULL};
+    arena a;
+    char *v[200], *p;
+    size_t n = 0, i, k;
+    (void)state;
+
+    memset(&side, 0, sizeof side);
+    arena_init_with(&a, 4096, &al);
+    /* Two chunks full of 64-byte values, and a third begun. */
+    while (side.nbases < 3) {
+        assert_true(n < 200);
+        v[n] = (char *)arena_hook_lua(&a, NULL, 0, 64);
+        assert_non_null(v[n]);
+        n++;
+    }
+    /* All but the last value given back: more than MERGE_MIN blocks. */
+    for (i = 0; i + 1 < n; i++)
+        assert_null(arena_hook_lua(&a, v[i], 64, 0));
+    /* A value larger than a chunk's blocks together, once the third chunk
+     * cannot hold it: it must not lie across the end of a chunk. */
+    for (k = 0; k < 3; k++) {
+        p = (char *)arena_alloc_reuse(&a, 3 * 4096 / 2);
+        assert_non_null(p);
+        for (i = 1; i < side.nbases; i++)
+            assert_false((uintptr_t)p < (uintptr_t)side.bases[i] &&
+                         (uintptr_t)p + 3 * 4096 / 2 > (uintptr_t)side.bases[i]);
+    }
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
+/* A value shrunk to nothing keeps its place (in an instrumented build, its
+ * header and guard: 40 bytes in the checked build, fewer than any block);
+ * the blocks on either side of it do not merge over it. */
+static void merge_keeps_values_between_blocks(void **state)
+{
+    arena a;
+    char *v[40], *z[40];
+    size_t i;
+    (void)state;
+    init_tb(&a, 4096);
+    for (i = 0; i < 40; i++) {
+        assert_non_null(v[i] = (char *)arena_alloc(&a, 64));
+        /* at alignment 8, right after v[i]'s guard where it ends mid-16 */
+        assert_non_null(z[i] = (char *)arena_alloc_aligned(&a, 64, 8));
+    }
+    assert_non_null(arena_alloc(&a, 8)); /* none of them is the most recent */
+    for (i = 0; i < 40; i++) {
+        arena_free(&a, v[i], 64);
+        assert_ptr_equal(arena_realloc(&a, z[i], 64, 0), z[i]);
+    }
+    /* Larger than a chunk: the blocks are merged first. */
+    assert_non_null(arena_alloc_reuse(&a, 5000));
+    assert_true(arena_check(&a));
+    for (i = 0; i < 40; i++) /* each still a value: grown, it moves */
+        assert_non_null(arena_realloc(&a, z[i], 0, 16));
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
+/* Blocks on either side of a live mark's position: a rewind to the mark
+ * forgets what was placed after it, and in an instrumented build it checks
+ * (and closes) from the mark's position on, where a value must begin, not
+ * lie across.  The merge leaves them apart while a mark is live there. */
+static void merge_keeps_a_mark_between_blocks(void **state)
+{
+    arena a;
+    char *v[12], *w[12], *x[16], *p;
+    arena_mark m;
+    size_t i;
+    (void)state;
+    init_tb(&a, 16384);
+    record_errors();
+    for (i = 0; i < 12; i++)
+        assert_non_null(v[i] = (char *)arena_alloc(&a, 512));
+    m = arena_save(&a);
+    for (i = 0; i < 12; i++)
+        assert_non_null(w[i] = (char *)arena_alloc(&a, 512));
+    for (i = 0; i < 16; i++)
+        assert_non_null(x[i] = (char *)arena_alloc(&a, 16));
+    assert_non_null(arena_alloc(&a, 8)); /* none of them is the most recent */
+    for (i = 0; i < 12; i++) {
+        arena_free(&a, v[i], 512);
+        arena_free(&a, w[i], 512);
+    }
+    for (i = 0; i < 16; i++)
+        arena_free(&a, x[i], 16);
+    /* Larger than a chunk: the blocks may merge first. */
+    assert_non_null(arena_alloc_reuse(&a, 20000));
+    arena_rewind(&a, m);
+    assert_int_equal(recorded_errors.count, 0);
+    assert_true(arena_check(&a));
+    /* Values where those after the mark were, up to the chunk's end: the
+     * blocks before the mark (forgotten by the rewind, not erased) must not
+     * claim their bytes. */
+    for (i = 0; i < 17; i++) {
+        assert_non_null(p = (char *)arena_alloc(&a, 512));
+        memset(p, 0x11, 512);
+    }
+    assert_true(arena_check(&a));
+    assert_int_equal(recorded_errors.count, 0);
+    release_tb(&a);
+}
+
+/* A plain build cannot see a block given back twice through the Lua hook
+ * (it keeps no header), and its list then loops: the merge reports the list
+ * (ARENA_ERR_CORRUPT), leaves its blocks unused, and the arena goes on. */
+static void merge_reports_a_looping_list(void **state)
+{
+    arena a;
+    char *v[40], *p;
+    size_t i;
+    (void)state;
+    if (!test_packed())
+        return; /* instrumented builds report the second free itself (double_free_reported) */
+    init_tb(&a, 4096);
+    record_errors();
+    for (i = 0; i < 40; i++)
+        assert_non_null(v[i] = (char *)arena_hook_lua(&a, NULL, 0, 64));
+    assert_non_null(arena_alloc(&a, 8)); /* none of them is the most recent */
+    for (i = 0; i < 40; i++)
+        assert_null(arena_hook_lua(&a, v[i], 64, 0));
+    assert_null(arena_hook_lua(&a, v[7], 64, 0)); /* the second time */
+    assert_int_equal(recorded_errors.count, 0);
+    p = (char *)arena_alloc_reuse(&a, 3000); /* too large for the chunk's room: a merge */
+    assert_non_null(p);
+    assert_int_equal(recorded_errors.count, 1);
+    assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
+    memset(p, 1, 3000);
+    arena_reset(&a);
+    assert_non_null(arena_hook_lua(&a, NULL, 0, 64));
     release_tb(&a);
 }
 
@@ -530,6 +829,12 @@ int main(void)
         cmocka_unit_test(buffer_arena_release_frees_the_table),
         cmocka_unit_test(lua_hook_churn_is_flat),
         cmocka_unit_test(cur_family_print_loop_is_flat),
+        cmocka_unit_test(growing_value_reuses_what_it_left),
+        cmocka_unit_test(merge_stays_in_its_chunk),
+        cmocka_unit_test(merge_is_repeatable),
+        cmocka_unit_test(merge_keeps_values_between_blocks),
+        cmocka_unit_test(merge_keeps_a_mark_between_blocks),
+        cmocka_unit_test(merge_reports_a_looping_list),
         cmocka_unit_test(large_block_serves_small_values),
         cmocka_unit_test(oversized_blocks_are_reused),
         cmocka_unit_test(reset_forgets_free_blocks),

@@ -1110,7 +1110,6 @@ static bool live_value_size(const arena *a, const char *p, uint64_t *size)
 {
     const struct arena__chunk *c = NULL;
     const char *end = NULL;
-    uint32_t i;
 
     /* (Compared as integers: p may point anywhere.) */
     if (arena__cold(a)->lim &&
@@ -1119,12 +1118,8 @@ static bool live_value_size(const arena *a, const char *p, uint64_t *size)
         c = &a->chunks[a->cur];
         end = cursor(a);
     }
-    for (i = a->nused; !c && i-- > 0;) {
-        if ((uintptr_t)p - (uintptr_t)a->chunks[i].base < a->chunks[i].cap) {
-            c = &a->chunks[i];
-            end = c->base + c->cap;
-        }
-    }
+    if (!c && (c = arena__chunk_of(a, p)) != NULL)
+        end = c->base + c->cap;
     return c && arena__value_size(c, end, p, size);
 }
 
@@ -1174,9 +1169,7 @@ static bool is_last(const arena *a, const char *p, size_t n)
 
 /* ---- Reuse within a batch (the lists: src/reuse.c) ---------------------------------------- */
 
-/* The chunk in use that holds `p`, NULL if none.  Only instrumented builds
- * ask (for the tools and the checks): O(chunks in use). */
-static const struct arena__chunk *chunk_of(const arena *a, const char *p)
+const struct arena__chunk *arena__chunk_of(const arena *a, const char *p)
 {
     uint32_t i;
     for (i = a->nused; i-- > 0;)
@@ -1239,7 +1232,7 @@ static void *take_block(arena *a, size_t n)
     if (to >= end || (size_t)(end - to) < arena__reuse_min())
         to = end;
     if (arena__instrumented()) {
-        c = chunk_of(a, p);
+        c = arena__chunk_of(a, p);
         if (!c) {
             arena__report(ARENA_ERR_CORRUPT,
                           "arena: arena %p: a free block at %p lies in no chunk of it (its "
@@ -1270,7 +1263,7 @@ static bool free_misused(const arena *a, const char *p, size_t *n,
     uint64_t size = *n;
     int state = 2;
 
-    *chunk = chunk_of(a, p);
+    *chunk = arena__chunk_of(a, p);
     if (*chunk)
         state = arena__instr_free_state(a, *chunk, p, *n, &size);
     if (state == 1)
@@ -1330,7 +1323,7 @@ static void shrink_block(arena *a, char *p, size_t old_size, size_t new_size)
 {
     char *from = p + new_size, *to = p + old_size, *s;
     if (arena__instrumented()) {
-        const struct arena__chunk *c = chunk_of(a, p);
+        const struct arena__chunk *c = arena__chunk_of(a, p);
         uint64_t held;
         if (!c || arena__instr_free_state(a, c, p, old_size, &held) != 0)
             return;

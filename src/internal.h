@@ -74,6 +74,9 @@ enum {
  * goes through these two. */
 ARENA__HIDDEN void *arena__take_backing(arena *a, size_t n);
 ARENA__HIDDEN void arena__give_backing(arena *a, void *p, size_t n);
+/* The chunk in use that holds `p`, NULL if none: O(chunks in use), for the
+ * paths that are not hot (the tools' checks, reuse.c's merge). */
+ARENA__HIDDEN const struct arena__chunk *arena__chunk_of(const arena *a, const char *p);
 /* The registry (report.c).  arena__publish() copies a registered arena's
  * counters to its record; the arena's own paths call it through
  * arena__published(), which costs a registered arena's pointer test only. */

@@ -40,15 +40,16 @@
  * length, chunk by chunk in the index's order (so what the lists hand out
  * next never depends on where the backing put the chunks: a run is
  * repeatable, and a failure sweep meets the same calls).  An arena with
- * more than MERGE_CHUNKS chunks in use does not merge.  Side by side: touching in a plain build; in an instrumented one,
- * apart by less than the smallest value takes (the padding before an
- * aligned header).  An instrumented arena does not merge while a mark is
- * live: its rewind verifies and closes from the mark's position on, which
- * must not lie inside a block that joins values placed before the mark to
- * values placed after it.  (A plain build's rewind reads nothing there, and
- * what was placed after the mark dies with it.)  A merge runs only once as many blocks were filed since the last
- * one as it left (and MERGE_MIN at least), so its O(n log n) is paid for by
- * as many filings.  A list that does not decode, loops (a block freed twice
+ * more than MERGE_CHUNKS chunks in use does not merge.  Side by side:
+ * touching in a plain build; in an instrumented one, apart by less than the
+ * smallest value takes (the padding before an aligned header).  An
+ * instrumented arena does not merge while a mark is live: its rewind
+ * verifies and closes from the mark's position on, which must not lie
+ * inside a block that joins values placed before the mark to values placed
+ * after it.  (A plain build's rewind reads nothing there, and what was
+ * placed after the mark dies with it.)  A merge runs only once as many
+ * blocks were filed since the last one as it left (and MERGE_MIN at least),
+ * so its O(n log n) is paid for by as many filings.  A list that does not decode, loops (a block freed twice
  * in a plain build), or names a block outside the chunks in use is reported
  * as ARENA_ERR_CORRUPT, and what it holds is left unused until the batch
  * ends, as when a take reads it.
@@ -321,16 +322,22 @@ static void set_head(struct arena__reuse *t, unsigned c, char *s)
         t->map[c / 64] &= ~((uint64_t)1 << (c % 64));
 }
 
+/* Files [s, s + len) at the head of its class's list. */
+static void put(struct arena__reuse *t, char *s, size_t len)
+{
+    unsigned c = class_of(len);
+    node_store(s, len, listed(t, c) ? t->head[c] : NULL);
+    set_head(t, c, s);
+}
+
 bool arena__reuse_file(arena *a, char *s, size_t len)
 {
     struct arena__reuse *t = table(a);
-    unsigned c = class_of(len);
     if (!t)
         return false;
     if (!live(a))
         revive(a, t);
-    node_store(s, len, listed(t, c) ? t->head[c] : NULL);
-    set_head(t, c, s);
+    put(t, s, len);
     t->filed++;
     return true;
 }
@@ -505,8 +512,8 @@ ARENA__NO_ASAN static void node_absorbed(char *s, size_t len)
     }
 }
 
-/* The bytes that the chunks in use could hold as blocks: more than any
- * sound list holds. */
+/* How many blocks the chunks in use could hold: more than any sound list
+ * holds. */
 static size_t most_blocks(const arena *a)
 {
     size_t n = 0;
@@ -516,10 +523,10 @@ static size_t most_blocks(const arena *a)
     return n;
 }
 
-/* Links class c's blocks into `*list` (raw); false, with the class emptied
- * and reported, when its list does not decode or has more blocks than the
- * chunks could hold (a loop). */
-static bool gather(arena *a, struct arena__reuse *t, unsigned c, size_t bound, char **list)
+/* Links class c's blocks into `*list` (raw) and empties the class; a list
+ * that does not decode or has more blocks than the chunks could hold (a
+ * loop) is reported and its blocks left out. */
+static void gather(arena *a, struct arena__reuse *t, unsigned c, size_t bound, char **list)
 {
     char *s, *next;
     size_t len, n = 0;
@@ -527,7 +534,7 @@ static bool gather(arena *a, struct arena__reuse *t, unsigned c, size_t bound, c
         if (!node_load(s, &len, &next) || ++n > bound) {
             corrupt(a, s);
             set_head(t, c, NULL);
-            return false;
+            return;
         }
     }
     for (s = t->head[c]; s; s = next) {
@@ -536,29 +543,10 @@ static bool gather(arena *a, struct arena__reuse *t, unsigned c, size_t bound, c
         *list = s;
     }
     set_head(t, c, NULL);
-    return true;
-}
-
-/* The index of the chunk in use that holds the address `at`, or nused. */
-static uint32_t chunk_holding(const arena *a, uintptr_t at)
-{
-    uint32_t i;
-    for (i = 0; i < a->nused; i++)
-        if (at - (uintptr_t)a->chunks[i].base < a->chunks[i].cap)
-            break;
-    return i;
-}
-
-/* Files [s, s + len) after a merge. */
-static void refile(struct arena__reuse *t, char *s, size_t len)
-{
-    unsigned c = class_of(len);
-    node_store(s, len, listed(t, c) ? t->head[c] : NULL);
-    set_head(t, c, s);
 }
 
 /* Merges and files again the blocks of `list` (sorted by address, all in
- * the chunk [lo, hi)); returns how many blocks it filed. */
+ * one chunk, which ends at `hi`); returns how many blocks it filed. */
 static size_t merge_chunk(arena *a, struct arena__reuse *t, char *list, uintptr_t hi)
 {
     /* The bytes between two blocks that a run may take in: fewer than the
@@ -584,7 +572,7 @@ static size_t merge_chunk(arena *a, struct arena__reuse *t, char *list, uintptr_
             end = at + r.len;
         } else {
             if (run) {
-                refile(t, run, run_len);
+                put(t, run, run_len);
                 kept++;
             }
             run = s;
@@ -594,7 +582,7 @@ static size_t merge_chunk(arena *a, struct arena__reuse *t, char *list, uintptr_
         s = r.next;
     }
     if (run) {
-        refile(t, run, run_len);
+        put(t, run, run_len);
         kept++;
     }
     return kept;
@@ -604,7 +592,8 @@ bool arena__reuse_merge(arena *a)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
     char *group[MERGE_CHUNKS], *tail = NULL, *s, *next;
-    uint32_t i = 0, nused = a->nused;
+    const struct arena__chunk *k;
+    uint32_t i, nused = a->nused;
     uintptr_t lo = 0, hi = 0; /* the chunk of the group being read */
     size_t bound, kept = 0;
     unsigned c;
@@ -616,7 +605,7 @@ bool arena__reuse_merge(arena *a)
     bound = most_blocks(a);
     for (c = 0; c < NCLASS; c++)
         if (listed(t, c))
-            (void)gather(a, t, c, bound, &list);
+            gather(a, t, c, bound, &list);
     /* Sorted by address, the blocks of one chunk stand together: each run
      * of them becomes its chunk's group. */
     memset(group, 0, sizeof group);
@@ -627,15 +616,15 @@ bool arena__reuse_merge(arena *a)
             if (tail)
                 raw_link(tail, NULL);
             tail = NULL;
-            i = chunk_holding(a, at);
-            if (i == nused) { /* in no chunk in use */
+            k = arena__chunk_of(a, s);
+            if (!k) { /* in no chunk in use */
                 lo = hi = 0;
                 corrupt(a, s);
                 continue;
             }
-            lo = (uintptr_t)a->chunks[i].base;
-            hi = lo + a->chunks[i].cap;
-            group[i] = s;
+            lo = (uintptr_t)k->base;
+            hi = lo + k->cap;
+            group[k - a->chunks] = s;
         } else {
             raw_link(tail, s);
         }

@@ -306,9 +306,10 @@ static void growing_value_reuses_what_it_left(void **state)
 }
 
 /* A backing whose chunks lie side by side: blocks of 4 KiB and more are cut
- * one after the other from one region (the arena's bookkeeping, smaller,
- * comes from malloc), so the last byte of one chunk is followed by the
- * first of the next. */
+ * one after the other from one region, from its start up, or from its end
+ * down while `side_down` is set (the arena's bookkeeping, smaller, comes
+ * from malloc), so the last byte of one chunk is followed by the first of
+ * the next. */
 static struct {
     _Alignas(64) char region[1 << 20];
     size_t used;
@@ -316,17 +317,19 @@ static struct {
     size_t sizes[64];
     size_t nbases;
 } side;
+static bool side_down;
 
 static void *side_alloc(void *ctx, size_t size)
 {
+    size_t step = (size + 63) & ~(size_t)63;
     char *p;
     (void)ctx;
     if (size < 4096)
         return malloc(size);
-    if (size > sizeof side.region - side.used || side.nbases == 64)
+    if (step > sizeof side.region - side.used || side.nbases == 64)
         return NULL;
-    p = side.region + side.used;
-    side.used += (size + 63) & ~(size_t)63;
+    p = side_down ? side.region + sizeof side.region - side.used - step : side.region + side.used;
+    side.used += step;
     side.sizes[side.nbases] = size;
     side.bases[side.nbases++] = p;
     return p;
@@ -337,25 +340,6 @@ static void side_free(void *ctx, void *ptr, size_t size)
     (void)ctx;
     if (size < 4096)
         free(ptr);
-}
-
-/* The same side backing cutting its chunks from the region's end down,
- * where side_alloc cuts them from its start up. */
-static bool side_down;
-
-static void *side_alloc_either(void *ctx, size_t size)
-{
-    char *p;
-    size_t step = (size + 63) & ~(size_t)63;
-    if (!side_down || size < 4096)
-        return side_alloc(ctx, size);
-    if (step > sizeof side.region - side.used || side.nbases == 64)
-        return NULL;
-    side.used += step;
-    p = side.region + sizeof side.region - side.used;
-    side.sizes[side.nbases] = size;
-    side.bases[side.nbases++] = p;
-    return p;
 }
 
 /* Where `p` lies: which chunk, in the order the backing gave them, and at
@@ -384,7 +368,7 @@ static void merge_is_repeatable(void **state)
     size_t run, i, n, calls[2];
     (void)state;
     for (run = 0; run < 2; run++) {
-        arena_allocator al = {side_alloc_either, side_free, NULL};
+        arena_allocator al = {side_alloc, side_free, NULL};
         arena a;
         memset(&side, 0, sizeof side);
         memset(ring, 0, sizeof ring);
@@ -420,6 +404,7 @@ static void merge_stays_in_its_chunk(void **state)
     (void)state;
 
     memset(&side, 0, sizeof side);
+    side_down = false;
     arena_init_with(&a, 4096, &al);
     /* Two chunks full of 64-byte values, and a third begun. */
     while (side.nbases < 3) {

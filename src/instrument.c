@@ -52,10 +52,16 @@ int arena__valgrind;
 int arena__inline_ok;
 
 /* Decided once, before main: the library never asks again.  Until then the
- * inline arena_init_buffer() calls the library, which asks. */
+ * inline arena_init_buffer() calls the library, which asks.  Only memcheck
+ * answers its client requests: under any other tool (callgrind, cachegrind,
+ * massif, helgrind, DRD, none) they return 0, so that the state of every
+ * byte would read as freed, and the library runs as it does natively.  A
+ * byte of the stack is addressable and defined, which memcheck reports
+ * with 1. */
 __attribute__((constructor)) static void detect_valgrind(void)
 {
-    arena__valgrind = RUNNING_ON_VALGRIND != 0;
+    char probe = 0, vbits;
+    arena__valgrind = RUNNING_ON_VALGRIND != 0 && VALGRIND_GET_VBITS(&probe, &vbits, 1) == 1;
     arena__inline_ok = !arena__instrumented();
 }
 #else

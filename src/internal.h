@@ -26,6 +26,14 @@
 #  define ARENA__PRINTF(f, a)
 #endif
 
+/* A function inlined even where the compiler's estimate of its size says
+ * otherwise: the adapters' fast path (hooks.c). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define ARENA__ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#  define ARENA__ALWAYS_INLINE inline
+#endif
+
 /* Thread-local storage of the library.  initial-exec makes an access one
  * %fs-relative load in the shared library too (no __tls_get_addr call); the
  * few bytes it takes come from the static TLS surplus that glibc keeps for

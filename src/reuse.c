@@ -84,12 +84,10 @@
 
 #include "reuse.h"
 
-/* Classes: 15 of 16-byte steps (16..240), then eight per doubling from 256
- * to 2^36. */
-#define SMALL_CLASSES 16
-#define SUB_BITS      3
-#define NCLASS        (SMALL_CLASSES + (36 - 8) * (1 << SUB_BITS))
-#define MAP_WORDS     ((NCLASS + 63) / 64)
+/* Placements an instrumented arena's table can log; past them, a live mark
+ * turns reuse off until the next reset or rewind. */
+#define LOG_CAP 1024
+
 /* Blocks of the class below a request's that it reads for one that fits. */
 #define FIT_SCAN 8
 /* The smallest block a value of another class is carved from. */
@@ -101,57 +99,12 @@
  * chunk on the stack). */
 #define MERGE_CHUNKS 256
 
-/* A placement made through reuse while a mark was live, for a rewind to
- * expire (instrumented builds: see arena__reuse_expire()). */
-struct placement {
-    const char *base; /* its chunk */
-    char *from;       /* the block: [from, to) */
-    char *to;
-    char *p; /* the value */
-    uint64_t saves;
-};
-
-/* Placements an instrumented arena's table can log; past them, a live mark
- * turns reuse off until the next reset or rewind. */
-#define LOG_CAP 1024
-
-/* The family's pages come first: hooks.c reaches them from the table's
- * address (arena__pages_live()). */
-struct arena__reuse {
-    struct arena__pages pages;
-    uint64_t map[MAP_WORDS];
-    char *head[NCLASS];
-    size_t filed;  /* blocks filed since the last merge, or since revive() */
-    size_t merged; /* blocks the last merge left filed */
-    size_t nlog, caplog;
-    struct placement log[]; /* caplog entries: LOG_CAP when instrumented, else none */
-};
-
 static size_t table_bytes(size_t caplog)
 {
-    return sizeof(struct arena__reuse) + caplog * sizeof(struct placement);
+    return sizeof(struct arena__reuse) + caplog * sizeof(struct arena__placement);
 }
-
-/* The node of a free block outside the checked build. */
-struct node {
-    size_t len;
-    uintptr_t link;
-};
 
 /* ---- Classes ----------------------------------------------------------------------- */
-
-static unsigned floor_log2(size_t n)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return (unsigned)(sizeof(unsigned long long) * 8 - 1) -
-           (unsigned)__builtin_clzll((unsigned long long)n);
-#else
-    unsigned lg = 0;
-    while (n >>= 1)
-        lg++;
-    return lg;
-#endif
-}
 
 static unsigned lowest_bit(uint64_t w)
 {
@@ -167,56 +120,11 @@ static unsigned lowest_bit(uint64_t w)
 #endif
 }
 
-/* The lower bound of class `c`. */
-static size_t class_size(unsigned c)
-{
-    unsigned lg, sub;
-    if (c < SMALL_CLASSES)
-        return (size_t)c << 4;
-    lg = 8 + (c - SMALL_CLASSES) / (1u << SUB_BITS);
-    sub = (c - SMALL_CLASSES) % (1u << SUB_BITS);
-    return ((size_t)(1u << SUB_BITS) + sub) << (lg - SUB_BITS);
-}
-
-/* The class of a block of `len` bytes: the largest lower bound <= len. */
-static unsigned class_of(size_t len)
-{
-    unsigned lg;
-    if (len < 256)
-        return (unsigned)(len >> 4);
-    lg = floor_log2(len);
-    if (lg >= 36)
-        return NCLASS - 1;
-    return SMALL_CLASSES + (lg - 8) * (1u << SUB_BITS) +
-           (unsigned)((len >> (lg - SUB_BITS)) & ((1u << SUB_BITS) - 1));
-}
-
-/* The smallest class whose every block holds `n` bytes (NCLASS: none). */
-static unsigned class_up(size_t n)
-{
-    unsigned c = class_of(n);
-    return class_size(c) < n ? c + 1 : c;
-}
-
-size_t arena__reuse_round(size_t n)
-{
-    unsigned c;
-    size_t r;
-    if (n <= 16)
-        return 16;
-    /* A bound that does not fit size_t (a 32-bit one) wraps below n. */
-    c = class_up(n);
-    r = c < NCLASS ? class_size(c) : 0;
-    return r >= n ? r : (size_t)arena__align_up(n, ARENA_ALIGN);
-}
-
 /* ---- Nodes -------------------------------------------------------------------------- */
 
-static size_t node_bytes(void) { return ARENA_CHECKED ? arena__hdr() : sizeof(struct node); }
-
-static uintptr_t encode(const char *next, size_t len)
+static size_t node_bytes(void)
 {
-    return (uintptr_t)next ^ (uintptr_t)len ^ ARENA__LINK_MIX;
+    return ARENA_CHECKED ? arena__hdr() : sizeof(struct arena__free_node);
 }
 
 ARENA__NO_ASAN static void node_store(char *s, size_t len, const char *next)
@@ -224,11 +132,11 @@ ARENA__NO_ASAN static void node_store(char *s, size_t len, const char *next)
     if (ARENA__VALGRIND)
         VALGRIND_MAKE_MEM_UNDEFINED(s, node_bytes());
     if (ARENA_CHECKED) {
-        arena__instr_node_store(s, len, encode(next, len));
+        arena__instr_node_store(s, len, arena__link(next, len));
     } else {
-        struct node *nd = (struct node *)(void *)s;
+        struct arena__free_node *nd = (struct arena__free_node *)(void *)s;
         nd->len = len;
-        nd->link = encode(next, len);
+        nd->link = arena__link(next, len);
     }
     if (ARENA__VALGRIND)
         VALGRIND_MAKE_MEM_NOACCESS(s, node_bytes());
@@ -245,7 +153,7 @@ ARENA__NO_ASAN static bool node_load(const char *s, size_t *len, char **next)
     if (ARENA_CHECKED) {
         ok = arena__instr_node_load(s, len, &link);
     } else {
-        const struct node *nd = (const struct node *)(const void *)s;
+        const struct arena__free_node *nd = (const struct arena__free_node *)(const void *)s;
         *len = nd->len;
         link = nd->link;
     }
@@ -325,7 +233,7 @@ static void set_head(struct arena__reuse *t, unsigned c, char *s)
 /* Files [s, s + len) at the head of its class's list. */
 static void put(struct arena__reuse *t, char *s, size_t len)
 {
-    unsigned c = class_of(len);
+    unsigned c = arena__class_of(len);
     node_store(s, len, listed(t, c) ? t->head[c] : NULL);
     set_head(t, c, s);
 }
@@ -376,7 +284,7 @@ static char *take_from(arena *a, struct arena__reuse *t, unsigned c, size_t need
 static char *take_above(arena *a, struct arena__reuse *t, unsigned c, size_t *len)
 {
     unsigned w;
-    for (w = c / 64; c < NCLASS && w < MAP_WORDS; w++) {
+    for (w = c / 64; c < ARENA__NCLASS && w < ARENA__MAP_WORDS; w++) {
         uint64_t bits = t->map[w];
         if (w == c / 64)
             bits &= ~(uint64_t)0 << (c % 64);
@@ -395,12 +303,12 @@ char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
         return NULL;
     /* The class whose every block fits: exact for the adapters' rounded
      * sizes (arena__reuse_round()). */
-    up = class_up(need);
-    if (up < NCLASS && listed(t, up))
+    up = arena__class_up(need);
+    if (up < ARENA__NCLASS && listed(t, up))
         return take_from(a, t, up, 0, 1, len);
     /* The class below, whose blocks may fit: exact sizes freed by
      * arena_free(). */
-    down = class_of(need);
+    down = arena__class_of(need);
     if (down != up && listed(t, down)) {
         char *s = take_from(a, t, down, need, FIT_SCAN, len);
         if (s)
@@ -412,9 +320,11 @@ char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
      * size are kept for their own sizes. */
     if (!carve)
         return NULL;
-    return take_above(
-        a, t, up + 1 > class_of(SPLIT_FROM) || need >= SPLIT_FROM ? up + 1 : class_of(SPLIT_FROM),
-        len);
+    return take_above(a, t,
+                      up + 1 > arena__class_of(SPLIT_FROM) || need >= SPLIT_FROM
+                          ? up + 1
+                          : arena__class_of(SPLIT_FROM),
+                      len);
 }
 
 /* ---- Merging ---------------------------------------------------------------------------- */
@@ -603,7 +513,7 @@ bool arena__reuse_merge(arena *a)
         (arena__instrumented() && a->saves > a->expired)) /* a live mark */
         return false;
     bound = most_blocks(a);
-    for (c = 0; c < NCLASS; c++)
+    for (c = 0; c < ARENA__NCLASS; c++)
         if (listed(t, c))
             gather(a, t, c, bound, &list);
     /* Sorted by address, the blocks of one chunk stand together: each run
@@ -641,44 +551,6 @@ bool arena__reuse_merge(arena *a)
     t->filed = 0;
     t->merged = kept;
     return true;
-}
-
-/* The adapters' fast path (a plain build: no tool to tell, nodes as
- * `struct node`), one call each way. */
-char *arena__reuse_pop(arena *a, size_t len)
-{
-    struct arena__reuse *t = arena__cold(a)->reuse;
-    unsigned c = class_of(len);
-    const struct node *nd;
-    char *s, *next;
-
-    if (!listed(t, c))
-        return NULL;
-    s = t->head[c];
-    nd = (const struct node *)(const void *)s;
-    next = (char *)(nd->link ^ (uintptr_t)nd->len ^ ARENA__LINK_MIX);
-    if (ARENA__UNLIKELY(((uintptr_t)next & (ARENA_ALIGN - 1)) != 0 || nd->len < 16)) {
-        corrupt(a, s);
-        set_head(t, c, NULL);
-        return NULL;
-    }
-    if (nd->len != len) /* a longer block (arena_free's): the caller's general path splits it */
-        return NULL;
-    set_head(t, c, next);
-    return s;
-}
-
-void arena__reuse_push(arena *a, char *s, size_t len)
-{
-    struct arena__reuse *t = arena__cold(a)->reuse;
-    unsigned c = class_of(len);
-    struct node *nd = (struct node *)(void *)s;
-    char *next = listed(t, c) ? t->head[c] : NULL;
-
-    nd->len = len;
-    nd->link = encode(next, len);
-    set_head(t, c, s);
-    t->filed++;
 }
 
 /* ---- Rewinds in instrumented builds ---------------------------------------------------- */
@@ -720,7 +592,7 @@ void arena__reuse_forget(arena *a, uint64_t serial)
     /* Placements stored after the mark lie below its position, where the
      * rewind does not look: they expire here, newest first. */
     while (t->nlog > 0 && t->log[t->nlog - 1].saves >= serial) {
-        const struct placement *pl = &t->log[--t->nlog];
+        const struct arena__placement *pl = &t->log[--t->nlog];
         arena__instr_unreused(pl->base, pl->from, pl->to, pl->p);
     }
 }

@@ -28,11 +28,6 @@ static inline size_t arena__reuse_min(void) { return arena__hdr() + 16; }
  * arena, or its backing failed): the block then stays unused until the
  * batch ends. */
 ARENA__HIDDEN bool arena__reuse_file(arena *a, char *s, size_t len);
-/* `n` rounded up to the bound of its size class (16 at least; ARENA_ALIGN
- * steps above the largest class): the size the adapters of a plain build
- * ask for and give back, so that a freed block fits the next value of its
- * class exactly. */
-ARENA__HIDDEN size_t arena__reuse_round(size_t n);
 /* A filed block of at least `need` bytes, unlinked (its length in *len), or
  * NULL; one of a larger class, to be split, only if `carve`. */
 ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len);
@@ -41,14 +36,6 @@ ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, bool carve, size_t 
  * since the last merge: true when it ran.  O(n log n) in the blocks filed,
  * amortized over as many filings. */
 ARENA__HIDDEN bool arena__reuse_merge(arena *a);
-/* The adapters' fast path in a plain build (never an instrumented one: it
- * tells no tool), while the lists are valid
- * (ARENA__PENDING_REUSE): the head of the class of `len` (a class bound, as
- * arena__reuse_round() gives), unlinked, when it is exactly `len` bytes
- * long (as every block the adapters give back is); NULL otherwise. */
-ARENA__HIDDEN char *arena__reuse_pop(arena *a, size_t len);
-/* The same way back: files the block `s` of `len` bytes (a class bound). */
-ARENA__HIDDEN void arena__reuse_push(arena *a, char *s, size_t len);
 /* Instrumented builds: room to log one more placement; then the placement
  * of the value `p` in the block [from, to) of the chunk at `base`, which a
  * rewind to a mark taken before it expires. */
@@ -86,6 +73,170 @@ struct arena__pages {
     size_t rpages;      /* pages of the last region (doubling, up to a bound) */
     char *newest;       /* the latest page carved, whose header links to the one before */
 };
+
+/* ---- The table of lists (reuse.c), and the adapters' fast path -------------------------
+ *
+ * Here rather than in reuse.c so that the adapters (hooks.c) take and give
+ * back a block inline, with no call: a Lua state or a realloc loop calls
+ * them for every value it makes and drops. */
+
+/* Classes: 15 of 16-byte steps (16..240), then eight per doubling from 256
+ * to 2^36. */
+#define ARENA__SMALL_CLASSES 16
+#define ARENA__SUB_BITS      3
+#define ARENA__NCLASS        (ARENA__SMALL_CLASSES + (36 - 8) * (1 << ARENA__SUB_BITS))
+#define ARENA__MAP_WORDS     ((ARENA__NCLASS + 63) / 64)
+
+/* A placement made through reuse while a mark was live, for a rewind to
+ * expire (instrumented builds: see arena__reuse_forget()). */
+struct arena__placement {
+    const char *base; /* its chunk */
+    char *from;       /* the block: [from, to) */
+    char *to;
+    char *p; /* the value */
+    uint64_t saves;
+};
+
+/* The family's pages come first: hooks.c reaches them from the table's
+ * address (arena__pages_live()). */
+struct arena__reuse {
+    struct arena__pages pages;
+    uint64_t map[ARENA__MAP_WORDS]; /* the classes whose list holds a block */
+    char *head[ARENA__NCLASS];      /* valid where the map's bit is set */
+    size_t filed;                   /* blocks filed since the last merge, or since revive() */
+    size_t merged;                  /* blocks the last merge left filed */
+    size_t nlog, caplog;
+    struct arena__placement log[]; /* caplog entries: LOG_CAP when instrumented, else none */
+};
+
+/* The node of a free block outside the checked build: its length, and its
+ * successor XORed with the length and ARENA__LINK_MIX. */
+struct arena__free_node {
+    size_t len;
+    uintptr_t link;
+};
+
+/* A node's link: its successor `next` mixed with its length (XOR: the same
+ * call decodes it). */
+static inline uintptr_t arena__link(const char *next, size_t len)
+{
+    return (uintptr_t)next ^ (uintptr_t)len ^ ARENA__LINK_MIX;
+}
+
+static inline unsigned arena__floor_log2(size_t n)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)(sizeof(unsigned long long) * 8 - 1) -
+           (unsigned)__builtin_clzll((unsigned long long)n);
+#else
+    unsigned lg = 0;
+    while (n >>= 1)
+        lg++;
+    return lg;
+#endif
+}
+
+/* The lower bound of class `c`. */
+static inline size_t arena__class_size(unsigned c)
+{
+    unsigned lg, sub;
+    if (c < ARENA__SMALL_CLASSES)
+        return (size_t)c << 4;
+    lg = 8 + (c - ARENA__SMALL_CLASSES) / (1u << ARENA__SUB_BITS);
+    sub = (c - ARENA__SMALL_CLASSES) % (1u << ARENA__SUB_BITS);
+    return ((size_t)(1u << ARENA__SUB_BITS) + sub) << (lg - ARENA__SUB_BITS);
+}
+
+/* The class of a block of `len` bytes: the largest lower bound <= len. */
+static inline unsigned arena__class_of(size_t len)
+{
+    unsigned lg;
+    if (len < 256)
+        return (unsigned)(len >> 4);
+    lg = arena__floor_log2(len);
+    if (lg >= 36)
+        return ARENA__NCLASS - 1;
+    return ARENA__SMALL_CLASSES + (lg - 8) * (1u << ARENA__SUB_BITS) +
+           (unsigned)((len >> (lg - ARENA__SUB_BITS)) & ((1u << ARENA__SUB_BITS) - 1));
+}
+
+/* The smallest class whose every block holds `n` bytes (ARENA__NCLASS:
+ * none). */
+static inline unsigned arena__class_up(size_t n)
+{
+    unsigned c = arena__class_of(n);
+    return arena__class_size(c) < n ? c + 1 : c;
+}
+
+/* `n` rounded up to the bound of its size class (16 at least; ARENA_ALIGN
+ * steps above the largest class), its class in *c: the size the adapters
+ * of a plain build ask for and give back, so that a freed block fits the
+ * next value of its class exactly. */
+static inline size_t arena__reuse_round(size_t n, unsigned *c)
+{
+    unsigned up;
+    size_t r;
+    if (n <= 16) {
+        *c = 1;
+        return 16;
+    }
+    /* A bound that does not fit size_t (a 32-bit one) wraps below n. */
+    up = arena__class_up(n);
+    r = up < ARENA__NCLASS ? arena__class_size(up) : 0;
+    if (r >= n) {
+        *c = up;
+        return r;
+    }
+    r = (size_t)arena__align_up(n, ARENA_ALIGN);
+    *c = arena__class_of(r);
+    return r;
+}
+
+/* The adapters' fast path in a plain build (never an instrumented one: it
+ * tells no tool), while the lists are valid (ARENA__PENDING_REUSE): the
+ * head of class `c` (`len`'s: a class bound, as arena__reuse_round()
+ * gives), unlinked, when it is exactly `len` bytes long (as every block the
+ * adapters give back is); NULL otherwise.  A head that does not decode is
+ * left where it is: the caller's general path (arena_alloc_reuse()) reads
+ * it next, reports it and drops its list. */
+static inline char *arena__reuse_pop(arena *a, unsigned c, size_t len)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    uint64_t bit = (uint64_t)1 << (c % 64);
+    const struct arena__free_node *nd;
+    char *s;
+    uintptr_t next;
+
+    if (!(t->map[c / 64] & bit))
+        return NULL;
+    s = t->head[c];
+    nd = (const struct arena__free_node *)(const void *)s;
+    next = nd->link ^ (uintptr_t)nd->len ^ ARENA__LINK_MIX;
+    /* Not exactly `len`: a longer block (arena_free's), which the general
+     * path splits, or a node that does not decode. */
+    if (nd->len != len || (next & (ARENA_ALIGN - 1)) != 0)
+        return NULL;
+    t->head[c] = (char *)next;
+    if (!next)
+        t->map[c / 64] &= ~bit;
+    return s;
+}
+
+/* The same way back: files the block `s` of `len` bytes (a class bound) in
+ * its class `c`. */
+static inline void arena__reuse_push(arena *a, char *s, unsigned c, size_t len)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    uint64_t bit = (uint64_t)1 << (c % 64);
+    struct arena__free_node *nd = (struct arena__free_node *)(void *)s;
+    char *next = (t->map[c / 64] & bit) ? t->head[c] : NULL;
+
+    nd->len = len;
+    nd->link = arena__link(next, len);
+    t->head[c] = s;
+    t->map[c / 64] |= bit;
+    t->filed++;
+}
 
 /* `n` bytes (whole pages) at ARENA__PAGE alignment, in the arena (arena.c),
  * not counted in arena_size(): the blocks carved from them count as they

@@ -650,6 +650,41 @@ static void write_after_free(void **state)
     release_tb(&a);
 }
 
+/* The same through Lua's hook, whose plain build takes a block of its own
+ * class from the list's head inline: a head whose length or link was
+ * overwritten is reported (by the general path, which reads it next) and
+ * never handed out.  Overwritten whole, and its link alone. */
+static void lua_hook_write_after_free(void **state)
+{
+    int link_only;
+    (void)state;
+    if (TEST_ASAN || test_on_valgrind())
+        return;
+    for (link_only = 0; link_only <= 1; link_only++) {
+        arena a;
+        char *x[4], *y;
+        int i;
+        init_tb(&a, 4096);
+        for (i = 0; i < 4; i++)
+            assert_non_null(x[i] = (char *)arena_hook_lua(&a, NULL, 0, 64));
+        arena_hook_lua(&a, x[0], 64, 0); /* makes the lists */
+        arena_hook_lua(&a, x[1], 64, 0); /* the head of its class */
+        record_errors();
+        if (link_only)
+            memset(x[1] + 8, 0x55, 8);
+        else
+            memset(x[1], 0x55, 64);
+        y = (char *)arena_hook_lua(&a, NULL, 0, 64);
+        assert_non_null(y);
+        assert_ptr_not_equal(y, x[1]);
+        assert_true(recorded_errors.count >= 1);
+        assert_int_equal(recorded_errors.last, ARENA_ERR_CORRUPT);
+        restore_errors();
+        arena_reset(&a);
+        release_tb(&a);
+    }
+}
+
 /* A second free through each path that can tell: the arena_cur_* family in
  * every build (its header), arena_free() and Lua's hook where the build
  * keeps track (ASan, Valgrind, the checked build). */
@@ -826,6 +861,7 @@ int main(void)
         cmocka_unit_test(rewind_forgets_and_expires),
         cmocka_unit_test(freed_blocks_are_closed),
         cmocka_unit_test(write_after_free),
+        cmocka_unit_test(lua_hook_write_after_free),
         cmocka_unit_test(double_free_reported),
         cmocka_unit_test(table_refused),
         cmocka_unit_test(fixed_buffer_reuses_the_last_only),

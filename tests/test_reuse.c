@@ -672,7 +672,7 @@ static void lua_hook_write_after_free(void **state)
         arena_hook_lua(&a, x[1], 64, 0); /* the head of its class */
         record_errors();
         if (link_only)
-            memset(x[1] + 8, 0x55, 8);
+            memset(x[1] + sizeof(size_t), 0x55, sizeof(uintptr_t)); /* a node: length, link */
         else
             memset(x[1], 0x55, 64);
         if (ARENA_CHECKED) { /* its node is the header before the value: its walks see the write */

@@ -34,13 +34,23 @@
 #endif
 
 /* Valgrind: with <valgrind/memcheck.h> at build time (ARENA_HAVE_VALGRIND,
- * set by CMake for the library only), arena__valgrind says, once for the
- * process, whether it runs under Valgrind.  The client requests cost a few
- * instructions natively; the library still skips them unless it does. */
+ * set by CMake for the library only), ARENA__VALGRIND says, once for the
+ * process, whether memcheck watches it.  The client requests cost a few
+ * instructions natively; the library still skips them unless it does.
+ * arena__valgrind is -1 until asked: the library's constructor asks, but a
+ * program's own constructor (or a C++ static initializer) may call the
+ * library before it runs, and the first call that needs the answer asks
+ * then, before any arena holds memory described (or not) to memcheck. */
 #if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
 #  include <valgrind/memcheck.h>
-ARENA__HIDDEN extern int arena__valgrind;
-#  define ARENA__VALGRIND arena__valgrind
+ARENA__HIDDEN extern _Atomic int arena__valgrind;
+ARENA__HIDDEN int arena__detect_valgrind(void);
+static inline int arena__valgrind_on(void)
+{
+    int v = atomic_load_explicit(&arena__valgrind, memory_order_relaxed);
+    return ARENA__LIKELY(v >= 0) ? v : arena__detect_valgrind();
+}
+#  define ARENA__VALGRIND arena__valgrind_on()
 #else
 #  define ARENA__VALGRIND                        0
 #  define VALGRIND_MAKE_MEM_NOACCESS(p, n)       ((void)(p), (void)(n))

@@ -382,9 +382,11 @@ static ARENA__NOINLINE void note_inline_resets(arena *a)
     }
 }
 
-/* Every entry point that reads `cold` calls it first (most through sync()). */
+/* Every entry point that reads `cold` calls it first (most through sync()),
+ * so it asks whether memcheck watches too. */
 static void wake(arena *a)
 {
+    arena__ask_valgrind();
     if (ARENA__UNLIKELY(a->lazy))
         write_cold(a);
 }

@@ -48,7 +48,7 @@
 /* The size an adapter that also frees asks for and gives back (see the top
  * of this file); SIZE_MAX, which no allocation gets, when it cannot be
  * rounded.  Its class in *c (a plain build's fast path; 0 otherwise). */
-static inline size_t hook_size(size_t n, unsigned *c)
+static ARENA__ALWAYS_INLINE size_t hook_size(size_t n, unsigned *c)
 {
     *c = 0;
     if (arena__instrumented())
@@ -240,6 +240,7 @@ static void backing_free(void *arena_ctx, void *ptr, size_t size)
 arena_allocator arena_allocator_of(arena *a)
 {
     arena_allocator al;
+    arena__ask_valgrind(); /* the hooks decide their layout before they call the arena */
     al.alloc = backing_alloc;
     al.free = backing_free;
     al.ctx = a;
@@ -253,6 +254,7 @@ static ARENA__TLS arena *current;
 arena *arena_set_current(arena *a)
 {
     arena *prev = current;
+    arena__ask_valgrind(); /* the family decides its layout before it calls the arena */
     current = a;
     return prev;
 }

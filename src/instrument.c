@@ -48,27 +48,24 @@ struct header {
 };
 
 #if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
-_Atomic int arena__valgrind = -1;
+int arena__valgrind = -1;
 int arena__inline_ok; /* 0 until asked: the inline paths call the library, which asks */
 
 /* Decided once: the library never asks again.  Only memcheck answers its
  * client requests: under any other tool (callgrind, cachegrind, massif,
  * helgrind, DRD, none) they return 0, so that the state of every byte would
  * read as freed, and the library runs as it does natively.  A byte of the
- * stack is addressable and defined, which memcheck reports with 1.  (Two
- * threads that ask at once find the same answer.) */
-int arena__detect_valgrind(void)
+ * stack is addressable and defined, which memcheck reports with 1. */
+void arena__detect_valgrind(void)
 {
     char probe = 0, vbits;
-    int v = RUNNING_ON_VALGRIND != 0 && VALGRIND_GET_VBITS(&probe, &vbits, 1) == 1;
-    atomic_store_explicit(&arena__valgrind, v, memory_order_relaxed);
-    arena__inline_ok = !(ARENA__ASAN || ARENA_CHECKED || v);
-    return v;
+    arena__valgrind = RUNNING_ON_VALGRIND != 0 && VALGRIND_GET_VBITS(&probe, &vbits, 1) == 1;
+    arena__inline_ok = !arena__instrumented();
 }
 
 /* Before main, so that a program whose constructors make no arena has the
  * answer before its first call. */
-__attribute__((constructor)) static void detect_valgrind(void) { (void)arena__detect_valgrind(); }
+__attribute__((constructor)) static void detect_valgrind(void) { arena__ask_valgrind(); }
 #else
 int arena__inline_ok = !(ARENA__ASAN || ARENA_CHECKED);
 #endif

@@ -37,22 +37,27 @@
  * set by CMake for the library only), ARENA__VALGRIND says, once for the
  * process, whether memcheck watches it.  The client requests cost a few
  * instructions natively; the library still skips them unless it does.
- * arena__valgrind is -1 until asked: the library's constructor asks, but a
- * program's own constructor (or a C++ static initializer) may call the
- * library before it runs, and the first call that needs the answer asks
- * then, before any arena holds memory described (or not) to memcheck. */
+ * arena__valgrind is -1 until asked (and reads as "no" until then): the
+ * library's constructor asks, but a program's own constructor (or a C++
+ * static initializer) may call the library before it runs, so the entry
+ * points through which an arena or a pool first holds memory (wake(), which
+ * every call that reads an arena's state makes first, arena_set_current(),
+ * arena_allocator_of(), the pool's) ask first (arena__ask_valgrind()).  A
+ * plain int, read on the fast paths: it is written before main, or by the
+ * first such call, before any thread can have an arena. */
 #if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
 #  include <valgrind/memcheck.h>
-ARENA__HIDDEN extern _Atomic int arena__valgrind;
-ARENA__HIDDEN int arena__detect_valgrind(void);
-static inline int arena__valgrind_on(void)
+ARENA__HIDDEN extern int arena__valgrind;
+ARENA__HIDDEN void arena__detect_valgrind(void);
+#  define ARENA__VALGRIND (arena__valgrind > 0)
+static inline void arena__ask_valgrind(void)
 {
-    int v = atomic_load_explicit(&arena__valgrind, memory_order_relaxed);
-    return ARENA__LIKELY(v >= 0) ? v : arena__detect_valgrind();
+    if (ARENA__UNLIKELY(arena__valgrind < 0))
+        arena__detect_valgrind();
 }
-#  define ARENA__VALGRIND arena__valgrind_on()
 #else
 #  define ARENA__VALGRIND                        0
+#  define arena__ask_valgrind()                  ((void)0)
 #  define VALGRIND_MAKE_MEM_NOACCESS(p, n)       ((void)(p), (void)(n))
 #  define VALGRIND_MAKE_MEM_UNDEFINED(p, n)      ((void)(p), (void)(n))
 #  define VALGRIND_MAKE_MEM_DEFINED(p, n)        ((void)(p), (void)(n))

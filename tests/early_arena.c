@@ -10,15 +10,22 @@
 #include <string.h>
 
 #include <arena/arena.h>
+#include <arena/hooks.h>
 
-static arena early; /* zero: a valid empty arena, no call needed */
-static char *x, *y;
+static arena early;  /* zero: a valid empty arena, no call needed */
+static arena hooked; /* its first call a hook's, which decides its sizes first */
+static char *x, *y, *h1, *h2, *c1;
 
 /* The earliest priority a program may use. */
 __attribute__((constructor(101))) static void make_early(void)
 {
     x = (char *)arena_alloc(&early, 64);
     y = (char *)arena_alloc(&early, 64);
+    h1 = (char *)arena_hook_realloc(&hooked, NULL, 0, 24);
+    h2 = (char *)arena_hook_realloc(&hooked, NULL, 0, 24);
+    arena_set_current(&hooked);
+    c1 = (char *)arena_cur_malloc(40);
+    arena_set_current(NULL);
 }
 
 static volatile char sink;
@@ -26,8 +33,20 @@ static volatile char sink;
 int main(int argc, char **argv)
 {
     char *z;
-    if (argc != 2 || !x || !y)
+    if (argc != 2 || !x || !y || !h1 || !h2 || !c1)
         return 2;
+    memset(h1, 5, 24);
+    memset(h2, 6, 24);
+    memset(c1, 7, 40);
+    arena_set_current(&hooked);
+    arena_cur_free(c1);
+    arena_set_current(NULL);
+    arena_hook_lua(&hooked, h1, 24, 0); /* not the most recent */
+    h1 = (char *)arena_hook_lua(&hooked, NULL, 0, 24);
+    if (!h1)
+        return 5;
+    memset(h1, 8, 24);
+    arena_release(&hooked);
     memset(x, 1, 64);
     memset(y, 2, 64);
     arena_free(&early, x, 64); /* not the most recent */

@@ -128,9 +128,9 @@ static void lay_out(arena_pool *p, char *base, const struct layout *l, size_t ob
 {
     size_t j, d = l->stride, k = 0;
     uint32_t *stack = (uint32_t *)(void *)(base + l->stack);
-    arena__ask_valgrind(); /* before `open` and the slots are decided */
     uint32_t *state = (uint32_t *)(void *)(base + l->state);
 
+    arena__ask_valgrind(); /* before `open` and the slots are decided */
     while ((d & 1) == 0) {
         d >>= 1;
         k++;

@@ -49,10 +49,10 @@
  * after it.  (A plain build's rewind reads nothing there, and what was
  * placed after the mark dies with it.)  A merge runs only once as many
  * blocks were filed since the last one as it left (and MERGE_MIN at least),
- * so its O(n log n) is paid for by as many filings.  A list that does not decode, loops (a block freed twice
- * in a plain build), or names a block outside the chunks in use is reported
- * as ARENA_ERR_CORRUPT, and what it holds is left unused until the batch
- * ends, as when a take reads it.
+ * so its O(n log n) is paid for by as many filings.  A list that does not
+ * decode, loops (a block freed twice in a plain build), or names a block
+ * outside the chunks in use is reported as ARENA_ERR_CORRUPT, and what it
+ * holds is left unused until the batch ends, as when a take reads it.
  *
  * Nodes.  A free block starts with its node: its length and its successor,
  * the successor stored XORed with the length and a constant.  A node that
@@ -132,11 +132,11 @@ ARENA__NO_ASAN static void node_store(char *s, size_t len, const char *next)
     if (ARENA__VALGRIND)
         VALGRIND_MAKE_MEM_UNDEFINED(s, node_bytes());
     if (ARENA_CHECKED) {
-        arena__instr_node_store(s, len, arena__link(next, len));
+        arena__instr_node_store(s, len, arena__link((uintptr_t)next, len));
     } else {
         struct arena__free_node *nd = (struct arena__free_node *)(void *)s;
         nd->len = len;
-        nd->link = arena__link(next, len);
+        nd->link = arena__link((uintptr_t)next, len);
     }
     if (ARENA__VALGRIND)
         VALGRIND_MAKE_MEM_NOACCESS(s, node_bytes());
@@ -159,7 +159,7 @@ ARENA__NO_ASAN static bool node_load(const char *s, size_t *len, char **next)
     }
     if (ARENA__VALGRIND)
         VALGRIND_MAKE_MEM_NOACCESS(s, node_bytes());
-    n = link ^ (uintptr_t)*len ^ ARENA__LINK_MIX;
+    n = arena__link(link, *len);
     *next = (char *)n;
     return ok && *len >= arena__reuse_min() && (n & (ARENA_ALIGN - 1)) == 0;
 }

@@ -116,11 +116,11 @@ struct arena__free_node {
     uintptr_t link;
 };
 
-/* A node's link: its successor `next` mixed with its length (XOR: the same
- * call decodes it). */
-static inline uintptr_t arena__link(const char *next, size_t len)
+/* A node's link: its successor's address mixed with its length, and back
+ * (XOR: the same call decodes a link to the address). */
+static inline uintptr_t arena__link(uintptr_t x, size_t len)
 {
-    return (uintptr_t)next ^ (uintptr_t)len ^ ARENA__LINK_MIX;
+    return x ^ (uintptr_t)len ^ ARENA__LINK_MIX;
 }
 
 static inline unsigned arena__floor_log2(size_t n)
@@ -211,7 +211,7 @@ static inline char *arena__reuse_pop(arena *a, unsigned c, size_t len)
         return NULL;
     s = t->head[c];
     nd = (const struct arena__free_node *)(const void *)s;
-    next = nd->link ^ (uintptr_t)nd->len ^ ARENA__LINK_MIX;
+    next = arena__link(nd->link, nd->len);
     /* Not exactly `len`: a longer block (arena_free's), which the general
      * path splits, or a node that does not decode. */
     if (nd->len != len || (next & (ARENA_ALIGN - 1)) != 0)
@@ -223,13 +223,15 @@ static inline char *arena__reuse_pop(arena *a, unsigned c, size_t len)
 }
 
 /* The same way back: files the block `s` of `len` bytes (a class bound) in
- * its class `c`. */
+ * its class `c`.  (The map's bit is tested and set here as reuse.c's
+ * listed() and set_head() do, written out: through those two, gcc kept
+ * three registers saved in the Lua hook's free path instead of one.) */
 static inline void arena__reuse_push(arena *a, char *s, unsigned c, size_t len)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
     uint64_t bit = (uint64_t)1 << (c % 64);
     struct arena__free_node *nd = (struct arena__free_node *)(void *)s;
-    char *next = (t->map[c / 64] & bit) ? t->head[c] : NULL;
+    uintptr_t next = (t->map[c / 64] & bit) ? (uintptr_t)t->head[c] : 0;
 
     nd->len = len;
     nd->link = arena__link(next, len);

@@ -332,7 +332,6 @@ static void new_batch_counts(arena *a, uint32_t k)
 {
     struct arena__counts *c = &arena__cold(a)->counts;
     c->resets += k;
-    c->peak_stored_batch = 0;
     c->peak_retained_batch = arena__cold(a)->retained;
 }
 static void forget_history(arena *a, size_t keep);
@@ -1009,10 +1008,8 @@ static char *place_as(arena *a, size_t size, size_t align, uint32_t *chunk, bool
     *chunk = i;
 
 placed:
-    if (stored) {
+    if (stored)
         a->size += size;
-        arena__note_stored(a);
-    }
     published(a);
     arena__value_placed(a, &a->chunks[*chunk], p, size);
     return p;
@@ -1250,7 +1247,6 @@ static void *take_block(arena *a, size_t n)
         (void)arena__reuse_file(a, to, (size_t)(end - to));
     a->size += n;
     arena__cold(a)->counts.reused += n;
-    arena__note_stored(a);
     published(a);
     return p;
 }
@@ -1285,8 +1281,10 @@ static bool free_misused(const arena *a, const char *p, size_t *n,
 }
 
 /* arena_free() of a value whose caller counts `size` bytes (arena_realloc()
- * may be told less than the value holds). */
-static void free_value(arena *a, char *p, size_t size)
+ * may be told less than the value holds).  `note`: the size before it is
+ * a figure the program saw, to note as the batch's high point (not when the
+ * call placed the value that replaces it first: arena_realloc()). */
+static void free_value(arena *a, char *p, size_t size, bool note)
 {
     const struct arena__chunk *c = NULL;
     char *from = p, *to, *s;
@@ -1299,6 +1297,8 @@ static void free_value(arena *a, char *p, size_t size)
     if (arena__instrumented() && free_misused(a, p, &held, &c))
         return;
     sync(a);
+    if (note)
+        arena__note_high(a);
     if (is_last(a, p, held)) {
         resize_last(a, p, held, 0);
         a->size += held - size;
@@ -1316,7 +1316,12 @@ static void free_value(arena *a, char *p, size_t size)
         (void)arena__reuse_file(a, s, (size_t)(to - s));
 }
 
-void arena_free(arena *a, void *ptr, size_t size) { free_value(a, (char *)ptr, size); }
+void arena_free(arena *a, void *ptr, size_t size) { free_value(a, (char *)ptr, size, true); }
+
+void arena__free_placed(arena *a, void *ptr, size_t size)
+{
+    free_value(a, (char *)ptr, size, false);
+}
 
 /* The value `p`, not the most recent, shrinks in place from `old_size` to
  * `new_size` bytes: the bytes past it (with its guard) go back as a free
@@ -1348,6 +1353,7 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
     if (grow_misused(a, p, old_size))
         return NULL;
     sync(a);
+    arena__note_high(a);
     if (is_last(a, p, old_size)) {
         resize_last(a, p, old_size, new_size);
         return p;
@@ -1366,7 +1372,7 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
         return p;
     }
     memcpy(q, p, new_size);
-    free_value(a, p, old_size);
+    free_value(a, p, old_size, false);
     return q;
 }
 
@@ -1396,6 +1402,7 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
         return NULL;
     sync(a);
     if (new_size <= old_size) {
+        arena__note_high(a);
         if (last)
             resize_last(a, p, old_size, new_size);
         else if (new_size < old_size)
@@ -1404,7 +1411,6 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
     }
     if (last && new_size <= (size_t)(lim - p) && !(a->pending & ARENA__PENDING_OVER)) {
         resize_last(a, p, old_size, new_size);
-        arena__note_stored(a);
         return p;
     }
     q = (char *)take_block(a, new_size);
@@ -1412,7 +1418,7 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
         q = place(a, new_size, ARENA_ALIGN, &chunk);
     if (q) {
         memcpy(q, p, old_size);
-        free_value(a, p, old_size);
+        free_value(a, p, old_size, false);
     }
     return q;
 }
@@ -1574,7 +1580,7 @@ void arena__release_slow(arena *a)
         return;
     bufcap = a->buf ? a->chunks[0].cap : 0;
     sync(a);
-    arena__note_stored(a);
+    arena__end_high(a);
     if (arena__cold(a)->set.node)
         arena_unregister(a);
     arena__reuse_release(a);
@@ -1602,7 +1608,6 @@ void arena__release_slow(arena *a)
     arena__cold(a)->ncap = a->nchunks = a->nused = 0;
     arena__cold(a)->retained = 0;
     arena__cold(a)->counts.inuse = 0;
-    arena__cold(a)->counts.peak_stored_batch = 0;
     arena__cold(a)->counts.peak_retained_batch = 0;
     arena__cold(a)->nkeys = arena__cold(a)->born = 0;
     forget_history(a, bufcap);
@@ -1813,7 +1818,7 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     if (!arena__cleanups_end(a, 0, retain_limit == SIZE_MAX ? "arena_reset" : "arena_reset_to"))
         return;
     sync(a);
-    arena__note_stored(a);
+    arena__end_high(a);
     if (retain_limit == 0)
         arena__reuse_release(a);
     else
@@ -1978,6 +1983,7 @@ bool arena__rewind(arena *a, arena_mark m)
     if (!arena__cleanups_end(a, m.serial, "arena_rewind"))
         return false;
     sync(a);
+    arena__note_high(a);
     arena__reuse_forget(a, m.serial);
     arena__buffer_reused(a);
     in_use = a->nused;
@@ -2154,8 +2160,9 @@ void arena_get_stats(const arena *a, arena_stats *out)
         room = (size_t)(lim - cursor(a));
     inuse = a->lazy ? a->first.cap : c->counts.inuse;
     out->waste = inuse - room - out->stored;
+    out->peak_stored_batch = a->high > out->stored ? a->high : out->stored;
+    out->peak_stored = a->peak > out->peak_stored_batch ? a->peak : out->peak_stored_batch;
     if (a->lazy) { /* nothing but the inline paths ran since the inline init */
-        out->peak_stored = out->peak_stored_batch = out->stored;
         out->peak_retained = out->peak_retained_batch = out->retained;
         return;
     }
@@ -2168,10 +2175,6 @@ void arena_get_stats(const arena *a, arena_stats *out)
     out->resets = c->counts.resets;
     if (inline_resets && a->spare)
         out->resets += spare_full(a) - a->spare;
-    out->peak_stored = c->counts.peak_stored > out->stored ? c->counts.peak_stored : out->stored;
-    out->peak_stored_batch = inline_resets ? out->stored : c->counts.peak_stored_batch;
-    if (out->peak_stored_batch < out->stored)
-        out->peak_stored_batch = out->stored;
     out->peak_retained = c->counts.peak_retained;
     out->peak_retained_batch = inline_resets ? out->retained : c->counts.peak_retained_batch;
 }

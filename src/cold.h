@@ -33,8 +33,6 @@ struct arena__counts {
                                    overhead, the index, the reuse table */
     size_t peak_held;           /* the most `held` has been since init */
     size_t inuse;               /* usable capacity of the chunks in use, [0, nused) */
-    size_t peak_stored;         /* the largest arena_size() the library saw since init */
-    size_t peak_stored_batch;   /* ... since the batch began */
     size_t peak_retained;       /* the largest arena_retained() since init */
     size_t peak_retained_batch; /* ... since the batch began */
     uint64_t reused;            /* bytes handed out again from blocks given back */

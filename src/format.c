@@ -38,7 +38,7 @@ char *arena_vsprintf(arena *a, const char *fmt, va_list ap)
         /* The same format and arguments give the same length, unless another
          * thread changed the locale in between: then nothing is kept. */
         if (p && vsnprintf(p, (size_t)n + 1, fmt, again) != n) {
-            arena_free(a, p, (size_t)n + 1);
+            arena__free_placed(a, p, (size_t)n + 1);
             p = NULL;
         }
     }

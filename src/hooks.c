@@ -118,7 +118,6 @@ static ARENA__ALWAYS_INLINE void *hook_alloc(arena *a, size_t n)
     if (fast(a) && r != SIZE_MAX && (p = arena__reuse_pop(a, c, r)) != NULL) {
         a->size += n;
         arena__cold(a)->counts.reused += n;
-        arena__note_stored(a);
         return p;
     }
     return hook_alloc_general(a, n, r);
@@ -146,8 +145,9 @@ static ARENA__ALWAYS_INLINE void hook_free(arena *a, void *p, size_t n)
     if (!p || n == 0)
         return;
     if (fast(a) && r != SIZE_MAX && !ends_at_window(a, p, r)) {
-        arena__reuse_push(a, (char *)p, c, r);
+        arena__note_high(a);
         a->size -= n;
+        arena__reuse_push(a, (char *)p, c, r);
         return;
     }
     hook_free_general(a, p, n, r);
@@ -158,6 +158,8 @@ static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
     unsigned rc, sc;
     size_t r = hook_size(old_size, &rc), s = hook_size(new_size, &sc);
     void *q;
+    if (new_size < old_size)
+        arena__note_high(a);
     if (r == s) { /* the block holds both */
         a->size += new_size - old_size;
         return p;
@@ -170,7 +172,6 @@ static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
         arena__reuse_push(a, (char *)p, rc, r);
         a->size += new_size - old_size;
         arena__cold(a)->counts.reused += new_size;
-        arena__note_stored(a);
         return q;
     }
     q = s < r ? arena__shrink_moving(a, p, r, s) : arena_realloc(a, p, r, s);
@@ -582,7 +583,6 @@ static void *hand_out(arena *a, char *b, size_t block)
 {
     set_freed(b, block, false);
     a->size += block;
-    arena__note_stored(a);
     return b;
 }
 
@@ -765,7 +765,10 @@ void arena_cur_free(void *ptr)
         return;
     if ((page = paged(ptr, &owner, &size)) != 0) {
         switch (o = page_origin((char *)ptr, page, owner, size)) {
-        case MINE: page_free(current, (char *)ptr, size); return;
+        case MINE:
+            arena__note_high(current);
+            page_free(current, (char *)ptr, size);
+            return;
         case OTHER: give_up_paged((char *)ptr, size); return;
         default: misused("arena_cur_free", ptr, o); return;
         }
@@ -835,6 +838,7 @@ static void *resize_paged(char *p, enum origin o, size_t block, size_t size)
     /* A block of the same class stays. */
     if (class_of(size) == class_of(block))
         return p;
+    arena__note_high(current); /* before the copy is counted with the block */
     q = arena_cur_malloc(size);
     if (!q) /* a shrink never fails */
         return size < block ? p : NULL;

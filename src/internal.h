@@ -105,18 +105,10 @@ ARENA__HIDDEN void arena__unregister_object(struct arena__node *n);
 ARENA__HIDDEN const char *arena__cache_name(struct arena_cache *c);
 ARENA__HIDDEN const char *arena__shared_name(struct arena_shared *s);
 
-/* The peaks of arena_size() (arena_get_stats()), after the library placed a
- * value or before a batch ends (not at a rewind, which the inline path may
- * make too). */
-static inline void arena__note_stored(arena *a)
-{
-    struct arena__counts *k = &arena__cold(a)->counts;
-    size_t size = arena_size(a);
-    if (size > k->peak_stored)
-        k->peak_stored = size;
-    if (size > k->peak_stored_batch)
-        k->peak_stored_batch = size;
-}
+/* arena_free() of a value that the calling function placed itself and
+ * gives back before it returns: the size with it was never the program's
+ * to see, so no high point is noted (arena_vsprintf()). */
+ARENA__HIDDEN void arena__free_placed(arena *a, void *ptr, size_t size);
 /* What a limit leaves for a new request (SIZE_MAX: no limit). */
 ARENA__HIDDEN size_t arena__backing_room(const arena *a);
 

@@ -172,10 +172,12 @@ typedef struct model {
         uint64_t id;
     } stale[MODEL_MAX_STALE]; /* with its value's id */
     size_t nstale;
-    size_t size;  /* expected arena_size() */
-    size_t over;  /* expected oversized bytes in arena_retained() */
-    size_t floor; /* arena_retained() at the last check */
-    bool dropped; /* a reset or release since: retained may have come down */
+    size_t size;             /* expected arena_size() */
+    size_t peak, peak_batch; /* its largest after a step, since the start and
+                                since the batch began (arena_get_stats()) */
+    size_t over;             /* expected oversized bytes in arena_retained() */
+    size_t floor;            /* arena_retained() at the last check */
+    bool dropped;            /* a reset or release since: retained may have come down */
     /* The most recent value stored in a uniform chunk (the one arena_realloc may
      * extend in place); unknown after it was shrunk to nothing.  Not clean
      * when an oversized value was stored after it. */
@@ -287,6 +289,12 @@ static void model_start(model *m, arena *a, uint64_t seed, size_t budget, size_t
     m->nvals = 0;
     m->nmarks = m->ndead = m->nstale = m->rewinds = 0;
     m->size = m->over = 0;
+    {
+        arena_stats s; /* an acquired arena's peaks are its earlier batches' */
+        arena_get_stats(a, &s);
+        m->peak = s.peak_stored;
+        m->peak_batch = s.peak_stored_batch;
+    }
     m->floor = arena_retained(a); /* (a caller's buffer; an acquired arena's chunks) */
     m->dropped = false;
     m->tail = -1;
@@ -352,10 +360,31 @@ static void model_check_values(model *m) { model_check_values_from(m, 0); }
 
 static void model_check_limits(model *m);
 
+/* The peaks of arena_size(): exactly the largest figure after a step,
+ * unless a cleanup stored values that its batch or scope then forgot,
+ * which the library counts and the steps never see. */
+static void model_check_peaks(model *m)
+{
+    arena_stats s;
+    size_t now = arena_size(m->a);
+    m->peak = now > m->peak ? now : m->peak;
+    m->peak_batch = now > m->peak_batch ? now : m->peak_batch;
+    arena_get_stats(m->a, &s);
+    if (m->cleanup_stored) {
+        MCHECK(m, s.peak_stored >= m->peak && s.peak_stored_batch >= m->peak_batch);
+        m->peak = s.peak_stored;
+        m->peak_batch = s.peak_stored_batch;
+    } else {
+        MCHECK(m, s.peak_stored == m->peak);
+        MCHECK(m, s.peak_stored_batch == m->peak_batch);
+    }
+}
+
 static void model_check_counters(model *m)
 {
     size_t r = arena_retained(m->a);
     MCHECK(m, arena_size(m->a) == m->size);
+    model_check_peaks(m);
     MCHECK(m, r >= m->base + m->over);
     if (m->cleanup_stored)
         ; /* a cleanup may have taken a chunk before the reset freed any */
@@ -1391,7 +1420,7 @@ static void model_expire_all(model *m)
         model_bury(m, m->marks[i].m, true);
     model_forget(m, 0, true);
     m->nmarks = 0;
-    m->size = m->over = 0;
+    m->size = m->over = m->peak_batch = 0;
     m->tail = -1;
     m->tail_known = m->tail_clean = true;
     m->reusable = false;

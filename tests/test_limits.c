@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <arena/arena.h>
+#include <arena/hooks.h>
 #include <arena/pool.h>
 #include <arena/report.h>
 #include <arena/thread.h>
@@ -42,11 +43,28 @@ static uint64_t rng(void)
     return rng_state;
 }
 
-/* Every counter the backing can see agrees with it, after every call. */
+/* The shadow of the peaks of arena_size(): the largest figure seen after a
+ * call, since init and since the batch began. */
+static size_t shadow_peak, shadow_peak_batch;
+
+/* Notes arena_size() after a call; `ended`: the call ended a batch. */
+static void shadow_sample(const arena *a, bool ended)
+{
+    size_t n = arena_size(a);
+    if (ended)
+        shadow_peak_batch = 0;
+    shadow_peak = n > shadow_peak ? n : shadow_peak;
+    shadow_peak_batch = n > shadow_peak_batch ? n : shadow_peak_batch;
+}
+
+/* Every counter the backing can see agrees with it, after every call, and
+ * the peaks of arena_size() with the shadow. */
 static void check_against_backing(const arena *a, size_t limit, uint64_t resets)
 {
     arena_stats s;
     arena_get_stats(a, &s);
+    assert_int_equal(s.peak_stored, shadow_peak);
+    assert_int_equal(s.peak_stored_batch, shadow_peak_batch);
     assert_int_equal(s.held, tb.live_bytes);
     assert_int_equal(s.backing_calls, tb.calls + tb.frees);
     assert_int_equal(s.chunks, a->nchunks);
@@ -55,8 +73,6 @@ static void check_against_backing(const arena *a, size_t limit, uint64_t resets)
     assert_int_equal(s.resets, resets);
     assert_true(s.peak_held >= s.held);
     assert_true(s.peak_retained >= s.retained);
-    assert_true(s.peak_stored >= s.stored);
-    assert_true(s.peak_stored_batch >= s.stored);
     assert_true(tb.live_bytes <= limit);
     assert_true(s.limit == limit);
 }
@@ -83,9 +99,11 @@ static void counters_match_the_backing(void **state)
         rng_state = 0x9E3779B97F4A7C15ull * (uint64_t)seed;
         arena_init_with(&a, 4096 << (seed % 4), &al);
         arena_set_limit(&a, limit);
+        shadow_peak = shadow_peak_batch = 0;
         for (step = 0; step < 1500; step++) {
             unsigned op = (unsigned)(rng() % 16);
             size_t n = (size_t)(rng() % (op == 0 ? 40000 : 300)) + 1;
+            bool ended = op == 10 || op == 11;
             void *p;
             switch (op) {
             case 0:
@@ -103,6 +121,7 @@ static void counters_match_the_backing(void **state)
             case 5:
             case 6:
                 p = arena_alloc_reuse(&a, n);
+                shadow_sample(&a, false);
                 if (p && rng() % 2)
                     arena_free(&a, p, n);
                 else if (p)
@@ -143,15 +162,129 @@ static void counters_match_the_backing(void **state)
                     arena_release(&a);
                     last = NULL;
                     marked = false;
+                    ended = true;
                 }
                 break;
             default: p = arena_strdup(&a, "a string of some length"); break;
             }
+            shadow_sample(&a, ended);
             check_against_backing(&a, limit, resets);
         }
         arena_release(&a);
         assert_int_equal(tb.live, 0);
     }
+}
+
+/* The peaks where the inline paths forget values: a rewind and a scope's
+ * end in the window, the one-chunk reset (arena_reset(), arena_reset_to()),
+ * the inline release of a caller's buffer, and the Lua hook's blocks given
+ * back and taken again; exact after every call, in every build. */
+static void check_peaks(const arena *a)
+{
+    arena_stats s;
+    arena_get_stats(a, &s);
+    assert_int_equal(s.stored, arena_size(a));
+    assert_int_equal(s.peak_stored, shadow_peak);
+    assert_int_equal(s.peak_stored_batch, shadow_peak_batch);
+}
+
+#define STEP(a, call, ended)                                                                       \
+  do {                                                                                             \
+    call;                                                                                          \
+    shadow_sample((a), (ended));                                                                   \
+    check_peaks(a);                                                                                \
+  } while (0)
+
+static void peaks_exact_through_the_inline_paths(void **state)
+{
+    static char buf[8192];
+    arena a = {0}, b;
+    arena_mark m;
+    arena_scope sc;
+    void *p[8];
+    int i, k;
+    (void)state;
+
+    shadow_peak = shadow_peak_batch = 0;
+    STEP(&a, p[0] = arena_alloc(&a, 100), false);
+    assert_non_null(p[0]);
+    for (k = 0; k < 3; k++) {
+        /* A batch whose high point a rewind, then a scope, forgets. */
+        STEP(&a, m = arena_save(&a), false);
+        STEP(&a, p[1] = arena_alloc(&a, 3000 - 1000 * (size_t)k), false);
+        STEP(&a, p[2] = arena_alloc(&a, 7), false);
+        STEP(&a, arena_rewind(&a, m), false);
+        STEP(&a, sc = arena_scope_begin(&a), false);
+        STEP(&a, p[1] = arena_alloc(&a, 500 * (size_t)k + 1), false);
+        STEP(&a, arena_scope_end(&sc), false);
+        STEP(&a, p[3] = arena_alloc(&a, 10), false);
+        STEP(&a, arena_reset(&a), true);
+        STEP(&a, p[3] = arena_alloc(&a, 40 * (size_t)k + 1), false);
+        STEP(&a, arena_reset_to(&a, SIZE_MAX), true);
+    }
+    assert_non_null(p[1] && p[2] && p[3]);
+
+    /* The Lua hook: blocks given back (filed for reuse, and the most recent
+     * one) and taken again. */
+    for (i = 0; i < 8; i++)
+        STEP(&a, p[i] = arena_hook_lua(&a, NULL, 0, 24 + 8 * (size_t)i), false);
+    for (i = 0; i < 8; i += 2)
+        STEP(&a, (void)arena_hook_lua(&a, p[i], 24 + 8 * (size_t)i, 0), false);
+    STEP(&a, (void)arena_hook_lua(&a, p[7], 80, 0), false);
+    /* Above the high point of the blocks given back, then down again
+     * through the fast path (a block filed at the head of its list). */
+    for (i = 0; i < 4; i++)
+        STEP(&a, p[2 * i] = arena_hook_lua(&a, NULL, 0, 200), false);
+    STEP(&a, (void)arena_hook_lua(&a, p[2], 200, 0), false);
+    STEP(&a, (void)arena_hook_lua(&a, p[4], 200, 0), false);
+    STEP(&a, p[0] = arena_hook_lua(&a, NULL, 0, 24), false);
+    STEP(&a, p[2] = arena_alloc(&a, 5000), false);
+    STEP(&a, p[1] = arena_hook_lua(&a, p[1], 32, 30), false); /* within its block */
+    STEP(&a, p[2] = arena_alloc(&a, 5000), false);
+    STEP(&a, p[1] = arena_hook_lua(&a, p[1], 30, 20), false); /* a shrink */
+    STEP(&a, p[1] = arena_hook_lua(&a, p[1], 20, 300), false);
+    STEP(&a, arena_reset(&a), true);
+
+    /* The current arena's family: small blocks (on pages where the build
+     * keeps them) and larger ones, given back, shrunk and grown. */
+    {
+        arena *prev = arena_current_begin(&a);
+        for (i = 0; i < 6; i++)
+            STEP(&a, p[i] = arena_cur_malloc(i < 3 ? 24 : 700), false);
+        for (i = 0; i < 6; i += 2)
+            STEP(&a, arena_cur_free(p[i]), false);
+        for (i = 0; i < 6; i += 2)
+            STEP(&a, p[i] = arena_cur_malloc(i < 3 ? 40 : 900), false);
+        STEP(&a, arena_cur_free(p[0]), false);
+        /* Each shrink right after a new high point. */
+        STEP(&a, p[6] = arena_alloc(&a, 5000), false);
+        STEP(&a, p[1] = arena_cur_realloc(p[1], 8), false);
+        STEP(&a, p[7] = arena_alloc(&a, 5000), false);
+        STEP(&a, p[3] = arena_cur_realloc(p[3], 890), false);
+        STEP(&a, p[7] = arena_alloc(&a, 5000), false);
+        STEP(&a, p[3] = arena_cur_realloc(p[3], 100), false);
+        assert_non_null(p[6] && p[7]);
+        STEP(&a, p[5] = arena_cur_realloc(p[5], 3000), false);
+        STEP(&a, arena_cur_free(p[2]), false);
+        assert_non_null(p[1] && p[3] && p[5]);
+        arena_current_end(prev);
+    }
+    STEP(&a, arena_release(&a), true);
+    assert_true(shadow_peak >= 3000);
+
+    /* A caller's buffer, untouched by the library (inline init and
+     * release), then again with a rewind. */
+    shadow_peak = shadow_peak_batch = 0;
+    STEP(&b, arena_init_buffer(&b, buf, sizeof buf, NULL), false);
+    STEP(&b, p[0] = arena_alloc(&b, 2000), false);
+    STEP(&b, arena_release(&b), true);
+    STEP(&b, m = arena_save(&b), false);
+    STEP(&b, p[0] = arena_alloc(&b, 1500), false);
+    STEP(&b, arena_rewind(&b, m), false);
+    STEP(&b, p[0] = arena_alloc(&b, 16), false);
+    STEP(&b, arena_reset(&b), true);
+    STEP(&b, arena_release(&b), true);
+    assert_int_equal(shadow_peak, 2000);
 }
 
 /* ---- The limit --------------------------------------------------------------------------- */
@@ -646,6 +779,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counters_match_the_backing),
+        cmocka_unit_test(peaks_exact_through_the_inline_paths),
         cmocka_unit_test(limit_is_enforced_at_the_byte),
         cmocka_unit_test(lowered_limit_refuses_until_a_reset),
         cmocka_unit_test(limit_zero_and_size_max),

@@ -709,13 +709,14 @@ typedef struct arena_stats {
 
 /**
  * Fills `*out` with the arena's counters: O(1), reads only (one thread at a
- * time, as every use of the arena).  Every figure is exact, but for the
- * peaks of `stored`: those are the largest arena_size() after each value
- * the library places (an allocation that misses the inline window, takes a
- * block given back, or grows a value), when a batch ends (reset, release),
- * and now; values that the inline paths store and a rewind forgets before
- * any of those (a scope that stays within its chunk) may escape them.
- * Instrumented builds have no inline paths: there they are exact.
+ * time, as every use of the arena).  Every figure is exact, in every build.
+ * The peaks of `stored` are the largest arena_size() between calls: a call
+ * that forgets values (a rewind or scope end, a reset, a release, a value
+ * given back or shrunk, through the adapters too), inline or not, notes the
+ * size before it first, and a call that places a value and gives another
+ * back (a moving arena_realloc()) counts once, as it leaves them.  A batch
+ * ends at a reset, arena_reset_to() or release; values a cleanup stores
+ * while its batch or scope ends count in that batch.
  */
 ARENA_API void arena_get_stats(const arena *a, arena_stats *out);
 /* ---- Cleanups and child arenas ------------------------------------------------------ */

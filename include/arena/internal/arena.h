@@ -89,16 +89,44 @@ static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, si
             a->first.cap = cap;
             a->saves = 0;
             a->expired = 0;
+            a->high = 0;
+            a->peak = 0;
             return;
         }
     }
     arena__init_buffer_slow(a, buf, len, backing);
 }
 
+static inline size_t arena_size(const arena *a)
+{
+    return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->counted);
+}
+
+/* Before values are forgotten: the size they leave behind, into the
+ * batch's high point (arena_get_stats()'s peaks). */
+static inline void arena__note_high(arena *a)
+{
+    size_t size = arena_size(a);
+    if (size > a->high) /* mostly not: a store only at a new high point */
+        a->high = size;
+}
+
+/* At a batch's end: its high point (and the size it ends at) into the
+ * peak of the batches ended, and a new batch's high point. */
+static inline void arena__end_high(arena *a)
+{
+    size_t size = arena_size(a);
+    size_t high = size > a->high ? size : a->high;
+    a->peak = high > a->peak ? high : a->peak;
+    a->high = 0;
+}
+
 /* Empties an arena whose one chunk, in use, starts at `base`, with the
- * inline window open on it: size 0, marks expired, the position at `base`. */
+ * inline window open on it: the batch's high point noted, size 0, marks
+ * expired, the position at `base`. */
 static inline void arena__empty_first(arena *a, char *base)
 {
+    arena__end_high(a);
     a->size = 0;
     a->expired = a->saves;
     a->pos = base;
@@ -159,11 +187,6 @@ static inline void arena_reset(arena *a)
     arena__reset_slow(a);
 }
 
-static inline size_t arena_size(const arena *a)
-{
-    return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->counted);
-}
-
 static inline arena_mark arena_save(arena *a)
 {
     arena_mark m;
@@ -202,6 +225,7 @@ static inline bool arena__rewind_window(arena *a, arena_mark m)
                       m.nused == a->nused && m.pos != NULL &&
                       (uintptr_t)m.pos >= (uintptr_t)a->counted &&
                       (uintptr_t)m.pos <= (uintptr_t)a->ptr)) {
+        arena__note_high(a);
         a->size = m.size;
         a->pos = a->ptr = a->counted = m.pos;
         return true;

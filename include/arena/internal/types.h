@@ -43,7 +43,9 @@ typedef union arena__cold_space {
  * visible because the inline functions use them: ptr, end, size and counted on
  * every allocation, chunks and cur for refs, pos, cur, nused and saves for
  * marks, nchunks, buf, first, expired and spare for the one-chunk reset
- * and release, and all of these and lazy for the inline arena_init_buffer().
+ * and release, high and peak for the peaks of arena_size() that the inline
+ * rewind and reset must not lose, and all of these and lazy for the inline
+ * arena_init_buffer().
  * `cold` holds the library's own bookkeeping.
  * `arena a = {0};` is a valid empty arena (64 KiB chunks, malloc backing).
  *
@@ -78,6 +80,12 @@ struct arena {
     struct arena__chunk first;   /* the index while it has one slot */
     uint64_t saves;              /* marks taken: the serial of the latest */
     uint64_t expired;            /* marks up to this serial expired (reset, release) */
+    size_t high;                 /* this batch's largest arena_size() before its latest
+                                     fall: every path that forgets values (a rewind, a
+                                     value given back; inline or not) notes the size
+                                     it leaves first, so the peak is max(high, size) */
+    size_t peak;                 /* the largest `high` of the batches ended (a reset,
+                                     a release folds the batch's in) */
     arena__cold_space cold;      /* the library's: private */
 };
 

@@ -2160,8 +2160,9 @@ void arena_get_stats(const arena *a, arena_stats *out)
         room = (size_t)(lim - cursor(a));
     inuse = a->lazy ? a->first.cap : c->counts.inuse;
     out->waste = inuse - room - out->stored;
-    out->peak_stored_batch = a->high > out->stored ? a->high : out->stored;
-    out->peak_stored = a->peak > out->peak_stored_batch ? a->peak : out->peak_stored_batch;
+    out->peak_stored_batch = arena__above(out->stored, a->high) ? out->stored : a->high;
+    out->peak_stored =
+        arena__above(a->peak, out->peak_stored_batch) ? a->peak : out->peak_stored_batch;
     if (a->lazy) { /* nothing but the inline paths ran since the inline init */
         out->peak_retained = out->peak_retained_batch = out->retained;
         return;

@@ -362,13 +362,15 @@ static void model_check_limits(model *m);
 
 /* The peaks of arena_size(): exactly the largest figure after a step,
  * unless a cleanup stored values that its batch or scope then forgot,
- * which the library counts and the steps never see. */
+ * which the library counts and the steps never see.  Compared signed: a
+ * size that wrapped below zero (a value from before a mark shrunk after a
+ * rewind to it restored the mark's size) is no peak. */
 static void model_check_peaks(model *m)
 {
     arena_stats s;
     size_t now = arena_size(m->a);
-    m->peak = now > m->peak ? now : m->peak;
-    m->peak_batch = now > m->peak_batch ? now : m->peak_batch;
+    m->peak = (ptrdiff_t)now > (ptrdiff_t)m->peak ? now : m->peak;
+    m->peak_batch = (ptrdiff_t)now > (ptrdiff_t)m->peak_batch ? now : m->peak_batch;
     arena_get_stats(m->a, &s);
     if (m->cleanup_stored) {
         MCHECK(m, s.peak_stored >= m->peak && s.peak_stored_batch >= m->peak_batch);

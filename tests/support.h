@@ -67,6 +67,7 @@ typedef struct test_backing {
     size_t failed;     /* alloc calls that returned NULL */
     size_t live;       /* allocations not yet freed */
     size_t live_bytes; /* their bytes */
+    size_t peak_bytes; /* the most live_bytes at once (set it to start again) */
     size_t frees;
     size_t max_request; /* the largest size asked */
     struct {
@@ -107,6 +108,8 @@ static void *tb_alloc(void *ctx, size_t n)
     tb->blocks[tb->live].n = n;
     tb->live++;
     tb->live_bytes += n;
+    if (tb->live_bytes > tb->peak_bytes)
+        tb->peak_bytes = tb->live_bytes;
     return p;
 }
 

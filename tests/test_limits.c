@@ -44,35 +44,43 @@ static uint64_t rng(void)
 }
 
 /* The shadow of the peaks of arena_size(): the largest figure seen after a
- * call, since init and since the batch began. */
-static size_t shadow_peak, shadow_peak_batch;
+ * call, since init and since the batch began; and of arena_retained(). */
+static size_t shadow_peak, shadow_peak_batch, shadow_retained, shadow_retained_batch;
 
 /* Notes arena_size() after a call; `ended`: the call ended a batch. */
 static void shadow_sample(const arena *a, bool ended)
 {
-    size_t n = arena_size(a);
+    size_t n = arena_size(a), r = arena_retained(a);
     if (ended)
-        shadow_peak_batch = 0;
+        shadow_peak_batch = shadow_retained_batch = 0;
     shadow_peak = n > shadow_peak ? n : shadow_peak;
     shadow_peak_batch = n > shadow_peak_batch ? n : shadow_peak_batch;
+    shadow_retained = r > shadow_retained ? r : shadow_retained;
+    shadow_retained_batch = r > shadow_retained_batch ? r : shadow_retained_batch;
 }
 
 /* Every counter the backing can see agrees with it, after every call, and
- * the peaks of arena_size() with the shadow. */
+ * the peaks of arena_size() and arena_retained() with the shadow. */
 static void check_against_backing(const arena *a, size_t limit, uint64_t resets)
 {
     arena_stats s;
     arena_get_stats(a, &s);
     assert_int_equal(s.peak_stored, shadow_peak);
     assert_int_equal(s.peak_stored_batch, shadow_peak_batch);
+    /* What the arena holds peaks within a call too (a chunk taken before
+     * the one it outgrew is given back): held exactly as the backing saw
+     * it, and retained (the chunks' capacities, less than they hold) at
+     * least as after every call. */
+    assert_int_equal(s.peak_held, tb.peak_bytes);
+    assert_true(s.peak_retained >= shadow_retained && s.peak_retained <= s.peak_held);
+    assert_true(s.peak_retained_batch >= shadow_retained_batch &&
+                s.peak_retained_batch <= s.peak_retained);
     assert_int_equal(s.held, tb.live_bytes);
     assert_int_equal(s.backing_calls, tb.calls + tb.frees);
     assert_int_equal(s.chunks, a->nchunks);
     assert_int_equal(s.retained, arena_retained(a));
     assert_int_equal(s.stored, arena_size(a));
     assert_int_equal(s.resets, resets);
-    assert_true(s.peak_held >= s.held);
-    assert_true(s.peak_retained >= s.retained);
     assert_true(tb.live_bytes <= limit);
     assert_true(s.limit == limit);
 }
@@ -99,7 +107,8 @@ static void counters_match_the_backing(void **state)
         rng_state = 0x9E3779B97F4A7C15ull * (uint64_t)seed;
         arena_init_with(&a, 4096 << (seed % 4), &al);
         arena_set_limit(&a, limit);
-        shadow_peak = shadow_peak_batch = 0;
+        shadow_peak = shadow_peak_batch = shadow_retained = shadow_retained_batch = 0;
+        tb.peak_bytes = tb.live_bytes;
         for (step = 0; step < 1500; step++) {
             unsigned op = (unsigned)(rng() % 16);
             size_t n = (size_t)(rng() % (op == 0 ? 40000 : 300)) + 1;

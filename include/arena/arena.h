@@ -716,7 +716,13 @@ typedef struct arena_stats {
  * size before it first, and a call that places a value and gives another
  * back (a moving arena_realloc()) counts once, as it leaves them.  A batch
  * ends at a reset, arena_reset_to() or release; values a cleanup stores
- * while its batch or scope ends count in that batch.
+ * while its batch or scope ends count in that batch.  Sizes compare as
+ * signed here: arena_size() after a rewind is the mark's, so a value from
+ * before the mark that shrank after it, shrunk again, can wrap it below
+ * zero, which is no peak.  The peaks of `held`
+ * and `retained` are of memory, at any moment, within a call too: a call
+ * that takes a larger chunk before it gives back the one that it outgrew
+ * held both for that moment.
  */
 ARENA_API void arena_get_stats(const arena *a, arena_stats *out);
 /* ---- Cleanups and child arenas ------------------------------------------------------ */

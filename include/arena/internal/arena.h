@@ -102,12 +102,18 @@ static inline size_t arena_size(const arena *a)
     return a->size + (size_t)((uintptr_t)a->ptr - (uintptr_t)a->counted);
 }
 
+/* Whether the size `x` is above `y`, as arena_get_stats()'s peaks compare
+ * sizes: signed, so that a size that wrapped below zero (arena_size() after
+ * a rewind restored the mark's size and a value from before the mark then
+ * shrank) is no peak.  The same instructions as unsigned. */
+static inline bool arena__above(size_t x, size_t y) { return (ptrdiff_t)x > (ptrdiff_t)y; }
+
 /* Before values are forgotten: the size they leave behind, into the
  * batch's high point (arena_get_stats()'s peaks). */
 static inline void arena__note_high(arena *a)
 {
     size_t size = arena_size(a);
-    if (size > a->high) /* mostly not: a store only at a new high point */
+    if (arena__above(size, a->high)) /* mostly not: a store only at a new high */
         a->high = size;
 }
 
@@ -116,8 +122,8 @@ static inline void arena__note_high(arena *a)
 static inline void arena__end_high(arena *a)
 {
     size_t size = arena_size(a);
-    size_t high = size > a->high ? size : a->high;
-    a->peak = high > a->peak ? high : a->peak;
+    size_t high = arena__above(size, a->high) ? size : a->high;
+    a->peak = arena__above(high, a->peak) ? high : a->peak;
     a->high = 0;
 }
 

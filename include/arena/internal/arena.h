@@ -166,8 +166,9 @@ static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
         /* Untouched by the library since the inline arena_init_buffer(): one
          * chunk, the buffer, in use; the window is open on it; nothing
          * `pending` (a cleanup's push, a free block's filing write through
-         * the library, which clears `lazy`).  One load, and stores that a
-         * compiler drops when the arena's life ends here. */
+         * the library, which clears `lazy`).  Loads and stores that a
+         * compiler drops when the arena's life ends here (a stack scope's
+         * arena: docs/fast-path.md). */
         arena__empty_first(a, a->first.base);
         return;
     }

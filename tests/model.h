@@ -358,35 +358,35 @@ static void model_check_values_from(model *m, size_t from)
 
 static void model_check_values(model *m) { model_check_values_from(m, 0); }
 
-static void model_check_limits(model *m);
+static void model_check_limits(model *m, const arena_stats *s);
 
 /* The peaks of arena_size(): exactly the largest figure after a step,
  * unless a cleanup stored values that its batch or scope then forgot,
  * which the library counts and the steps never see.  Compared signed: a
  * size that wrapped below zero (a value from before a mark shrunk after a
  * rewind to it restored the mark's size) is no peak. */
-static void model_check_peaks(model *m)
+static void model_check_peaks(model *m, const arena_stats *s)
 {
-    arena_stats s;
     size_t now = arena_size(m->a);
     m->peak = (ptrdiff_t)now > (ptrdiff_t)m->peak ? now : m->peak;
     m->peak_batch = (ptrdiff_t)now > (ptrdiff_t)m->peak_batch ? now : m->peak_batch;
-    arena_get_stats(m->a, &s);
     if (m->cleanup_stored) {
-        MCHECK(m, s.peak_stored >= m->peak && s.peak_stored_batch >= m->peak_batch);
-        m->peak = s.peak_stored;
-        m->peak_batch = s.peak_stored_batch;
+        MCHECK(m, s->peak_stored >= m->peak && s->peak_stored_batch >= m->peak_batch);
+        m->peak = s->peak_stored;
+        m->peak_batch = s->peak_stored_batch;
     } else {
-        MCHECK(m, s.peak_stored == m->peak);
-        MCHECK(m, s.peak_stored_batch == m->peak_batch);
+        MCHECK(m, s->peak_stored == m->peak);
+        MCHECK(m, s->peak_stored_batch == m->peak_batch);
     }
 }
 
 static void model_check_counters(model *m)
 {
     size_t r = arena_retained(m->a);
+    arena_stats s; /* one snapshot for the peaks and the limits */
+    arena_get_stats(m->a, &s);
     MCHECK(m, arena_size(m->a) == m->size);
-    model_check_peaks(m);
+    model_check_peaks(m, &s);
     MCHECK(m, r >= m->base + m->over);
     if (m->cleanup_stored)
         ; /* a cleanup may have taken a chunk before the reset freed any */
@@ -402,7 +402,7 @@ static void model_check_counters(model *m)
         MCHECK(m, arena_check(m->a));
     MCHECK(m, recorded_errors.count == recorded_errors.expected); /* no report but misuse's */
     if (m->limits)
-        model_check_limits(m);
+        model_check_limits(m, &s);
 }
 
 /* Everything: every value, the counters and arena_check(). */
@@ -864,10 +864,9 @@ static size_t model_least_chunk(const model *m)
 /* The counters against the model and the counting backing; held never
  * crosses the limit but where the limit was set below it, and then grows
  * no more. */
-static void model_check_limits(model *m)
+static void model_check_limits(model *m, const arena_stats *st)
 {
-    arena_stats s;
-    arena_get_stats(m->a, &s);
+    arena_stats s = *st;
     MCHECK(m, s.limit == m->limit && arena_limit(m->a) == m->limit);
     MCHECK(m, s.limit_hits == m->hits);
     MCHECK(m, s.resets == m->resets);

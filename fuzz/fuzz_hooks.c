@@ -80,7 +80,10 @@ typedef struct slot {
     size_t budget;
     mark marks[MAX_MARKS];
     size_t nmarks;
-    arena_allocator of; /* arena_allocator_of(&a) */
+    arena_allocator of;      /* arena_allocator_of(&a) */
+    size_t peak, peak_batch; /* the largest arena_size() after a step, since
+                                init and since the batch began */
+    bool ended;              /* a reset or release in this step */
 } slot;
 
 static fuzz_input in;
@@ -139,6 +142,34 @@ static void check_block(const block *b)
  * is poisoned under ASan, so a stray write into it is reported as it
  * happens: its size is read only every SIZE_CHECKS steps, and after each
  * call that wrote it). */
+/* The shadow of arena_get_stats()'s peaks: arena_size() after a call,
+ * into the largest since init and since the batch began (compared signed,
+ * as the library does). */
+static void sample_peaks(slot *s)
+{
+    size_t now = arena_size(&s->a);
+    if (s->ended)
+        s->peak_batch = 0;
+    s->ended = false;
+    s->peak = (ptrdiff_t)now > (ptrdiff_t)s->peak ? now : s->peak;
+    s->peak_batch = (ptrdiff_t)now > (ptrdiff_t)s->peak_batch ? now : s->peak_batch;
+}
+
+/* Each arena's peaks are exactly the shadow's: sampled after every step
+ * (a step makes one call on an arena, or samples between its calls). */
+static void check_peaks(void)
+{
+    int i;
+    for (i = 0; i < ARENAS; i++) {
+        slot *s = &arenas[i];
+        arena_stats st;
+        sample_peaks(s);
+        arena_get_stats(&s->a, &st);
+        TEST_CHECK(st.peak_stored == s->peak);
+        TEST_CHECK(st.peak_stored_batch == s->peak_batch);
+    }
+}
+
 static void check_all(bool sizes)
 {
     size_t i;
@@ -315,6 +346,8 @@ static void start_arena(int i)
 
     s->fixed = false;
     s->nmarks = 0;
+    s->peak = s->peak_batch = 0;
+    s->ended = false;
     if (kind < 6) {
         s->budget = budgets[below(5)];
         arena_init_with(&s->a, s->budget, &al);
@@ -548,6 +581,7 @@ static void plain_alloc(int i)
         /* packed: at no ARENA_ALIGN boundary necessarily; the model's
          * values are ARENA_ALIGN-aligned, so this one is freed at once */
         fill_pattern(p, size, next_id++);
+        sample_peaks(&arenas[i]);
         arena_free(a, p, size);
         TEST_CHECK(arena_size(a) == b.size);
         return;
@@ -675,6 +709,7 @@ static void reset(int i)
     case 2: arena_release(&s->a); break;
     default: /* a trim ends nothing */ arena_trim(&s->a, below(3) * s->budget); return;
     }
+    s->ended = true;
     TEST_CHECK(arena_size(&s->a) == 0);
     end_blocks(i, 0);
     s->nmarks = 0;
@@ -798,6 +833,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     current = HEAP;
     for (ops = 0; in.n && ops < MAX_OPS; ops++) {
         step();
+        check_peaks();
         check_all(ops % SIZE_CHECKS == SIZE_CHECKS - 1);
     }
     /* The heap's blocks outlive the arenas; every arena's value is checked

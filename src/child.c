@@ -53,15 +53,17 @@ static void *child_alloc(void *ctx, size_t size)
         if (!tie)
             return NULL;
     }
+    /* The ties given back here are this call's own bookkeeping, which
+     * the parent's peaks do not count (arena__cleanup_drop()). */
     p = arena__nested_alloc(k->parent, size);
     if (!p) {
         if (tie != old)
-            arena_cleanup_cancel(k->parent, tie);
+            arena__cleanup_drop(k->parent, tie);
         return NULL;
     }
     if (tie != old) {
         if (old)
-            arena_cleanup_cancel(k->parent, old);
+            arena__cleanup_drop(k->parent, old);
         k->tie = tie;
     }
     return p;

@@ -103,7 +103,10 @@ arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void *ctx)
     return c;
 }
 
-void arena_cleanup_cancel(arena *a, arena_cleanup *c)
+/* arena_cleanup_cancel(); `note`: the record's bytes go back as
+ * arena_free() gives them (the size before noted as the batch's high
+ * point), else as arena__free_placed() does. */
+static void cancel(arena *a, arena_cleanup *c, bool note)
 {
     if (!c)
         return;
@@ -125,8 +128,15 @@ void arena_cleanup_cancel(arena *a, arena_cleanup *c)
     c->check ^= SPENT;
     if (!arena__cold(a)->cleanups && !arena__cleaning(a))
         a->pending &= ~(uint32_t)ARENA__PENDING_CLEANUP;
-    arena_free(a, c, sizeof *c);
+    if (note)
+        arena_free(a, c, sizeof *c);
+    else
+        arena__free_placed(a, c, sizeof *c);
 }
+
+void arena_cleanup_cancel(arena *a, arena_cleanup *c) { cancel(a, c, true); }
+
+void arena__cleanup_drop(arena *a, arena_cleanup *c) { cancel(a, c, false); }
 
 uint64_t arena__cleanup_serial(const arena_cleanup *c) { return c->serial; }
 

@@ -158,9 +158,9 @@ static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
     unsigned rc, sc;
     size_t r = hook_size(old_size, &rc), s = hook_size(new_size, &sc);
     void *q;
-    if (new_size < old_size)
-        arena__note_high(a);
     if (r == s) { /* the block holds both */
+        if (new_size < old_size)
+            arena__note_high(a);
         a->size += new_size - old_size;
         return p;
     }
@@ -170,6 +170,8 @@ static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
         (q = arena__reuse_pop(a, sc, s)) != NULL) {
         memcpy(q, p, r < s ? r : s);
         arena__reuse_push(a, (char *)p, rc, r);
+        if (new_size < old_size)
+            arena__note_high(a);
         a->size += new_size - old_size;
         arena__cold(a)->counts.reused += new_size;
         return q;

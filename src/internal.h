@@ -109,6 +109,9 @@ ARENA__HIDDEN const char *arena__shared_name(struct arena_shared *s);
  * gives back before it returns: the size with it was never the program's
  * to see, so no high point is noted (arena_vsprintf()). */
 ARENA__HIDDEN void arena__free_placed(arena *a, void *ptr, size_t size);
+/* arena_cleanup_cancel() of a record that the calling function pushed, or
+ * replaces by one it pushed, in the same call: through arena__free_placed(). */
+ARENA__HIDDEN void arena__cleanup_drop(arena *a, arena_cleanup *c);
 /* What a limit leaves for a new request (SIZE_MAX: no limit). */
 ARENA__HIDDEN size_t arena__backing_room(const arena *a);
 

@@ -10,6 +10,8 @@
  */
 #include "support.h"
 
+#include <arena/hooks.h>
+
 #include <stdalign.h>
 
 #define BUF 4096
@@ -364,6 +366,14 @@ static void test_failed_calls_change_no_byte(void **state)
     r = arena_ref_copy(&a, buf_b, (size_t)ARENA_REF_MAX + 1, 1);
     assert_true(test_misuse_reported(before + 1, ARENA_ERR_REF_TOO_LARGE));
     assert_true(arena_ref_empty(r));
+    assert_unchanged(&a, &was);
+    /* The realloc hooks' shrink with the same old size: the peaks' note
+     * comes after the check too. */
+    assert_null(arena_hook_realloc(&a, q, 64, 32));
+    assert_true(test_misuse_reported(before + 2, ARENA_ERR_BAD_SIZE));
+    assert_unchanged(&a, &was);
+    assert_null(arena_hook_lua(&a, q, 64, 40));
+    assert_true(test_misuse_reported(before + 3, ARENA_ERR_BAD_SIZE));
     assert_unchanged(&a, &was);
 
     /* Out of memory: nothing more fits the buffer. */

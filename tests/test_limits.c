@@ -296,6 +296,40 @@ static void peaks_exact_through_the_inline_paths(void **state)
     assert_int_equal(shadow_peak, 2000);
 }
 
+/* A child arena's chunks are values of its parent, and each comes with a
+ * tie (a cleanup record) that replaces the last one once the parent took a
+ * mark: the parent's peaks count the ties as they are between calls, not
+ * the moment a chunk call holds both (nor a refused chunk's tie). */
+static void peaks_of_a_parent_exact_through_a_child(void **state)
+{
+    static char buf[8192];
+    arena parent, child;
+    void *p;
+    (void)state;
+
+    shadow_peak = shadow_peak_batch = 0;
+    STEP(&parent, arena_init(&parent, 1 << 16), false);
+    arena_init_child(&child, &parent, 4096);
+    STEP(&parent, p = arena_alloc(&child, 100), false);
+    STEP(&parent, p = arena_alloc(&child, 4000), false);
+    STEP(&parent, (void)arena_save(&parent), false);
+    STEP(&parent, p = arena_alloc(&child, 4000), false); /* a new tie, the old one given back */
+    assert_non_null(p);
+    STEP(&parent, arena_release(&child), false);
+    STEP(&parent, arena_release(&parent), true);
+
+    /* A parent on a caller's buffer that cannot hold the child's chunk. */
+    shadow_peak = shadow_peak_batch = 0;
+    STEP(&parent, arena_init_buffer(&parent, buf, sizeof buf, NULL), false);
+    arena_init_child(&child, &parent, 4096);
+    STEP(&parent, p = arena_alloc(&child, 100), false);
+    STEP(&parent, (void)arena_save(&parent), false);
+    STEP(&parent, p = arena_alloc(&child, 4000), false); /* refused: its tie given back */
+    assert_null(p);
+    STEP(&parent, arena_release(&child), false);
+    STEP(&parent, arena_release(&parent), true);
+}
+
 /* ---- The limit --------------------------------------------------------------------------- */
 
 /* With 64 KiB chunks and a limit of 100,000 bytes, 112-byte values fill
@@ -789,6 +823,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counters_match_the_backing),
         cmocka_unit_test(peaks_exact_through_the_inline_paths),
+        cmocka_unit_test(peaks_of_a_parent_exact_through_a_child),
         cmocka_unit_test(limit_is_enforced_at_the_byte),
         cmocka_unit_test(lowered_limit_refuses_until_a_reset),
         cmocka_unit_test(limit_zero_and_size_max),

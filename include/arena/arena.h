@@ -714,7 +714,11 @@ typedef struct arena_stats {
  * that forgets values (a rewind or scope end, a reset, a release, a value
  * given back or shrunk, through the adapters too), inline or not, notes the
  * size before it first, and a call that places a value and gives another
- * back (a moving arena_realloc()) counts once, as it leaves them.  A batch
+ * back (a moving arena_realloc()) counts once, as it leaves them.  An
+ * arena that backs others (arena_allocator_of(), arena_init_child()) sees
+ * their chunk requests as calls of their own: a nested arena's call that
+ * takes a chunk from it before giving one back counts here as the two calls
+ * it makes, the moment between them included.  A batch
  * ends at a reset, arena_reset_to() or release; values a cleanup stores
  * while its batch or scope ends count in that batch.  Sizes compare as
  * signed here: arena_size() after a rewind is the mark's, so a value from

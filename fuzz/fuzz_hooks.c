@@ -138,21 +138,16 @@ static void check_block(const block *b)
         TEST_CHECK(cur_size_ok(b->p, b->size, b->owner));
 }
 
-/* Every block's pattern; with `sizes`, every header's size too (a header
- * is poisoned under ASan, so a stray write into it is reported as it
- * happens: its size is read only every SIZE_CHECKS steps, and after each
- * call that wrote it). */
 /* The shadow of arena_get_stats()'s peaks: arena_size() after a call,
- * into the largest since init and since the batch began (compared signed,
- * as the library does). */
+ * into the largest since init and since the batch began. */
 static void sample_peaks(slot *s)
 {
     size_t now = arena_size(&s->a);
     if (s->ended)
         s->peak_batch = 0;
     s->ended = false;
-    s->peak = (ptrdiff_t)now > (ptrdiff_t)s->peak ? now : s->peak;
-    s->peak_batch = (ptrdiff_t)now > (ptrdiff_t)s->peak_batch ? now : s->peak_batch;
+    test_note_peak(&s->peak, now);
+    test_note_peak(&s->peak_batch, now);
 }
 
 /* Each arena's peaks are exactly the shadow's: sampled after every step
@@ -170,6 +165,10 @@ static void check_peaks(void)
     }
 }
 
+/* Every block's pattern; with `sizes`, every header's size too (a header
+ * is poisoned under ASan, so a stray write into it is reported as it
+ * happens: its size is read only every SIZE_CHECKS steps, and after each
+ * call that wrote it). */
 static void check_all(bool sizes)
 {
     size_t i;

@@ -362,14 +362,14 @@ static void model_check_limits(model *m, const arena_stats *s);
 
 /* The peaks of arena_size(): exactly the largest figure after a step,
  * unless a cleanup stored values that its batch or scope then forgot,
- * which the library counts and the steps never see.  Compared signed: a
- * size that wrapped below zero (a value from before a mark shrunk after a
- * rewind to it restored the mark's size) is no peak. */
+ * which the library counts and the steps never see.  Compared signed
+ * (test_note_peak()): a size wraps below zero where a value from before a
+ * mark shrinks after a rewind to it restored the mark's size. */
 static void model_check_peaks(model *m, const arena_stats *s)
 {
     size_t now = arena_size(m->a);
-    m->peak = (ptrdiff_t)now > (ptrdiff_t)m->peak ? now : m->peak;
-    m->peak_batch = (ptrdiff_t)now > (ptrdiff_t)m->peak_batch ? now : m->peak_batch;
+    test_note_peak(&m->peak, now);
+    test_note_peak(&m->peak_batch, now);
     if (m->cleanup_stored) {
         MCHECK(m, s->peak_stored >= m->peak && s->peak_stored_batch >= m->peak_batch);
         m->peak = s->peak_stored;

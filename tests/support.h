@@ -173,6 +173,15 @@ static void record_error(arena_error code, const char *message, void *ctx)
     strncpy(recorded_errors.message, message, sizeof recorded_errors.message - 1);
 }
 
+/* A shadow of one of arena_get_stats()'s peaks: *peak becomes `now` where
+ * that is larger, compared signed, as the library compares sizes (a size
+ * that wrapped below zero is no peak). */
+static inline void test_note_peak(size_t *peak, size_t now)
+{
+    if ((ptrdiff_t)now > (ptrdiff_t)*peak)
+        *peak = now;
+}
+
 /* After a misuse made on purpose, with `before` the count taken just before
  * it: true when it was reported exactly once, with `code`.  It then counts as
  * expected, so that `count == expected` later says nothing else was reported. */

@@ -53,10 +53,10 @@ static void shadow_sample(const arena *a, bool ended)
     size_t n = arena_size(a), r = arena_retained(a);
     if (ended)
         shadow_peak_batch = shadow_retained_batch = 0;
-    shadow_peak = n > shadow_peak ? n : shadow_peak;
-    shadow_peak_batch = n > shadow_peak_batch ? n : shadow_peak_batch;
-    shadow_retained = r > shadow_retained ? r : shadow_retained;
-    shadow_retained_batch = r > shadow_retained_batch ? r : shadow_retained_batch;
+    test_note_peak(&shadow_peak, n);
+    test_note_peak(&shadow_peak_batch, n);
+    test_note_peak(&shadow_retained, r);
+    test_note_peak(&shadow_retained_batch, r);
 }
 
 /* Every counter the backing can see agrees with it, after every call, and

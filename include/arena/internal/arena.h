@@ -118,7 +118,10 @@ static inline void arena__note_high(arena *a)
 }
 
 /* At a batch's end: its high point (and the size it ends at) into the
- * peak of the batches ended, and a new batch's high point. */
+ * peak of the batches ended, and a new batch's high point.  Selects and
+ * unconditional stores, not arena__note_high() and a branch: clang then
+ * drops all of it where the arena dies (a stack scope's release), which
+ * it does not for a conditional store. */
 static inline void arena__end_high(arena *a)
 {
     size_t size = arena_size(a);

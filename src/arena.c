@@ -1201,16 +1201,31 @@ static bool fits_current(const arena *a, size_t need)
 /* A value of `n` (> 0) bytes in a free block of this batch, ARENA_ALIGN-
  * aligned; NULL when no block holds it.  The part of the block past the
  * value (rounded up to ARENA_ALIGN) is filed again when it can be a block. */
-static void *take_block(arena *a, size_t n)
+static ARENA__NOINLINE void *take_listed(arena *a, size_t n);
+
+/* Whether take_block() may find a block of `n` bytes: the lists are valid
+ * and the arena is under its limit.  Tested inline, so that a batch with no
+ * free block (a client that never frees, as protobuf-c's unpack) pays a load
+ * and a branch, not the call and the saved registers of the search. */
+static ARENA__ALWAYS_INLINE bool reuse_open(const arena *a, size_t n)
+{
+    return (a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) == ARENA__PENDING_REUSE &&
+           n <= SIZE_MAX / 4;
+}
+
+static ARENA__ALWAYS_INLINE void *take_block(arena *a, size_t n)
+{
+    return reuse_open(a, n) ? take_listed(a, n) : NULL;
+}
+
+/* take_block() with the lists valid and the arena under its limit. */
+static ARENA__NOINLINE void *take_listed(arena *a, size_t n)
 {
     const struct arena__chunk *c = NULL;
     size_t need, len;
     char *s, *p, *to, *end;
     bool logged, fits;
 
-    if ((a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) != ARENA__PENDING_REUSE ||
-        n > SIZE_MAX / 4)
-        return NULL;
     /* A rewind to a mark taken before this placement must find it. */
     logged = arena__instrumented() && a->saves > a->expired;
     if (logged && !arena__reuse_log_room(a))
@@ -1376,10 +1391,19 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
     return q;
 }
 
+/* arena_alloc_reuse() where the lists are open: a free block, else a bump. */
+static ARENA__NOINLINE void *alloc_listed(arena *a, size_t size)
+{
+    void *p = take_listed(a, size);
+    return p ? p : arena_alloc(a, size);
+}
+
 void *arena_alloc_reuse(arena *a, size_t size)
 {
-    void *p = size ? take_block(a, size) : NULL;
-    return p ? p : arena_alloc(a, size);
+    /* A batch with no free block bumps with no call and no saved register. */
+    if (size && reuse_open(a, size))
+        return alloc_listed(a, size);
+    return arena_alloc(a, size);
 }
 
 void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)

@@ -572,7 +572,7 @@ void arena__pages_erase(arena *a, struct arena__pages *pg, uint64_t serial)
 
 /* The head of the free list of `k`, of blocks of `block` bytes, unlinked;
  * NULL when its node does not decode (overwritten: a write after free). */
-static char *pop(struct arena__page_class *k, size_t block)
+static ARENA__ALWAYS_INLINE char *pop(struct arena__page_class *k, size_t block)
 {
     char *b = k->free;
     char *next = (char *)(word(b, 0) ^ (uintptr_t)b ^ NODE_MIX);
@@ -593,7 +593,7 @@ static void *hand_out(arena *a, char *b, size_t block)
 /* A block of class `c` (its list `k`) handed out: the head of its free list,
  * or the next of its page; NULL when the list's head does not decode
  * (overwritten) or the class has no list and its page is used up. */
-static void *take(arena *a, struct arena__page_class *k, unsigned c)
+static ARENA__ALWAYS_INLINE void *take(arena *a, struct arena__page_class *k, unsigned c)
 {
     size_t block = class_block(c);
     char *b;
@@ -698,22 +698,35 @@ static ARENA__NOINLINE void *cur_malloc(arena *a, size_t size)
     return h ? stamp(h, size, a) : NULL;
 }
 
+/* arena_cur_malloc() of a block of pages where take() found none at once:
+ * after page_ready(), take() hands out a block.  An arena that only the
+ * inline paths have touched (arena_init_buffer() without a backing: lazy)
+ * has not written its bookkeeping, where the pages' state would be: it keeps
+ * no table anyway (a fixed-size arena), and its blocks take headers. */
+static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
+{
+    unsigned c = class_of(size);
+    while (!a->lazy && page_ready(a, c)) {
+        struct arena__pages *pg = arena__pages_live(a);
+        void *p;
+        if (pg && (p = take(a, &pg->cls[c], c)) != NULL)
+            return p;
+    }
+    return cur_malloc(a, size);
+}
+
 void *arena_cur_malloc(size_t size)
 {
     arena *a = current;
+    /* The block of a class's list or page: no call, so no saved register
+     * (the loop that readies a page is out of line). */
     if (a && size <= ARENA__PAGE_BLOCK_MAX && paging()) {
+        struct arena__pages *pg = arena__pages_live(a);
         unsigned c = class_of(size);
-        /* After page_ready(), take() hands out a block.  An arena that only
-         * the inline paths have touched (arena_init_buffer() without a
-         * backing: lazy) has not written its bookkeeping, where the pages'
-         * state would be: it keeps no table anyway (a fixed-size arena), and
-         * its blocks take headers. */
-        do {
-            struct arena__pages *pg = arena__pages_live(a);
-            void *p;
-            if (pg && (p = take(a, &pg->cls[c], c)) != NULL)
-                return p;
-        } while (!a->lazy && page_ready(a, c));
+        void *p;
+        if (ARENA__LIKELY(pg != NULL) && (p = take(a, &pg->cls[c], c)) != NULL)
+            return p;
+        return cur_malloc_paged(a, size);
     }
     return cur_malloc(a, size);
 }

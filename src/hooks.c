@@ -645,15 +645,29 @@ static ARENA__NOINLINE bool page_ready(arena *a, unsigned c)
  * are `block` bytes long. */
 static bool on_boundary(const char *p, uintptr_t page, size_t block)
 {
-    size_t off = (size_t)((uintptr_t)p - page);
-    return off >= first_block(block) && (off - first_block(block)) % block == 0;
+/* With no division: for x below 2^32, d divides x exactly when x * m <= m - 1
+ * (modulo 2^64), m being 2^64 / d rounded up; one m for each block size a
+ * page has (8, and 16 c for the classes c of 1 to 16), at index block / 16. */
+#define DIVIDES(d) (UINT64_MAX / (d) + 1)
+    static const uint64_t m[] = {
+        DIVIDES(8),   DIVIDES(16),  DIVIDES(32),  DIVIDES(48),  DIVIDES(64),  DIVIDES(80),
+        DIVIDES(96),  DIVIDES(112), DIVIDES(128), DIVIDES(144), DIVIDES(160), DIVIDES(176),
+        DIVIDES(192), DIVIDES(208), DIVIDES(224), DIVIDES(240), DIVIDES(256)};
+#undef DIVIDES
+    size_t off = (size_t)((uintptr_t)p - page), i = block / 16;
+    uint64_t x;
+    if (off < first_block(block))
+        return false;
+    x = (uint64_t)(off - first_block(block)); /* below ARENA__PAGE */
+    return i < sizeof m / sizeof m[0] ? x * m[i] <= m[i] - 1 : x % block == 0;
 }
 
 /* What the block `p` of a page is: FOREIGN (not a block's start), FREED,
  * MINE or OTHER.  An 8-byte block's free bit shares a byte with its
  * neighbours', which the owner's thread may be writing: another arena's
  * tells nothing. */
-static enum origin page_origin(const char *p, uintptr_t page, const arena *owner, size_t block)
+static ARENA__ALWAYS_INLINE enum origin page_origin(const char *p, uintptr_t page,
+                                                    const arena *owner, size_t block)
 {
     if (!on_boundary(p, page, block))
         return FOREIGN;
@@ -675,7 +689,7 @@ static void give_up_paged(char *p, size_t block)
 
 /* Gives the block `b` of `block` bytes (a block of `a`'s pages) back to its
  * class's list. */
-static void page_free(arena *a, char *b, size_t block)
+static ARENA__ALWAYS_INLINE void page_free(arena *a, char *b, size_t block)
 {
     /* A live page of `a` keeps its lists valid (reuse.c: revive()). */
     struct arena__page_class *k = &arena__pages_live(a)->cls[class_of(block)];

@@ -341,6 +341,11 @@ ARENA__NO_ASAN static enum origin inspect(const char *h, size_t *size)
     const uintptr_t clobbered = (uintptr_t)UINT64_C(0x0101010101010101) * ARENA__CLOBBER;
     unsigned char vbits[sizeof copy];
 
+    /* No block's header is misaligned: such a pointer is no block's, and
+     * reading it as a header would be undefined (a bus error where loads
+     * must be aligned). */
+    if ((uintptr_t)h % ARENA__ALIGNOF(struct cur_header) != 0)
+        return FOREIGN;
     /* Under Valgrind, a freed block given back for reuse is closed whole,
      * header included: read it as it is, and leave it closed. */
     if (ARENA__VALGRIND && VALGRIND_GET_VBITS(h, vbits, sizeof copy) == 3) {

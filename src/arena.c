@@ -1198,11 +1198,6 @@ static bool fits_current(const arena *a, size_t need)
     return at <= (uintptr_t)lim && need <= (size_t)((uintptr_t)lim - at);
 }
 
-/* A value of `n` (> 0) bytes in a free block of this batch, ARENA_ALIGN-
- * aligned; NULL when no block holds it.  The part of the block past the
- * value (rounded up to ARENA_ALIGN) is filed again when it can be a block. */
-static ARENA__NOINLINE void *take_listed(arena *a, size_t n);
-
 /* Whether take_block() may find a block of `n` bytes: the lists are valid
  * and the arena is under its limit.  Tested inline, so that a batch with no
  * free block (a client that never frees, as protobuf-c's unpack) pays a load
@@ -1213,12 +1208,10 @@ static ARENA__ALWAYS_INLINE bool reuse_open(const arena *a, size_t n)
            n <= SIZE_MAX / 4;
 }
 
-static ARENA__ALWAYS_INLINE void *take_block(arena *a, size_t n)
-{
-    return reuse_open(a, n) ? take_listed(a, n) : NULL;
-}
-
-/* take_block() with the lists valid and the arena under its limit. */
+/* A value of `n` (> 0) bytes in a free block of this batch, ARENA_ALIGN-
+ * aligned; NULL when no block holds it.  The part of the block past the
+ * value (rounded up to ARENA_ALIGN) is filed again when it can be a block.
+ * Only where reuse_open(): take_block() is the test and this search. */
 static ARENA__NOINLINE void *take_listed(arena *a, size_t n)
 {
     const struct arena__chunk *c = NULL;
@@ -1264,6 +1257,11 @@ static ARENA__NOINLINE void *take_listed(arena *a, size_t n)
     arena__cold(a)->counts.reused += n;
     published(a);
     return p;
+}
+
+static ARENA__ALWAYS_INLINE void *take_block(arena *a, size_t n)
+{
+    return reuse_open(a, n) ? take_listed(a, n) : NULL;
 }
 
 /* Reports a value that arena_free() or an adapter may not give back, in an
@@ -2184,9 +2182,8 @@ void arena_get_stats(const arena *a, arena_stats *out)
         room = (size_t)(lim - cursor(a));
     inuse = a->lazy ? a->first.cap : c->counts.inuse;
     out->waste = inuse - room - out->stored;
-    out->peak_stored_batch = arena__above(out->stored, a->high) ? out->stored : a->high;
-    out->peak_stored =
-        arena__above(a->peak, out->peak_stored_batch) ? a->peak : out->peak_stored_batch;
+    out->peak_stored_batch = arena__higher(out->stored, a->high);
+    out->peak_stored = arena__higher(a->peak, out->peak_stored_batch);
     if (a->lazy) { /* nothing but the inline paths ran since the inline init */
         out->peak_retained = out->peak_retained_batch = out->retained;
         return;

@@ -108,6 +108,9 @@ static inline size_t arena_size(const arena *a)
  * shrank) is no peak.  The same instructions as unsigned. */
 static inline bool arena__above(size_t x, size_t y) { return (ptrdiff_t)x > (ptrdiff_t)y; }
 
+/* The higher of two sizes as arena__above() compares them. */
+static inline size_t arena__higher(size_t x, size_t y) { return arena__above(x, y) ? x : y; }
+
 /* Before values are forgotten: the size they leave behind, into the
  * batch's high point (arena_get_stats()'s peaks). */
 static inline void arena__note_high(arena *a)
@@ -125,8 +128,8 @@ static inline void arena__note_high(arena *a)
 static inline void arena__end_high(arena *a)
 {
     size_t size = arena_size(a);
-    size_t high = arena__above(size, a->high) ? size : a->high;
-    a->peak = arena__above(high, a->peak) ? high : a->peak;
+    size_t high = arena__higher(size, a->high);
+    a->peak = arena__higher(high, a->peak);
     a->high = 0;
 }
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The commands: `make test`, `make docs` and `make bench` (and for developers
 # `make format` and `make lint`).  Each installs what
 # it needs first (scripts/deps.sh), then configures, builds and runs through

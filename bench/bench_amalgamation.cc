@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The amalgamation against the library: the same rows, built twice.  In
  * bench_arena they run on the library compiled from the sources of src/ (impl

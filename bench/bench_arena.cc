@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_arena: libarena, the limit proxies, and the peers that run on glibc
  * malloc (obstack, talloc, APR pools, GLib, std::pmr).  It links no malloc

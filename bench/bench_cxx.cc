@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The C++ layer (arena/arena.hpp) in bench_arena: std::pmr containers over
  * libarena's resources against the standard library's.  libarena::pool<T>'s

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * libarena's rows of the request and scaling workloads (threads.h): the arena
  * cache (one arena per request), the shared arena (all threads storing into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // See clients.h.  The inputs' generators, the four clients' operations, and
 // the loop that warms a row up and counts its page faults.
 #include "clients.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Real clients (workload 10): third-party C libraries driven through their
  * allocator hooks, one operation per iteration:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The real-client rows of bench_arena (see clients.h): libarena through its
 // adapters, the limit proxy, and talloc and APR through the same hook shapes.
 // Every one of them drops the operation's memory at once in end(); only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // See harness.h.
 #include "harness.h"
 

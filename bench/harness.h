@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared by every benchmark binary: registration, the knobs every workload
  * agrees on, the limit proxies, and the generated log file of the ingest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The ingest pipeline (workload 7), shared by the arena and malloc variants:
  * stream the generated log file through a 1 MiB read buffer, split each line

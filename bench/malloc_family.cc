@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The malloc rows of every workload, for one allocator per binary:
  * bench_malloc_glibc, _jemalloc, _mimalloc, _tcmalloc (BENCH_MALLOC_NAME).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A quick side-by-side timing of arena_pool against a bare intrusive LIFO
  * free list (the least work a pool can do) and malloc/free, on the batch and

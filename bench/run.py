@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Runs the benchmark suite and writes the report.
 
     bench/run.py [--build build-bench] [--quick] [--rounds N] [--repetitions N]

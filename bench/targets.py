@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks the suite's targets against the last run of bench/run.py.
 
     bench/targets.py [--results bench/results/latest.json]

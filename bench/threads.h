@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Request-scoped memory and threads: the shapes of the request and
  * scaling workloads, shared by bench_arena.cc (libarena's cache and shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The shapes of the workloads, shared by bench_arena.cc (libarena, the limit
  * proxies, the peers on glibc malloc) and malloc_family.cc (one binary per

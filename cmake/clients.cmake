@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The C libraries the adapters (arena/hooks.h) are tested and shown with:
 # tests/clients and the adapter examples build against the real Debian
 # packages (scripts/deps.sh test installs them), found with pkg-config.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # arena_add_program(NAME SOURCE [LIBS...]): a program of the project (an
 # example, a test suite) from one source, linked to the static library and
 # LIBS, built with the project's warnings.

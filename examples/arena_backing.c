@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An arena as the memory of other allocators: a pool of connection slots and
  * a nested scratch arena, both carved out of one request arena by
  * arena_allocator_of().  Release them before the request arena is reset. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Formatting into an arena: arena_sprintf writes straight into the arena
  * when the string fits its current chunk (one pass, no copy), and arena_free
  * gives a temporary back when it is the most recent value. */

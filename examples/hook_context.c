@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An arena behind a library hook that passes a context: zlib's zalloc and
  * zfree, with the request's arena as zlib's `opaque`.  deflateInit's quarter
  * megabyte of state comes from chunks the arena keeps from one request to the

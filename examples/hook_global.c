@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An arena behind global hooks that have neither a context nor the old size:
  * cJSON_InitHooks and the arena_cur_* family.  The hooks are installed once,
  * for the whole process.  Each request makes its arena current, parses and

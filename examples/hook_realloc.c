@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An arena behind a hook that reallocs with the old size: Lua's lua_Alloc.
  * Each request runs a script in a new Lua state whose every byte is the
  * request's arena: growth is in place when the block is the most recent,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The README's quick start (tests/CMakeLists.txt also compiles the README's copy). */
 #include <arena/arena.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A request server that caps memory: each request may hold at most 256 KiB
  * (arena_set_limit), all requests together at most 4 MiB (the cache's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One request, three kinds of resource, one arena_reset: a file (closed by
  * a cleanup registered on the request's arena), zlib's state (through the
  * context hooks) and a cJSON document (through the global hooks, made

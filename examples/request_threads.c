@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Request-scoped memory on worker threads: each request takes an arena from a
  * cache and gives it back, formats through a scratch arena, and the workers
  * together build one index in a shared arena. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A scope that costs no heap allocation: the arena's first chunk is a stack
  * buffer, and a mark rewinds a sub-scope. */
 #include <arena/arena.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the arena model of tests/model.h, with its choices drawn
  * from the input's bytes, over one arena (every entry point, marks and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: arena_sprintf() and arena_vsprintf() against vsnprintf()
  * into a buffer of the C heap, for formats the input builds from a safe

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the adapters of arena/hooks.h and the reuse of freed
  * blocks, over two arenas, checked against a model of what the headers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The choices of the fuzz targets that keep models of their own (not
  * tests/model.h's): each is drawn from the input's bytes, in as few bytes as

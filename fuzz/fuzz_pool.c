@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: operations on one pool, checked against a model.  Every
  * live object keeps its bytes, counters are exact, slots are recycled LIFO,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: single-threaded models of the arena cache and of the
  * shared arena (arena/thread.h).  The input draws a sequence of operations

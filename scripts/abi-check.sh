@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The ABI check: builds libarena.so as it is released (RelWithDebInfo: -O2 -g,
 # not checked) in build-abi, describes its ABI with abidw (libabigail: Debian
 # abigail-tools) and compares it with the committed baseline of its SONAME,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the amalgamation: the whole library as two files, arena.h and arena.c.
 
     scripts/amalgamate.py [OUT_DIR]        (default: build-amalgamation)
@@ -130,7 +131,8 @@ def main():
                              capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         rev = "unknown"
-    banner = ("/*\n * libarena %s, amalgamated (%s) by scripts/amalgamate.py: %s.\n"
+    banner = ("/* SPDX-License-Identifier: MIT */\n"
+              "/*\n * libarena %s, amalgamated (%s) by scripts/amalgamate.py: %s.\n"
               " * Generated; edit the tree, not this file.  See the README, \"The amalgamation\".\n"
               " */\n")
 

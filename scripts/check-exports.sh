@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Checks that a Windows build of libarena (DLL) exports exactly the functions
 # the public headers mark ARENA_API: none missing (a program would fail to
 # link), none more (internals would leak into the ABI).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The suite on other architectures, C libraries and operating systems, each
 # built in build-cross/<target> and run whole, under emulation where needed:
 #   aarch64   gcc-aarch64-linux-gnu, under qemu-aarch64

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs the Debian packages a task needs.  As root it runs apt-get; as
 # anyone else it prints the exact command and fails.
 #   scripts/deps.sh test    build + unit tests (cmocka, pkg-config, the libraries of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Compares the machine code of the inline fast paths (scripts/fast-path-probe.c)
 # built against the public headers of a git revision and of the working tree,
 # with gcc and clang at -O2: a behaviour-neutral change of the headers must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The inline fast paths, one function each, for scripts/fast-path-diff.sh. */
 #include "arena/arena.h"
 #include "arena/pool.h"

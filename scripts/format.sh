@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `make format`: applies .clang-format to the project's C sources and
 # headers; with --check, lists the files that differ and fails instead.
 set -euo pipefail

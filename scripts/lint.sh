@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `make lint`: every static check CI runs, each with zero findings allowed.
+#   - the SPDX licence line in every tracked source (scripts/check-spdx.sh);
 #   - clang-format: the sources match .clang-format (`make format` fixes them);
 #   - cppcheck on src/ and include/;
 #   - clang-tidy (.clang-tidy) on src/, plain and checked builds (the lint-*
@@ -9,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==== lint: %s\n' "$*"; }
+
+step "licence: every tracked source carries its SPDX line"
+scripts/check-spdx.sh
 
 step "clang-format (make format applies it)"
 scripts/format.sh --check

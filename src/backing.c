@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The backing allocator: every byte the library holds (arena chunks and
  * bookkeeping, pool storage, cache and shared-arena structs) comes from an

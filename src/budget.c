@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Group limits (arena_budget: thread.h): one atomic count of the bytes the
  * arenas charging it hold, against a limit.  A charge is a compare-and-swap

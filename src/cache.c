@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The arena cache: reset arenas kept for the next request.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Child arenas: an arena whose chunks are values of another arena.
  *

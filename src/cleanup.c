@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Cleanups: functions that run when the values stored before them die.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The arena's private bookkeeping: the layout of the `cold` bytes of the
  * public struct.  Never installed; the white-box tests include it.

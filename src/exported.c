@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The exported copies of the API functions that the headers make inline
  * (arena/internal/compiler.h, ARENA__OUT_OF_LINE): programs built against a

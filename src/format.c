@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Formatting straight into an arena (arena_sprintf).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Guarded batches: the page layer, the quarantine and the fault reporter
  * (arena/guard.h).  The arena's side (which batch is guarded, which chunks

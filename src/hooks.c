@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Adapters: an arena behind other libraries' allocator hooks (arena/hooks.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Instrumentation: what makes the arena's values visible to the tools.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The tools' view of the library: the sanitizer and Valgrind annotations,
  * and the hooks through which the arena, the pool and the shared arena tell

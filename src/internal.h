@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal helpers shared by the library's sources: platform macros, the
  * arena's flags, arithmetic, the backing allocator, errors.  Never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The registry of named arenas and the report (arena/report.h).
  *

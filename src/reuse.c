@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reuse: the index of blocks given back within a batch.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reuse of blocks given back within a batch (reuse.c): the lists of free
  * blocks by size class, and what the adapters and the arena call.  Never

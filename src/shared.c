@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The shared arena: many threads allocating from one arena at once.
  *

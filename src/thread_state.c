@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Per-thread state freed at thread exit, and generation numbers
  * (thread_state.h).

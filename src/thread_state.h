@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Per-thread state freed at thread exit (the arena cache's slot, the
  * scratch arenas): a zeroed heap block registered under a process-wide

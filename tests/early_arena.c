@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * An arena made by a program's own constructor, which may run before the
  * library's (a C++ static initializer, a constructor of the same priority):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs COMMAND (a ;-list) and passes when it dies abnormally (not a plain exit)
 # and its output matches EXPECT.  CTest cannot do both itself: a crashed test
 # fails whatever its PASS_REGULAR_EXPRESSION says.

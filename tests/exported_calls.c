@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Calls the library's exported copies of the API functions that the headers
  * make inline, as a program built against a header where they were plain
  * calls does (see ARENA__OUT_OF_LINE in arena/internal/compiler.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library's exported copies of inline API functions (exported_calls.c). */
 #ifndef ARENA_TEST_EXPORTED_CALLS_H
 #define ARENA_TEST_EXPORTED_CALLS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Death tests of guarded batches (arena/guard.h): each case stores a value
  * in a guarded batch, ends the batch one way, then reads the value through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Installs the build into a scratch prefix, then builds and runs a consumer
 # through find_package(arena CONFIG) and through pkg-config.
 # Run by CTest with -DSOURCE_DIR= -DBUILD_DIR= -DWORK_DIR= -DC_COMPILER= -DC_FLAGS=,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Deliberate misuse of dead arena memory, one kind per argument, for the
  * tests that prove ASan and memcheck see it (tests/CMakeLists.txt expects

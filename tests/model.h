@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A reference model of the arena, and a generator of mixed operations checked
  * against it.  Shared by the randomized suite (test_arena_model.c), the

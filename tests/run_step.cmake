@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # run(COMMAND...): runs a step of a scripted test, failing the test with the
 # command line and its output when it fails; its output goes to
 # `last_output` in the caller's scope.  Included by the -P scripts here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Test support shared by the cmocka suites and the fuzzers: a backing
  * allocator that records every chunk and can fail on the Nth call, an error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The arena: every behaviour arena.h promises for the arena, storing values,
  * rewinding, the counters and errors, one test (or more) each.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The default error handler writes a message naming the misuse to stderr and
  * aborts.  Each case runs in a child process whose stderr is captured; the

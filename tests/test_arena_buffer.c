@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The caller-buffer arena and the backing allocator (arena_init_buffer() and arena_allocator in arena.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Failure sweep: a mixed workload (every kind of store, oversized values,
  * refs, grow, marks and rewinds, resets, size 0 and sizes near SIZE_MAX) is

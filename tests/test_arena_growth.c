@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Growth and retention with default settings: repeated batches of one shape
  * reach a steady state with no backing call and no page fault, values larger

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The inline arena_init_buffer() (arena.h): a fixed-size caller-buffer arena
  * whose library bookkeeping is written by the first call that needs it.

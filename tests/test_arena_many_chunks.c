@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * More chunks than 2^20: every build, the checked one included, names them
  * all in refs (a checked ref keeps a tag in bits of its fields, which must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Misuse of an arena with an error handler that returns: each mistake is
  * reported once, with its code, and the call then does nothing -- the arena

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Thousands of random mixed operations checked against a model (model.h):
  * every live value intact, arena_size() and arena_retained() exact,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Refs: 12 pointer-free bytes per value (arena.h, "Refs").
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The trim policy of every arena: arena_reset_to() and arena_trim(). */
 #include "support.h"
 

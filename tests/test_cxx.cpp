@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The C++ layer (arena/arena.hpp): every class, with standard containers.
 // Built as C++17 (test_cxx) and C++20 (test_cxx20).
 #include <arena/arena.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The public headers, the C++ layer included, compile as C++17 (-Wall -Wextra
 // -Werror) and work.
 #include <arena/arena.h>

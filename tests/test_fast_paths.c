@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The inline fast paths of arena_reset() and arena_release() (a one-chunk
  * batch, a scope on a stack buffer) leave the arena exactly as the slow
  * paths do: same counters, same next address, spares kept, marks expired,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * arena_sprintf / arena_vsprintf: results as snprintf's, one formatting pass
  * when the string fits the inline window (counted by wrapping vsnprintf at

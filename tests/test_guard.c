@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Guarded batches (arena/guard.h): values as in an unguarded batch, the
  * accounting, the failure paths (a refused mapping, a limit, sizes near

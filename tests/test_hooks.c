@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The adapters (arena/hooks.h) and free-last (arena_free): each hook shape,
  * alignment, overflow, the current arena (NULL, nesting, per thread), the

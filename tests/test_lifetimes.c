@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lifetimes (issue 24): cleanups, child arenas and the scoped current arena.
  *

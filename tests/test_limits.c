@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Limits, counters, names and the report (arena_set_limit(), arena_budget,
  * arena_get_stats(), arena_set_name(), arena/report.h), single-threaded:

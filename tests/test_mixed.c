@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The inline fast path when the program and the library disagree about ASan.
  * Built twice by tests/CMakeLists.txt: with -fsanitize=address against a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The pool: every behaviour pool.h promises. */
 #include <stdio.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The default error handler aborts on a bad pool free, with a message that
  * names the misuse, the function and the pointer.  Run by tests/expect_abort.cmake:
  * `test_pool_death KIND` with KIND null, foreign, interior, double or never. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The pool's inline paths in loops.  This file is built with optimisation
  * (tests/CMakeLists.txt): there the compiler keeps the pool's fields in
  * registers across a loop of calls (include/arena/pool.h), so every call that

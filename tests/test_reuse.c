@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reuse within a batch: arena_free(), the adapters' frees and a moving
  * arena_realloc() give blocks back, the reusing allocations take them, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The safety features: counters and reuse stay exact while the library guards
  * every value (ASan, Valgrind, checked build), arena_check() finds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The arena cache: acquire, recycle, bounds, misuse, out-of-memory, threads. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Cleanups on the shared arena (issue 24): pushes and cancels from several
  * threads at once; each cleanup pushed and not cancelled runs exactly once,

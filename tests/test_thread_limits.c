@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Group limits and the registry under threads (run under TSan too): 16
  * threads racing for the last bytes of one budget and of a cache's limit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scratch arenas (per thread, conflict avoidance, nesting) and scopes. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The shared arena: many threads allocating at once, reset, out-of-memory. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>

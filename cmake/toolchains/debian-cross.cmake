@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared part of the Debian cross toolchains in this folder: the file that
 # includes it sets ARENA_TRIPLET (gcc-<triplet>), ARENA_PROCESSOR and
 # ARENA_QEMU (the qemu-user binary that runs the target's programs).

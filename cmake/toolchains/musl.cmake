@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A build against musl instead of glibc, with Debian's musl-gcc (package
 # musl-tools).  Not a cross build: the programs run here as they are.
 # musl-gcc has no C++ library, so the C++ header test is left out.

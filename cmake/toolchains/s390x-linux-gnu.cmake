@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross build for s390x-linux-gnu with Debian's gcc-s390x-linux-gnu, run under qemu-s390x
 # (qemu-user).  Use: cmake -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/s390x-linux-gnu.cmake
 set(ARENA_TRIPLET s390x-linux-gnu)

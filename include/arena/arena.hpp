@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * libarena for C++ (C++17, and C++20): a thin layer over the C API
  * of arena.h, pool.h, hooks.h and thread.h, in namespace `libarena` (the C

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libarena: guarded batches, a debugging mode for stale pointers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libarena: adapters for the allocator hooks of other libraries.
  *

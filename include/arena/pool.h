@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libarena: the fixed-capacity pool.
  *

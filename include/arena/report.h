@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libarena: the registry of named arenas, and the report of what they hold.
  *

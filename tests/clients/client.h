@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared by the client suites: real libraries plugged into libarena through
  * their hooks.  A workload writes what the library produced into an output

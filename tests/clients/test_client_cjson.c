@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cJSON through its global hooks (cJSON_InitHooks) and the arena_cur_*
  * family: parse, edit and print a document with the current arena, compared

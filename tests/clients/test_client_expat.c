@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * expat through XML_Memory_Handling_Suite (XML_ParserCreate_MM) and the
  * arena_cur_* family (malloc, realloc without the old size, free): the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lua 5.4 through lua_Alloc (arena_hook_lua: realloc with the old size, free
  * as free-last): a request (a new state, the standard libraries, a script

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * protobuf-c through ProtobufCAllocator (arena_hook_alloc/free, the arena as
  * allocator_data): a batch message (strings, bytes, packed and repeated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * zlib through zalloc/zfree (arena_hook_zalloc/arena_hook_free, opaque = the arena):
  * deflate and inflate give the bytes zlib's own allocator gives, for zlib,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A C program built by Meson against libarena (tests/meson-consumer). */
 #include <arena/arena.h>
 #include <arena/pool.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A C++ program built by Meson against libarena's C++ layer.
 #include <arena/arena.hpp>
 

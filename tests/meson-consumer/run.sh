@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Builds and runs the Meson consumer (tests/meson-consumer) three ways:
 # libarena as a subproject (subprojects/arena, a link to this tree), and
 # installed (Meson's install of the root meson.build, then CMake's install of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program built against the installed package. */
 #include <arena/arena.h>
 #include <arena/hooks.h>

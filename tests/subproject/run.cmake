@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Configures and builds tests/subproject (libarena under add_subdirectory()),
 # then runs its consumer.  Run by CTest with -DSOURCE_DIR= -DWORK_DIR=
 # -DC_COMPILER= -DC_FLAGS= -DEXE_SUFFIX=, and in a cross build -DTOOLCHAIN= and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libarena: the inline code behind arena.h.
  *

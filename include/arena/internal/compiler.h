@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libarena: compiler and platform macros for the public headers.
  *

@@ -17,7 +17,11 @@
  *
  * The model follows every live block: its family (the calls that may take
  * it), where it came from (which arena, or the C heap for the global
- * family), its size and a pattern written over it.  After every operation
+ * family), its size and a pattern written over it.  Every call told a size
+ * follows one rule: a value holds the bytes it was asked for, so any of
+ * them (arena_free, arena_realloc, Lua's hook, arena_hook_realloc) may take
+ * any value of its arena, whichever call stored it, packed values (stored
+ * at an alignment below ARENA_ALIGN, strings) included.  After every operation
  * every live block still holds its pattern (no overlap: reuse never hands
  * out live memory), and every block of the global family tells its size
  * (after each call that wrote its header, and every 16 steps); each
@@ -49,21 +53,20 @@
 #define SIZE_CHECKS 16  /* every block's arena_cur_size() every this many steps */
 
 enum family {
-    CUR,   /* arena_cur_*: a header before it */
-    HOOK,  /* arena_hook_lua and arena_hook_realloc: rounded sizes */
-    PLAIN, /* a value: arena_alloc*, arena_hook_alloc/zalloc, arena_realloc */
+    CUR,   /* arena_cur_*: found by its address alone */
+    SIZED, /* a value, whichever call stored it: given back or resized told its size */
     BACK   /* arena_allocator_of()'s alloc */
 };
 
 typedef struct block {
     unsigned char *p;
     size_t size;  /* bytes that hold its pattern */
-    size_t grown; /* PLAIN: the size it was stored or last grown with */
+    size_t grown; /* SIZED: the size it was stored or last grown with */
     uint64_t id;  /* its pattern */
     uint64_t t;   /* the clock when it was placed or last resized */
     int owner;    /* its arena, or HEAP */
     int fam;
-    bool aligned; /* PLAIN stored above ARENA_ALIGN: never grown */
+    size_t align; /* the alignment it was stored or last moved at */
 } block;
 
 typedef struct mark {
@@ -131,6 +134,9 @@ static size_t alignment(size_t size, int fam)
 {
     return fam == CUR && size <= 8 && ARENA_ALIGN > 8 ? 8 : ARENA_ALIGN;
 }
+
+/* Whether the value is stored above ARENA_ALIGN: it must never be grown. */
+static bool overaligned(const block *b) { return b->align > ARENA_ALIGN; }
 
 static void check_block(const block *b)
 {
@@ -234,13 +240,13 @@ static bool is_unique(const unsigned char *p)
     return true;
 }
 
-/* A new block at p (checked, filled with a fresh pattern); the caller has
- * made sure the model has room. */
-static void add(unsigned char *p, size_t size, int owner, int fam)
+/* A new block at p, stored at alignment `align` (checked, filled with a
+ * fresh pattern); the caller has made sure the model has room. */
+static void add_at(unsigned char *p, size_t size, int owner, int fam, size_t align)
 {
     block *b = &blocks[nblocks++];
     TEST_CHECK(p != NULL);
-    TEST_CHECK(is_aligned(p, alignment(size, fam)));
+    TEST_CHECK(is_aligned(p, align));
     b->p = p;
     b->size = size;
     b->grown = size;
@@ -248,8 +254,13 @@ static void add(unsigned char *p, size_t size, int owner, int fam)
     b->t = ++clock_;
     b->owner = owner;
     b->fam = fam;
-    b->aligned = false;
+    b->align = align;
     fill_pattern(p, size, b->id);
+}
+
+static void add(unsigned char *p, size_t size, int owner, int fam)
+{
+    add_at(p, size, owner, fam, alignment(size, fam));
 }
 
 static void drop(size_t k) { blocks[k] = blocks[--nblocks]; }
@@ -261,7 +272,9 @@ static void resized(size_t k, unsigned char *q, size_t size, int owner)
     block *b = &blocks[k];
     size_t kept = b->size < size ? b->size : size;
     TEST_CHECK(q != NULL);
-    TEST_CHECK(is_aligned(q, alignment(size, b->fam)));
+    if (q != b->p) /* moved: a new value at ARENA_ALIGN */
+        b->align = alignment(size, b->fam);
+    TEST_CHECK(is_aligned(q, b->align));
     TEST_CHECK(has_pattern(q, kept, b->id));
     b->p = q;
     if (size > b->size || q != b->p)
@@ -468,7 +481,7 @@ static void lua_op(int i)
     bool is_huge;
     size_t size = draw_size(i, &is_huge);
     before b = take_before(i);
-    long k = pick(HOOK, i);
+    long k = pick(SIZED, i);
     unsigned char *q;
 
     switch (below(4)) {
@@ -479,7 +492,7 @@ static void lua_op(int i)
         q = (unsigned char *)arena_hook_lua(a, NULL, below(9), size);
         TRACE("lua %d new %zu: %p\n", i, size, (void *)q);
         if (returned(q, i, b, is_huge))
-            add(q, size, i, HOOK);
+            add(q, size, i, SIZED);
         return;
     case 2: /* a free */
         if (k < 0)
@@ -490,7 +503,7 @@ static void lua_op(int i)
         drop((size_t)k);
         return;
     default: /* a resize */
-        if (k < 0 || size == 0)
+        if (k < 0 || size == 0 || (overaligned(&blocks[k]) && size > blocks[k].size))
             return;
         q = (unsigned char *)arena_hook_lua(a, blocks[k].p, blocks[k].size, size);
         TRACE("lua %d resize %p %zu -> %zu: %p\n", i, (void *)blocks[k].p, blocks[k].size, size,
@@ -509,7 +522,7 @@ static void hook_realloc_op(int i)
     bool is_huge;
     size_t size = draw_size(i, &is_huge);
     before b = take_before(i);
-    long k = below(4) ? pick(HOOK, i) : -1;
+    long k = below(4) ? pick(SIZED, i) : -1;
     unsigned char *q;
 
     if (k < 0) {
@@ -518,9 +531,11 @@ static void hook_realloc_op(int i)
         q = (unsigned char *)arena_hook_realloc(a, NULL, below(64), size);
         TRACE("hook_realloc %d new %zu: %p\n", i, size, (void *)q);
         if (returned(q, i, b, is_huge))
-            add(q, size, i, HOOK);
+            add(q, size, i, SIZED);
         return;
     }
+    if (overaligned(&blocks[k]) && size > blocks[k].size)
+        return; /* values above ARENA_ALIGN must not be grown */
     q = (unsigned char *)arena_hook_realloc(a, blocks[k].p, blocks[k].size, size);
     TRACE("hook_realloc %d %p %zu -> %zu: %p\n", i, (void *)blocks[k].p, blocks[k].size, size,
           (void *)q);
@@ -533,15 +548,19 @@ static void hook_realloc_op(int i)
 }
 
 /* arena_hook_alloc, arena_hook_zalloc, arena_alloc_reuse, arena_alloc,
- * arena_alloc_aligned: a value of the arena. */
+ * arena_alloc_aligned, arena_strndup: a value of the arena.  Values stored
+ * below ARENA_ALIGN (and strings, at 1) pack against the value before
+ * them, in what would otherwise be its padding: a call that gave back more
+ * than a value's own bytes would hand them out. */
 static void plain_alloc(int i)
 {
     static const size_t aligns[] = {1, 2, 8, 16, 32, 64, 256};
+    static const char text[] = "the quick brown fox jumps over the lazy dog, twice over";
     arena *a = &arenas[i].a;
-    bool is_huge, aligned = false;
+    bool is_huge;
     size_t size = draw_size(i, &is_huge), align = ARENA_ALIGN;
     before b = take_before(i);
-    unsigned how = (unsigned)below(6);
+    unsigned how = (unsigned)below(7);
     unsigned char *p;
 
     if (nblocks == MAX_BLOCKS)
@@ -564,10 +583,17 @@ static void plain_alloc(int i)
     case 2:
     case 3: p = (unsigned char *)arena_alloc_reuse(a, size); break;
     case 4: p = (unsigned char *)arena_alloc(a, size); break;
-    default:
+    case 5:
         align = aligns[below(sizeof aligns / sizeof aligns[0])];
-        aligned = align > ARENA_ALIGN;
         p = (unsigned char *)arena_alloc_aligned(a, size, align);
+        break;
+    default: /* a string of up to 48 bytes, its NUL counted */
+        is_huge = false;
+        size = 1 + below(48);
+        align = 1;
+        p = (unsigned char *)arena_strndup(a, text, size - 1);
+        if (p)
+            TEST_CHECK(memcmp(p, text, size - 1) == 0 && p[size - 1] == '\0');
         break;
     }
     TRACE("plain_alloc(%u) %d %zu at %zu: %p\n", how, i, size, align, (void *)p);
@@ -577,17 +603,7 @@ static void plain_alloc(int i)
     TEST_CHECK(arena_size(a) == b.size + size);
     if (size == 0)
         return; /* not a value: not to be dereferenced, freed or grown */
-    if (align < ARENA_ALIGN) {
-        /* packed: at no ARENA_ALIGN boundary necessarily; the model's
-         * values are ARENA_ALIGN-aligned, so this one is freed at once */
-        fill_pattern(p, size, next_id++);
-        sample_peaks(&arenas[i]);
-        arena_free(a, p, size);
-        TEST_CHECK(arena_size(a) == b.size);
-        return;
-    }
-    add(p, size, i, PLAIN);
-    blocks[nblocks - 1].aligned = aligned;
+    add_at(p, size, i, SIZED, align);
 }
 
 static void plain_realloc(int i)
@@ -596,12 +612,12 @@ static void plain_realloc(int i)
     bool is_huge;
     size_t size = draw_size(i, &is_huge);
     before b = take_before(i);
-    long k = pick(PLAIN, i);
+    long k = pick(SIZED, i);
     unsigned char *q;
 
     if (k < 0)
         return;
-    if (blocks[k].aligned && size > blocks[k].size)
+    if (overaligned(&blocks[k]) && size > blocks[k].size)
         return; /* values above ARENA_ALIGN must not be grown */
     q = (unsigned char *)arena_realloc(a, blocks[k].p, blocks[k].size, size);
     TRACE("arena_realloc %d %p %zu -> %zu: %p\n", i, (void *)blocks[k].p, blocks[k].size, size,
@@ -622,7 +638,7 @@ static void plain_realloc(int i)
 static void plain_free(int i)
 {
     arena *a = &arenas[i].a;
-    long k = pick(PLAIN, i);
+    long k = pick(SIZED, i);
     size_t size;
 
     if (k < 0)
@@ -745,7 +761,7 @@ static void misuse(void)
         }
         break;
     case 2: /* inside a value */
-        k = pick(PLAIN, ANY);
+        k = pick(SIZED, ANY);
         if (k >= 0 && blocks[k].size > ARENA_ALIGN) {
             arena_free(&arenas[blocks[k].owner].a, blocks[k].p + ARENA_ALIGN,
                        blocks[k].size - ARENA_ALIGN);
@@ -753,8 +769,8 @@ static void misuse(void)
         }
         break;
     default: /* an old size beyond what the value was stored or grown with */
-        k = pick(PLAIN, ANY);
-        if (k >= 0 && !blocks[k].aligned) {
+        k = pick(SIZED, ANY);
+        if (k >= 0 && !overaligned(&blocks[k])) {
             TEST_CHECK(arena_realloc(&arenas[blocks[k].owner].a, blocks[k].p, blocks[k].grown + 1,
                                      blocks[k].size + below(64)) == NULL);
             TEST_CHECK(test_misuse_reported(count, ARENA_ERR_BAD_SIZE));
@@ -804,7 +820,7 @@ static void step(void)
         arenas[i].tb.fail_at = arenas[i].tb.calls + 1 + below(3);
         break;
     case 28: { /* does nothing: the block stays live */
-        long k = pick(PLAIN, i);
+        long k = pick(SIZED, i);
         if (k >= 0)
             arena_hook_free(&arenas[i].a, blocks[k].p);
         break;

@@ -41,6 +41,7 @@ const char *arena_error_name(arena_error code)
     case ARENA_ERR_CORRUPT: return "ARENA_ERR_CORRUPT";
     case ARENA_ERR_BAD_SIZE: return "ARENA_ERR_BAD_SIZE";
     case ARENA_ERR_CLEANUP: return "ARENA_ERR_CLEANUP";
+    case ARENA_ERR_LATE_FREE: return "ARENA_ERR_LATE_FREE";
     }
     return "unknown";
 }

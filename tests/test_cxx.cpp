@@ -523,6 +523,45 @@ static void test_allocator_traits(void **)
 
 // ---- Scratch scopes and the current arena --------------------------------------------
 
+// A container destroyed after the reset of its arena (declared in the same
+// block as the reset: the RAII shape that gets the order wrong) gives its
+// block back after its batch ended.  Its block lies beyond what the new
+// batch has stored: reported (ARENA_ERR_LATE_FREE), and nothing a later
+// value holds is handed out.  The safe shape, a scope declared before the
+// containers, ends after them and drops them.
+static void test_late_free_after_reset(void **)
+{
+    recording r;
+    libarena::arena a(0);
+    libarena::resource res(a);
+    {
+        std::vector<int, libarena::allocator<int>> v{libarena::allocator<int>(a)};
+        v.assign(100, 7);
+        std::pmr::vector<long> w(&res);
+        w.assign(50, 3);
+        a.reset();
+    } // w and v give their buffers back here, after the reset
+    assert_int_equal(errors, 2);
+    assert_int_equal(last_error, ARENA_ERR_LATE_FREE);
+    auto *x = static_cast<unsigned char *>(a.allocate(400));
+    assert_non_null(x);
+    std::memset(x, 0x5A, 400);
+    for (int i = 0; i < 8; i++) {
+        auto *y = static_cast<unsigned char *>(res.allocate(400));
+        assert_true(y + 400 <= x || y >= x + 400);
+    }
+    for (int i = 0; i < 400; i++)
+        assert_int_equal(x[i], 0x5A);
+
+    errors = 0;
+    {
+        auto s = a.scope();
+        std::pmr::vector<long> w(&res);
+        w.assign(50, 3);
+    } // w first, then the scope
+    assert_int_equal(errors, 0);
+}
+
 static void test_scratch_scope(void **)
 {
     {
@@ -597,6 +636,7 @@ int main()
         cmocka_unit_test(test_monotonic_resource),
         cmocka_unit_test(test_allocator_containers),
         cmocka_unit_test(test_allocator_traits),
+        cmocka_unit_test(test_late_free_after_reset),
         cmocka_unit_test(test_scratch_scope),
         cmocka_unit_test(test_current_scope),
     };

@@ -61,6 +61,241 @@ static size_t draw(size_t below)
     return (size_t)(rng % below);
 }
 
+/* ---- One rule for sizes: a value holds the bytes it was asked for --------------------- */
+
+/* Whether [p, p + n) and [q, q + m) share a byte. */
+static bool overlap(const void *p, size_t n, const void *q, size_t m)
+{
+    const char *x = (const char *)p, *y = (const char *)q;
+    return x < y + m && y < x + n;
+}
+
+/* yyjson's setup ({arena_hook_alloc, arena_hook_realloc, arena_hook_free}):
+ * a value grown in place by arena_hook_realloc() owns its new bytes, so the
+ * next value goes after them. */
+static void hook_realloc_grows_what_hook_alloc_stored(void **state)
+{
+    arena a;
+    unsigned char *p, *q, *next;
+    (void)state;
+
+    init_tb(&a, 0);
+    p = (unsigned char *)arena_hook_alloc(&a, 2494);
+    assert_non_null(p);
+    fill_pattern(p, 2494, 1);
+    q = (unsigned char *)arena_hook_realloc(&a, p, 2494, 2517);
+    assert_non_null(q);
+    assert_true(has_pattern(q, 2494, 1));
+    fill_pattern(q, 2517, 2);
+    next = (unsigned char *)arena_alloc(&a, 16);
+    assert_non_null(next);
+    fill_pattern(next, 16, 3);
+    assert_false(overlap(q, 2517, next, 16));
+    assert_true(has_pattern(q, 2517, 2));
+    assert_int_equal(arena_size(&a), 2517 + 16);
+    release_tb(&a);
+}
+
+/* Lua's hook frees a value with its size: only that value's bytes go back,
+ * whichever call stored it, so the value after it stays. */
+static void lua_free_gives_back_the_value_only(void **state)
+{
+    arena a;
+    unsigned char *p, *next, *x;
+    size_t i;
+    (void)state;
+
+    for (i = 0; i < 3; i++) {
+        init_tb(&a, 0);
+        p = (unsigned char *)(i == 0   ? arena_hook_alloc(&a, 486)
+                              : i == 1 ? arena_alloc(&a, 486)
+                                       : arena_alloc_reuse(&a, 486));
+        next = (unsigned char *)arena_alloc(&a, 16);
+        assert_non_null(p);
+        assert_non_null(next);
+        fill_pattern(next, 16, 7);
+        assert_null(arena_hook_lua(&a, p, 486, 0));
+        x = (unsigned char *)arena_alloc_reuse(&a, 500);
+        assert_non_null(x);
+        fill_pattern(x, 500, 8);
+        assert_false(overlap(x, 500, next, 16));
+        assert_true(has_pattern(next, 16, 7));
+        assert_int_equal(arena_size(&a), 16 + 500);
+        release_tb(&a);
+    }
+}
+
+/* A value stored at an alignment below ARENA_ALIGN may start where the
+ * value before it ends, in what would otherwise be that value's padding:
+ * giving the first one back gives back its own bytes only. */
+static void free_keeps_a_packed_neighbour(void **state)
+{
+    static const size_t sizes[] = {1, 7, 8, 9, 15, 17, 24, 40, 100, 250, 257, 300, 486, 1000};
+    arena a;
+    size_t i, k;
+    (void)state;
+
+    for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        unsigned char *p, *q;
+        char *s;
+        init_tb(&a, 0);
+        /* The lists open, as they are in a batch that frees. */
+        arena_free(&a, arena_alloc(&a, 64), 64);
+        assert_non_null(arena_alloc(&a, 16));
+        for (k = 0; k < 4; k++) {
+            p = (unsigned char *)(k == 0   ? arena_alloc(&a, sizes[i])
+                                  : k == 1 ? arena_alloc_reuse(&a, sizes[i])
+                                  : k == 2 ? arena_hook_lua(&a, NULL, 0, sizes[i])
+                                           : arena_hook_realloc(&a, NULL, 0, sizes[i]));
+            assert_non_null(p);
+            s = arena_strdup(&a, "xyz");
+            assert_non_null(s);
+            q = (unsigned char *)arena_alloc_aligned(&a, 4, 4);
+            assert_non_null(q);
+            memcpy(q, "abcd", 4);
+            arena_free(&a, p, sizes[i]);
+            for (size_t j = 0; j < 8; j++) {
+                unsigned char *x = (unsigned char *)arena_alloc_reuse(&a, sizes[i] + j);
+                assert_non_null(x);
+                memset(x, 0xEE, sizes[i] + j);
+                assert_false(overlap(x, sizes[i] + j, s, 4));
+                assert_false(overlap(x, sizes[i] + j, q, 4));
+            }
+            assert_string_equal(s, "xyz");
+            assert_memory_equal(q, "abcd", 4);
+        }
+        release_tb(&a);
+    }
+}
+
+/* arena_hook_realloc() grows any value of its arena told its size, never
+ * reporting a size it was not told. */
+static void hook_realloc_grows_any_value(void **state)
+{
+    arena a;
+    unsigned char *p, *q;
+    size_t i;
+    (void)state;
+
+    record_errors();
+    for (i = 0; i < 3; i++) {
+        init_tb(&a, 0);
+        p = (unsigned char *)(i == 0   ? arena_alloc(&a, 486)
+                              : i == 1 ? arena_hook_alloc(&a, 486)
+                                       : arena_hook_zalloc(&a, 486, 1));
+        assert_non_null(p);
+        fill_pattern(p, 486, 5);
+        q = (unsigned char *)arena_hook_realloc(&a, p, 486, 600);
+        assert_non_null(q);
+        assert_true(has_pattern(q, 486, 5));
+        q = (unsigned char *)arena_hook_lua(&a, q, 600, 700);
+        assert_non_null(q);
+        assert_true(has_pattern(q, 486, 5));
+        assert_int_equal(arena_size(&a), 700);
+        release_tb(&a);
+    }
+    assert_int_equal(recorded_errors.count, 0);
+    restore_errors();
+}
+
+/* arena_alloc_reuse() takes a free block larger than the value before it
+ * takes memory never used. */
+static void alloc_reuse_takes_a_larger_block(void **state)
+{
+    arena a;
+    char *v[3], *x;
+    size_t held;
+    (void)state;
+
+    init_tb(&a, 4096);
+    v[0] = (char *)arena_alloc_reuse(&a, 64);
+    v[1] = (char *)arena_alloc_reuse(&a, 64);
+    v[2] = (char *)arena_alloc_reuse(&a, 64);
+    assert_true(v[0] && v[1] && v[2]);
+    arena_free(&a, v[0], 64);
+    held = tb.live;
+    x = (char *)arena_alloc_reuse(&a, 40);
+    assert_non_null(x);
+    assert_true(x >= v[0] && x + 40 <= v[0] + 64);
+    assert_int_equal(tb.live, held);
+    release_tb(&a);
+}
+
+/* Values given back one after another as they were stored, the most recent
+ * first: each goes back to the position, in every build, and so do the
+ * chunks of short child arenas. */
+static void freeing_the_most_recent_keeps_memory_flat(void **state)
+{
+    arena a;
+    size_t i, held = 0;
+    (void)state;
+
+    init_tb(&a, 0);
+    for (i = 0; i < 20000; i++) {
+        void *p = arena_alloc(&a, 64);
+        assert_non_null(p);
+        arena_free(&a, p, 64);
+        if (i == 100)
+            held = tb.live;
+    }
+    assert_int_equal(tb.live, held);
+    assert_int_equal(arena_size(&a), 0);
+    for (i = 0; i < 20000; i++) {
+        arena child;
+        arena_init_child(&child, &a, 0);
+        assert_non_null(arena_alloc(&child, 100));
+        arena_release(&child);
+        if (i == 100)
+            held = tb.live;
+    }
+    assert_int_equal(tb.live, held);
+    release_tb(&a);
+}
+
+/* ---- Late frees: a value given back after its batch ended ---------------------------- */
+
+/* A value given back after the reset that ended its batch (a container
+ * destroyed after the reset) lies beyond what the new batch has placed:
+ * reported, and nothing is given back, whichever call stored it. */
+static void late_free_after_reset_reported(void **state)
+{
+    arena a;
+    size_t i;
+    (void)state;
+
+    record_errors();
+    for (i = 0; i < 4; i++) {
+        unsigned char *p, *x;
+        int count;
+        init_tb(&a, 0);
+        arena_free(&a, arena_alloc(&a, 32), 32); /* the lists open */
+        assert_non_null(arena_alloc(&a, 16));
+        p = (unsigned char *)(i == 0   ? arena_alloc(&a, 300)
+                              : i == 1 ? arena_alloc_reuse(&a, 300)
+                              : i == 2 ? arena_alloc_reuse(&a, 40)
+                                       : arena_hook_lua(&a, NULL, 0, 40));
+        assert_non_null(p);
+        arena_reset(&a);
+        x = (unsigned char *)arena_alloc(&a, 16);
+        assert_non_null(x);
+        fill_pattern(x, 16, 9);
+        count = recorded_errors.count;
+        arena_free(&a, p, i < 2 ? 300 : 40);
+        assert_true(test_misuse_reported(count, ARENA_ERR_LATE_FREE));
+        assert_string_not_equal(strstr(recorded_errors.message, "arena"), NULL);
+        assert_int_equal(arena_size(&a), 16);
+        for (size_t k = 0; k < 16; k++) {
+            unsigned char *y = (unsigned char *)arena_alloc_reuse(&a, i < 2 ? 300 : 40);
+            assert_non_null(y);
+            memset(y, 0xAB, i < 2 ? 300 : 40);
+        }
+        assert_true(has_pattern(x, 16, 9));
+        release_tb(&a);
+    }
+    assert_int_equal(recorded_errors.count, recorded_errors.expected);
+    restore_errors();
+}
+
 /* ---- Memory follows what is live ------------------------------------------------- */
 
 /* Lua's allocator, churning: a ring of live blocks of varied sizes, each
@@ -853,6 +1088,13 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(buffer_arena_release_frees_the_table),
+        cmocka_unit_test(hook_realloc_grows_what_hook_alloc_stored),
+        cmocka_unit_test(lua_free_gives_back_the_value_only),
+        cmocka_unit_test(free_keeps_a_packed_neighbour),
+        cmocka_unit_test(hook_realloc_grows_any_value),
+        cmocka_unit_test(alloc_reuse_takes_a_larger_block),
+        cmocka_unit_test(freeing_the_most_recent_keeps_memory_flat),
+        cmocka_unit_test(late_free_after_reset_reported),
         cmocka_unit_test(lua_hook_churn_is_flat),
         cmocka_unit_test(cur_family_print_loop_is_flat),
         cmocka_unit_test(growing_value_reuses_what_it_left),

@@ -106,7 +106,11 @@ typedef enum arena_error {
      *  running (from one of them); a reset, rewind or release of an arena
      *  from one of its own cleanups; a cleanup cancelled after it ran or
      *  was cancelled, where detectable (see arena_cleanup_cancel()) */
-    ARENA_ERR_CLEANUP
+    ARENA_ERR_CLEANUP,
+    /** a value given back or resized after the batch that stored it ended
+     *  (a reset, rewind or release since): seen where it lies beyond what
+     *  the arena's current batch has stored (see arena_free()) */
+    ARENA_ERR_LATE_FREE
 } arena_error;
 
 /** An error handler.  `message` names the function and the offending value;

@@ -297,7 +297,7 @@ struct cur_header {
 
 /* The bytes a block of `size` bytes with a header takes: at least a byte
  * after the header, so that the page its address lies in is mapped
- * (page_of() reads that page's start). */
+ * (arena__page_of() reads that page's start). */
 static size_t headed(size_t size) { return CUR_HDR + (size ? size : 1); }
 
 enum origin {
@@ -390,282 +390,15 @@ static void misused(const char *fn, const void *ptr, enum origin o)
 /* ---- Pages: the family's small blocks without a header ------------------------------------
  *
  * In a plain build a block of at most ARENA__PAGE_BLOCK_MAX bytes from an
- * arena has no header: blocks of one class (8 bytes, then 16-byte steps;
- * a block of 8 bytes is 8-aligned, as any object that small needs, and as
- * C23 asks of malloc) share a page of
- * ARENA__PAGE bytes at that alignment, carved from regions the arena stores
- * (arena__alloc_pages(): 1 page, then twice the last, up to REGION_PAGES, in
- * each batch).  The page starts with its header, which names the owner and
- * the class; free, realloc and size find it by masking the block's address.
- * A cJSON node of 64 bytes then takes 64, not 80.
- *
- * The test reads the first word of the page a pointer lies in, whatever the
- * pointer is: that page is mapped, since the block has a byte (a block with
- * a header is never empty: headed()).  A header is live only while its page
- * is (the end of the batch, a rewind past the page and a release erase
- * every header they free: arena__pages_erase()), and its check word mixes
- * the page's address, its fields and a per-process secret (the address of a
- * static, which address-space randomisation moves), so that no other data,
- * a copy of a header elsewhere included, passes it by accident.  A block of
- * the C heap or with a header is told apart by its failing the test.
- *
- * A free block of a class starts with its node: the next block (XORed with
- * its own address and a constant) and a key, the block's address mixed
- * with the secret, which a block handed out never keeps (allocation clears
- * it), so that a second free is reported.  A block of 8 bytes has no room
- * for the key: its page keeps a bit per block instead, after its header.  The classes' lists and current
- * pages are forgotten with the arena's other lists (reuse.c: revive()).
- *
- * The tools' builds (ASan, Valgrind, the checked build) keep a header on
- * every block, which they poison, mark and check: there a page would hide
- * the blocks' bounds. */
+ * arena has no header: it lies in a page of blocks of its class (pages.h).
+ * A block of the C heap or with a header is told apart by its failing the
+ * page test. */
 
-static bool paging(void) { return ARENA_ALIGN <= 16 && !arena__instrumented(); }
-
-struct page_header {
-    uintptr_t check;    /* page_check() of the fields and the page's address */
-    const arena *owner; /* the arena whose batch it belongs to */
-    uintptr_t link;     /* the page carved before it, ORed with its class (0-15) */
-    uint64_t saves;     /* the owner's marks taken when it was carved */
-};
-
-#define PAGE_HDR   ((sizeof(struct page_header) + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1))
-#define PAGE_MASK  ((uintptr_t)ARENA__PAGE - 1)
-#define PAGE_MIX   ((uintptr_t)UINT64_C(0xD6E8FEB86659FD93))
-#define FREED_MIX  ((uintptr_t)UINT64_C(0x94D049BB133111EB))
-#define NODE_MIX   ((uintptr_t)UINT64_C(0xBF58476D1CE4E5B9))
-#define SECRET_MUL ((uintptr_t)UINT64_C(0x9E3779B97F4A7C15))
-/* Pages of the largest region carved at once (256 KiB). */
-#define REGION_PAGES 64
-
-static const char secret_anchor;
-
-static uintptr_t secret(void) { return (uintptr_t)&secret_anchor * SECRET_MUL; }
-
-static uintptr_t page_check(uintptr_t page, const arena *owner, uintptr_t link)
+/* The class of a block of `block` bytes' page state in `a`, `a`'s pages
+ * being live. */
+static struct arena__page_class *page_class(arena *a, size_t block)
 {
-    return page ^ (uintptr_t)owner ^ link ^ secret() ^ PAGE_MIX;
-}
-
-/* The blocks of a class, from its index: 8 bytes, then 16-byte steps. */
-static size_t class_block(unsigned c) { return c ? (size_t)c * 16 : 8; }
-
-/* The class of a block of `size` (<= ARENA__PAGE_BLOCK_MAX) bytes. */
-static unsigned class_of(size_t size) { return size <= 8 ? 0 : (unsigned)((size + 15) >> 4); }
-
-static size_t class_bytes(uintptr_t link) { return class_block((unsigned)(link & PAGE_MASK)); }
-
-/* The smallest class's page: a bit per block says it is free. */
-#define TINY         ((size_t)8)
-#define BITMAP_BYTES ((ARENA__PAGE / TINY + 7) / 8)
-
-/* Where a page's first block of `block` bytes starts. */
-static size_t first_block(size_t block)
-{
-    return block == TINY ? PAGE_HDR + BITMAP_BYTES : PAGE_HDR;
-}
-
-/* The page with a live header that `p` lies in (its owner and block size in
- * *owner and *block), or 0.  The word read may belong to anything, another
- * thread's block included, and is only compared. */
-ARENA__NO_TSAN static uintptr_t page_of(const void *p, const arena **owner, size_t *block)
-{
-    uintptr_t page = (uintptr_t)p & ~PAGE_MASK;
-    struct page_header h;
-    memcpy(&h, (const void *)page, sizeof h);
-    if (h.check != page_check(page, h.owner, h.link))
-        return 0;
-    *owner = h.owner;
-    *block = class_bytes(h.link);
-    return page;
-}
-
-/* The key a free block of a page holds in its second word. */
-static uintptr_t freed_key(const char *b) { return (uintptr_t)b ^ secret() ^ FREED_MIX; }
-
-static uintptr_t word(const char *b, size_t i)
-{
-    uintptr_t w;
-    memcpy(&w, b + i * sizeof w, sizeof w);
-    return w;
-}
-
-static void set_word(char *b, size_t i, uintptr_t w) { memcpy(b + i * sizeof w, &w, sizeof w); }
-
-/* The byte of the bitmap of the page of the 8-byte block `b` that holds its
- * bit, and the bit. */
-static unsigned char *tiny_bit(const char *b, unsigned *bit)
-{
-    uintptr_t page = (uintptr_t)b & ~PAGE_MASK;
-    size_t i = (size_t)((uintptr_t)b - page - first_block(TINY)) / TINY;
-    *bit = 1u << (i % 8);
-    return (unsigned char *)page + PAGE_HDR + i / 8;
-}
-
-/* Whether the block `b` of `block` bytes of a page is free. */
-static bool is_freed(const char *b, size_t block)
-{
-    unsigned bit;
-    if (block == TINY)
-        return (*tiny_bit(b, &bit) & bit) != 0;
-    return word(b, 1) == freed_key(b);
-}
-
-/* Marks the block `b` of `block` bytes of a page free, or not.  Inlined
- * into each caller, where `freed` is a constant (gcc, left to itself, made
- * it a call in arena_cur_malloc()'s path: callgrind). */
-static ARENA__ALWAYS_INLINE void set_freed(char *b, size_t block, bool freed)
-{
-    unsigned bit;
-    unsigned char *w;
-    if (block != TINY) {
-        set_word(b, 1, freed ? freed_key(b) : 0);
-        return;
-    }
-    w = tiny_bit(b, &bit);
-    *w = (unsigned char)(freed ? *w | bit : *w & ~bit);
-}
-
-/* Carves a page for class `c` from the current region (a new one when it is
- * used up); NULL when the arena cannot store one. */
-static char *carve(arena *a, struct arena__pages *pg, unsigned c)
-{
-    struct page_header h;
-    char *page;
-    if (pg->rnext == pg->rend) {
-        size_t n = pg->rpages ? 2 * pg->rpages : 1;
-        char *r;
-        if (n > REGION_PAGES)
-            n = REGION_PAGES;
-        r = arena__alloc_pages(a, n * ARENA__PAGE);
-        if (!r && n > 1) {
-            n = 1;
-            r = arena__alloc_pages(a, ARENA__PAGE);
-        }
-        if (!r)
-            return NULL;
-        pg->rnext = r;
-        pg->rend = r + n * ARENA__PAGE;
-        pg->rpages = n;
-    }
-    page = pg->rnext;
-    pg->rnext += ARENA__PAGE;
-    h.owner = a;
-    h.link = (uintptr_t)pg->newest | c;
-    h.saves = a->saves;
-    h.check = page_check((uintptr_t)page, a, h.link);
-    memcpy(page, &h, sizeof h);
-    if (c == 0)
-        memset(page + PAGE_HDR, 0, BITMAP_BYTES);
-    pg->newest = page;
-    return page;
-}
-
-void arena__pages_erase(arena *a, struct arena__pages *pg, uint64_t serial)
-{
-    char *page = pg->newest;
-    (void)a;
-    while (page) {
-        struct page_header h;
-        memcpy(&h, page, sizeof h);
-        if (serial != 0 && h.saves < serial)
-            break;
-        set_word(page, 0, 0);
-        page = (char *)(h.link & ~PAGE_MASK);
-    }
-    pg->newest = page;
-}
-
-/* The head of the free list of `k`, of blocks of `block` bytes, unlinked;
- * NULL when its node does not decode (overwritten: a write after free). */
-static ARENA__ALWAYS_INLINE char *pop(struct arena__page_class *k, size_t block)
-{
-    char *b = k->free;
-    char *next = (char *)(word(b, 0) ^ (uintptr_t)b ^ NODE_MIX);
-    if (ARENA__UNLIKELY(!is_freed(b, block) || ((uintptr_t)next & (TINY - 1)) != 0))
-        return NULL;
-    k->free = next;
-    return b;
-}
-
-/* Hands out the block `b` of `block` bytes of `a`'s pages. */
-static void *hand_out(arena *a, char *b, size_t block)
-{
-    set_freed(b, block, false);
-    a->size += block;
-    return b;
-}
-
-/* A block of class `c` (its list `k`) handed out: the head of its free list,
- * or the next of its page; NULL when the list's head does not decode
- * (overwritten) or the class has no list and its page is used up. */
-static ARENA__ALWAYS_INLINE void *take(arena *a, struct arena__page_class *k, unsigned c)
-{
-    size_t block = class_block(c);
-    char *b;
-    if (k->free) {
-        b = pop(k, block);
-        if (ARENA__UNLIKELY(b == NULL))
-            return NULL;
-        arena__cold(a)->counts.reused += block;
-        return hand_out(a, b, block);
-    }
-    if (k->next == k->end)
-        return NULL;
-    b = k->next;
-    k->next += block;
-    return hand_out(a, b, block);
-}
-
-/* Makes class `c` of `a`'s pages able to hand out a block, where take()
- * found none: the lists made valid, an overwritten list reported and
- * dropped, a page carved when the class's is used up.  False when the arena
- * keeps no table or cannot store a page. */
-static ARENA__NOINLINE bool page_ready(arena *a, unsigned c)
-{
-    struct arena__pages *pg = arena__pages_of(a);
-    size_t block = class_block(c);
-    struct arena__page_class *k;
-
-    if (!pg)
-        return false;
-    k = &pg->cls[c];
-    if (k->free) { /* take() could not decode its head */
-        arena__report(ARENA_ERR_CORRUPT,
-                      "arena_cur_malloc: arena %p: the free block at %p was overwritten (a "
-                      "write after free)",
-                      (void *)a, (void *)k->free);
-        k->free = NULL;
-    }
-    if (k->next == k->end) {
-        char *page = carve(a, pg, c);
-        if (!page)
-            return false;
-        k->next = page + first_block(block);
-        k->end = k->next + (ARENA__PAGE - first_block(block)) / block * block;
-    }
-    return true;
-}
-
-/* Whether `p` is the start of a block of the page at `page` whose blocks
- * are `block` bytes long. */
-static bool on_boundary(const char *p, uintptr_t page, size_t block)
-{
-/* With no division: for x below 2^32, d divides x exactly when x * m <= m - 1
- * (modulo 2^64), m being 2^64 / d rounded up; one m for each block size a
- * page has (8, and 16 c for the classes c of 1 to 16), at index block / 16. */
-#define DIVIDES(d) (UINT64_MAX / (d) + 1)
-    static const uint64_t m[] = {
-        DIVIDES(8),   DIVIDES(16),  DIVIDES(32),  DIVIDES(48),  DIVIDES(64),  DIVIDES(80),
-        DIVIDES(96),  DIVIDES(112), DIVIDES(128), DIVIDES(144), DIVIDES(160), DIVIDES(176),
-        DIVIDES(192), DIVIDES(208), DIVIDES(224), DIVIDES(240), DIVIDES(256)};
-#undef DIVIDES
-    size_t off = (size_t)((uintptr_t)p - page), i = block / 16;
-    uint64_t x;
-    if (off < first_block(block))
-        return false;
-    x = (uint64_t)(off - first_block(block)); /* below ARENA__PAGE */
-    return i < sizeof m / sizeof m[0] ? x * m[i] <= m[i] - 1 : x % block == 0;
+    return &arena__pages_live(a)->cls[arena__page_class_of(block)];
 }
 
 /* What the block `p` of a page is: FOREIGN (not a block's start), FREED,
@@ -675,11 +408,11 @@ static bool on_boundary(const char *p, uintptr_t page, size_t block)
 static ARENA__ALWAYS_INLINE enum origin page_origin(const char *p, uintptr_t page,
                                                     const arena *owner, size_t block)
 {
-    if (!on_boundary(p, page, block))
+    if (!arena__page_on_boundary(p, page, block))
         return FOREIGN;
-    if (block == TINY && owner != current)
+    if (block == ARENA__TINY && owner != current)
         return OTHER;
-    if (is_freed(p, block))
+    if (arena__page_is_freed(p, block))
         return FREED;
     return owner == current ? MINE : OTHER;
 }
@@ -689,8 +422,8 @@ static ARENA__ALWAYS_INLINE enum origin page_origin(const char *p, uintptr_t pag
  * has no room (its arena's bits are not touched). */
 static void give_up_paged(char *p, size_t block)
 {
-    if (block != TINY)
-        set_freed(p, block, true);
+    if (block != ARENA__TINY)
+        arena__page_set_freed(p, block, true);
 }
 
 /* Gives the block `b` of `block` bytes (a block of `a`'s pages) back to its
@@ -698,10 +431,7 @@ static void give_up_paged(char *p, size_t block)
 static ARENA__ALWAYS_INLINE void page_free(arena *a, char *b, size_t block)
 {
     /* A live page of `a` keeps its lists valid (reuse.c: revive()). */
-    struct arena__page_class *k = &arena__pages_live(a)->cls[class_of(block)];
-    set_word(b, 0, (uintptr_t)k->free ^ (uintptr_t)b ^ NODE_MIX);
-    set_freed(b, block, true);
-    k->free = b;
+    arena__page_give(page_class(a, block), b, block);
     a->size -= block;
 }
 
@@ -718,18 +448,35 @@ static ARENA__NOINLINE void *cur_malloc(arena *a, size_t size)
     return h ? stamp(h, size, a) : NULL;
 }
 
-/* arena_cur_malloc() of a block of pages where take() found none at once:
- * after page_ready(), take() hands out a block.  An arena that only the
- * inline paths have touched (arena_init_buffer() without a backing: lazy)
- * has not written its bookkeeping, where the pages' state would be: it keeps
- * no table anyway (a fixed-size arena), and its blocks take headers. */
+/* A block of class `c` of the current arena's pages, counted at its
+ * class's size; NULL when take found none at once. */
+static ARENA__ALWAYS_INLINE void *cur_take(arena *a, struct arena__pages *pg, unsigned c)
+{
+    bool reused;
+    char *b = arena__page_take(&pg->cls[c], c, &reused);
+    if (b) {
+        size_t block = arena__page_block(c);
+        a->size += block;
+        if (reused)
+            arena__cold(a)->counts.reused += block;
+    }
+    return b;
+}
+
+/* arena_cur_malloc() of a block of pages where cur_take() found none at
+ * once: after arena__page_refill(), it hands out a block.  An arena that
+ * only the inline paths have touched (arena_init_buffer() without a
+ * backing: lazy) has not written its bookkeeping, where the pages' state
+ * would be: it keeps no table anyway (a fixed-size arena), and its blocks
+ * take headers. */
 static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
 {
-    unsigned c = class_of(size);
-    while (!a->lazy && page_ready(a, c)) {
-        struct arena__pages *pg = arena__pages_live(a);
-        void *p;
-        if (pg && (p = take(a, &pg->cls[c], c)) != NULL)
+    unsigned c = arena__page_class_of(size);
+    struct arena__pages *pg;
+    while (!a->lazy && (pg = arena__pages_of(a)) != NULL &&
+           arena__page_refill(a, pg, c, "arena_cur_malloc")) {
+        void *p = cur_take(a, pg, c);
+        if (p)
             return p;
     }
     return cur_malloc(a, size);
@@ -740,11 +487,10 @@ void *arena_cur_malloc(size_t size)
     arena *a = current;
     /* The block of a class's list or page: no call, so no saved register
      * (the loop that readies a page is out of line). */
-    if (a && size <= ARENA__PAGE_BLOCK_MAX && paging()) {
+    if (a && size <= ARENA__PAGE_BLOCK_MAX && arena__paging()) {
         struct arena__pages *pg = arena__pages_live(a);
-        unsigned c = class_of(size);
         void *p;
-        if (ARENA__LIKELY(pg != NULL) && (p = take(a, &pg->cls[c], c)) != NULL)
+        if (ARENA__LIKELY(pg != NULL) && (p = cur_take(a, pg, arena__page_class_of(size))) != NULL)
             return p;
         return cur_malloc_paged(a, size);
     }
@@ -788,7 +534,7 @@ static void give_up(char *h, size_t size)
  * 0 (a block with a header, or not the family's). */
 static uintptr_t paged(const void *ptr, const arena **owner, size_t *block)
 {
-    return paging() ? page_of(ptr, owner, block) : 0;
+    return arena__paging() ? arena__page_of(ptr, owner, block) : 0;
 }
 
 void arena_cur_free(void *ptr)
@@ -873,7 +619,7 @@ static void *resize_paged(char *p, enum origin o, size_t block, size_t size)
         return q;
     }
     /* A block of the same class stays. */
-    if (class_of(size) == class_of(block))
+    if (arena__page_class_of(size) == arena__page_class_of(block))
         return p;
     arena__note_high(current); /* before the copy is counted with the block */
     q = arena_cur_malloc(size);

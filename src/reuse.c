@@ -580,7 +580,7 @@ void arena__reuse_forget(arena *a, uint64_t serial)
     if (!t)
         return;
     if (t->pages.newest) {
-        arena__pages_erase(a, &t->pages, serial);
+        arena__pages_erase(&t->pages, serial);
         /* Pages from before the mark keep their headers, which a later
          * reset must erase: the library must see it. */
         if (t->pages.newest)
@@ -604,7 +604,7 @@ void arena__reuse_release(arena *a)
     a->pending &= ~(uint32_t)ARENA__PENDING_REUSE;
     if (!c->reuse)
         return;
-    arena__pages_erase(a, &c->reuse->pages, 0);
+    arena__pages_erase(&c->reuse->pages, 0);
     arena__give_backing(a, c->reuse, table_bytes(c->reuse->caplog));
     c->reuse = NULL;
     arena__note_holds(a);

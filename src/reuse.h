@@ -7,7 +7,7 @@
 #ifndef ARENA_REUSE_H
 #define ARENA_REUSE_H
 
-#include "instrument.h"
+#include "pages.h"
 
 /* ---- Reuse (src/reuse.c) ------------------------------------------------------------ */
 
@@ -48,33 +48,6 @@ ARENA__HIDDEN void arena__reuse_forget(arena *a, uint64_t serial);
 /* Frees the lists' table (a release). */
 ARENA__HIDDEN void arena__reuse_release(arena *a);
 
-/* ---- Pages of the arena_cur_* family (hooks.c) ------------------------------------------
- *
- * A plain build keeps the family's blocks of at most ARENA__PAGE_BLOCK_MAX
- * bytes without a header: blocks of one size class share a page of
- * ARENA__PAGE bytes, aligned to it, whose header (at the page's start, which
- * the block's address finds) names the owner and the class.  The state below
- * lives in the reuse table; revive() (reuse.c) clears all of it but `newest`
- * whenever the lists become valid again (after a reset or a rewind), so a
- * batch starts with no page current; `newest` lists every page whose header
- * is live, which the end of the batch erases (arena__pages_erase()). */
-#define ARENA__PAGE           ((size_t)4096)
-#define ARENA__PAGE_CLASSES   17 /* blocks of 8, then 16, 32, ..., 256 bytes */
-#define ARENA__PAGE_BLOCK_MAX ((size_t)256)
-
-struct arena__page_class {
-    char *free; /* a LIFO list of blocks given back (hooks.c), or NULL */
-    char *next; /* the next block never handed out in the class's page */
-    char *end;  /* the end of that page's blocks */
-};
-
-struct arena__pages {
-    struct arena__page_class cls[ARENA__PAGE_CLASSES];
-    char *rnext, *rend; /* pages of the current region not carved yet */
-    size_t rpages;      /* pages of the last region (doubling, up to a bound) */
-    char *newest;       /* the latest page carved, whose header links to the one before */
-};
-
 /* ---- The table of lists (reuse.c), and the adapters' fast path -------------------------
  *
  * Here rather than in reuse.c so that the adapters (hooks.c) take and give
@@ -98,8 +71,8 @@ struct arena__placement {
     uint64_t saves;
 };
 
-/* The family's pages come first: hooks.c reaches them from the table's
- * address (arena__pages_live()). */
+/* The pages' state comes first: arena__pages_live() reaches it from the
+ * table's address. */
 struct arena__reuse {
     struct arena__pages pages;
     uint64_t map[ARENA__MAP_WORDS]; /* the classes whose list holds a block */
@@ -241,14 +214,11 @@ static inline void arena__reuse_push(arena *a, char *s, unsigned c, size_t len)
     t->filed++;
 }
 
-/* `n` bytes (whole pages) at ARENA__PAGE alignment, in the arena (arena.c),
- * not counted in arena_size(): the blocks carved from them count as they
- * are handed out.  NULL on out-of-memory or a limit (arena unchanged), which
- * is neither counted nor told to the limit's callback: the caller falls back
- * to a smaller request, which is. */
-ARENA__HIDDEN char *arena__alloc_pages(arena *a, size_t n);
-/* The family's page state of `a` while the lists are valid (NULL
- * otherwise): the reuse table starts with it (reuse.c). */
+/* The page state of `a` while the lists are valid (NULL otherwise): the
+ * reuse table starts with it.  revive() (reuse.c) clears all of it but
+ * `newest` whenever the lists become valid again (after a reset or a
+ * rewind), so a batch starts with no page current; `newest` lists every
+ * page whose header is live, which the end of the batch erases. */
 static inline struct arena__pages *arena__pages_live(const arena *a)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
@@ -258,12 +228,6 @@ static inline struct arena__pages *arena__pages_live(const arena *a)
 /* The family's page state of `a`, the lists made valid first (NULL: the
  * arena keeps no table: a fixed-size arena, or its backing failed). */
 ARENA__HIDDEN struct arena__pages *arena__pages_of(arena *a);
-/* Erases the header of every page carved after the mark of `serial` (0:
- * every page), newest first, so that no stale header outlives its page:
- * called by a reset, a rewind and a release before any memory is reused
- * or given back (reuse.c). */
-ARENA__HIDDEN void arena__pages_erase(arena *a, struct arena__pages *pg, uint64_t serial);
-
 /* The adapters' shrink (hooks.c): arena_realloc() to `new_size` (<
  * old_size), except that a value that is not the most recent moves to a
  * block of the new size, and its own goes back whole, so that no remainder

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pages of small blocks without a header: carving them from regions of the
+ * arena, and erasing their headers when their batch ends (see pages.h).
+ */
+#include "pages.h"
+
+/* Pages of the largest region carved at once (256 KiB). */
+#define REGION_PAGES 64
+#define SECRET_MUL   ((uintptr_t)UINT64_C(0x9E3779B97F4A7C15))
+
+static const char secret_anchor;
+
+uintptr_t arena__secret(void) { return (uintptr_t)&secret_anchor * SECRET_MUL; }
+
+/* A page for class `c`, its header written: the class's current page. */
+static bool carve(arena *a, struct arena__pages *pg, unsigned c)
+{
+    struct arena__page_header h;
+    struct arena__page_class *k = &pg->cls[c];
+    size_t block = arena__page_block(c);
+    char *page;
+    if (pg->rnext == pg->rend) {
+        size_t n = pg->rpages ? 2 * pg->rpages : 1;
+        char *r;
+        if (n > REGION_PAGES)
+            n = REGION_PAGES;
+        r = arena__alloc_pages(a, n * ARENA__PAGE);
+        if (!r && n > 1) {
+            n = 1;
+            r = arena__alloc_pages(a, ARENA__PAGE);
+        }
+        if (!r)
+            return false;
+        pg->rnext = r;
+        pg->rend = r + n * ARENA__PAGE;
+        pg->rpages = n;
+    }
+    page = pg->rnext;
+    pg->rnext += ARENA__PAGE;
+    h.owner = a;
+    h.link = (uintptr_t)pg->newest | c;
+    h.saves = a->saves;
+    h.check = arena__page_check((uintptr_t)page, a, h.link);
+    memcpy(page, &h, sizeof h);
+    if (block == ARENA__TINY)
+        memset(page + ARENA__PAGE_HDR, 0, ARENA__TINY_BITMAP);
+    pg->newest = page;
+    k->next = page + arena__page_first(block);
+    k->end = k->next + (ARENA__PAGE - arena__page_first(block)) / block * block;
+    return true;
+}
+
+bool arena__page_refill(arena *a, struct arena__pages *pg, unsigned c, const char *fn)
+{
+    struct arena__page_class *k = &pg->cls[c];
+    if (k->free) { /* arena__page_take() could not decode its head */
+        arena__report(ARENA_ERR_CORRUPT,
+                      "%s: arena %p: the free block at %p was overwritten (a write after free)",
+                      fn, (void *)a, (void *)k->free);
+        k->free = NULL;
+    }
+    return k->next != k->end || carve(a, pg, c);
+}
+
+void arena__pages_erase(struct arena__pages *pg, uint64_t serial)
+{
+    char *page = pg->newest;
+    while (page) {
+        struct arena__page_header h;
+        memcpy(&h, page, sizeof h);
+        if (serial != 0 && h.saves < serial)
+            break;
+        arena__page_set_word(page, 0, 0);
+        page = (char *)(h.link & ~ARENA__PAGE_MASK);
+    }
+    pg->newest = page;
+}

@@ -1167,7 +1167,39 @@ static bool is_last(const arena *a, const char *p, size_t n)
            pos == p + arena__guarded_len(p, n, lim);
 }
 
-/* ---- Reuse within a batch (the lists: src/reuse.c) ---------------------------------------- */
+/* ---- Reuse within a batch (the lists: src/reuse.c; pages: src/pages.c) -------------------
+ *
+ * Every call told a size follows one rule: a value holds the bytes it was
+ * asked for, and any such call (arena_free(), arena_realloc(), the hooks
+ * of hooks.h) may give it back or resize it, whichever call stored it.
+ * Where a value lies decides what else goes back with its bytes:
+ *
+ *   - a value in a page (plain build, at most ARENA__PAGE_BLOCK_MAX bytes,
+ *     placed by a reusing call): its class's block, which the page's
+ *     header tells from the value's address (pages.h);
+ *   - a value after a head (plain build, a larger one placed by a reusing
+ *     call): the block the head records, [head, head + extent), its
+ *     alignment padding and any remainder too small to file included;
+ *   - any other value (bare: placed by arena_alloc() and its kin, or by
+ *     arena_alloc_reuse() while the batch had given nothing back): its own
+ *     bytes only.  What follows a bare value's last byte may be another
+ *     value: one stored at an alignment below ARENA_ALIGN (a string) starts
+ *     right there.  The instrumented builds guard every value and know its
+ *     extent, so that every value there is of this kind.
+ *
+ * So the blocks that reusing calls hand out go back whole and lie side by
+ * side with the blocks around them, which merging joins again: what an
+ * arena holds follows what is live under any pattern of frees.
+ *
+ * A head is 16 bytes before its value: the block's extent, and a key that
+ * mixes it with the head's address, the arena, the lists' epoch and the
+ * process's secret.  Only a head written by this arena in the lists'
+ * current epoch passes: a reset, a rewind or a release ends an epoch
+ * (reuse.c: revive() draws each from one count for the process), so no
+ * head outlives its batch, and the bytes before a bare value, whatever they
+ * hold, pass only by forgery.  A head is read where it
+ * lies in the value's own OS page, or in its chunk: reading it never
+ * faults. */
 
 const struct arena__chunk *arena__chunk_of(const arena *a, const char *p)
 {
@@ -1178,6 +1210,108 @@ const struct arena__chunk *arena__chunk_of(const arena *a, const char *p)
     return NULL;
 }
 
+struct head {
+    uint64_t extent; /* from the head's start to the block's end */
+    uint64_t key;    /* head_key() */
+};
+
+#define HEAD ((size_t)sizeof(struct head))
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= UINT64_C(0xFF51AFD7ED558CCD);
+    x ^= x >> 33;
+    x *= UINT64_C(0xC4CEB9FE1A85EC53);
+    return x ^ (x >> 33);
+}
+
+static uint64_t head_key(const char *h, const arena *a, uint64_t extent, uint64_t epoch)
+{
+    return mix64((uint64_t)(uintptr_t)h ^ (uint64_t)arena__secret()) ^
+           mix64((uint64_t)(uintptr_t)a + extent * UINT64_C(0x9E3779B97F4A7C15) + epoch);
+}
+
+static void head_write(arena *a, char *h, size_t extent)
+{
+    struct head hd;
+    hd.extent = extent;
+    hd.key = head_key(h, a, hd.extent, arena__cold(a)->reuse->epoch);
+    memcpy(h, &hd, sizeof hd);
+}
+
+/* The extent of the block whose head is at `h`, a head of `a` in the
+ * lists' current epoch; 0 when there is none. */
+static size_t head_extent(const arena *a, const char *h)
+{
+    const struct arena__reuse *t = arena__cold(a)->reuse;
+    struct head hd;
+    if (!t || !(a->pending & ARENA__PENDING_REUSE))
+        return 0;
+    memcpy(&hd, h, sizeof hd);
+    if (hd.key != head_key(h, a, hd.extent, t->epoch) || hd.extent > SIZE_MAX / 2)
+        return 0;
+    return (size_t)hd.extent;
+}
+
+/* The block of a value given back or resized: what it holds. */
+enum kind { HELD_BARE, HELD_PAGE, HELD_HEAD };
+struct held {
+    enum kind kind;
+    char *from;  /* HELD_PAGE, HELD_HEAD: the block's start */
+    size_t len;  /* its length */
+    unsigned c;  /* HELD_PAGE: the class */
+};
+
+/* Whether the head before the value `p` may be read: in p's own OS page,
+ * or else in p's chunk. */
+static bool head_readable(const arena *a, const char *p)
+{
+    const struct arena__chunk *c;
+    if (((uintptr_t)p & ARENA__PAGE_MASK) >= HEAD)
+        return true;
+    c = arena__chunk_of(a, p);
+    return c && (uintptr_t)p - (uintptr_t)c->base >= HEAD;
+}
+
+/* What the value `p` of `n` bytes of `a` holds (plain build), in *h; false
+ * after a report of misuse that its page shows (a pointer inside a block,
+ * a block given back already, another arena's block). */
+static bool held_by(const arena *a, const char *p, size_t n, const char *fn, struct held *h)
+{
+    const arena *owner;
+    size_t block;
+    uintptr_t page;
+
+    h->kind = HELD_BARE;
+    if (!arena__paging() || !(a->pending & ARENA__PENDING_REUSE))
+        return true;
+    if (n <= ARENA__PAGE_BLOCK_MAX && (page = arena__page_of(p, &owner, &block)) != 0) {
+        if (!arena__page_on_boundary(p, page, block) || owner != a)
+            return !arena__misused(ARENA_ERR_FOREIGN_POINTER,
+                                   "%s: %p is not the start of a live value of arena %p", fn,
+                                   (const void *)p, (const void *)a);
+        if (arena__page_is_freed(p, block))
+            return !arena__misused(ARENA_ERR_DOUBLE_FREE,
+                                   "%s: the value at %p of arena %p was freed already", fn,
+                                   (const void *)p, (const void *)a);
+        h->kind = HELD_PAGE;
+        h->from = (char *)(uintptr_t)p;
+        h->len = block;
+        h->c = arena__page_class_of(block);
+        return true;
+    }
+    if (head_readable(a, p)) {
+        size_t extent = head_extent(a, p - HEAD);
+        if (extent) {
+            h->kind = HELD_HEAD;
+            h->from = (char *)(uintptr_t)p - HEAD;
+            h->len = extent;
+        }
+    }
+    return true;
+}
+
 /* The bytes of a free block that a value of `n` bytes takes from its start:
  * the value, and when instrumented its header and guard. */
 static size_t block_need(size_t n)
@@ -1185,18 +1319,6 @@ static size_t block_need(size_t n)
     if (!arena__instrumented())
         return n;
     return arena__hdr() + ((n + ARENA__GRANULE - 1) & ~(ARENA__GRANULE - 1)) + ARENA__GRANULE;
-}
-
-/* Whether `need` bytes (a value with its header and guard) fit the room
- * left in the current chunk, at ARENA_ALIGN. */
-static bool fits_current(const arena *a, size_t need)
-{
-    const char *lim = arena__cold(a)->lim;
-    uintptr_t at;
-    if (!lim)
-        return false;
-    at = arena__align_up((uintptr_t)cursor(a), ARENA_ALIGN);
-    return at <= (uintptr_t)lim && need <= (size_t)((uintptr_t)lim - at);
 }
 
 /* Whether take_block() may find a block of `n` bytes: the lists are valid
@@ -1209,30 +1331,49 @@ static ARENA__ALWAYS_INLINE bool reuse_open(const arena *a, size_t n)
            n <= SIZE_MAX / 4;
 }
 
-/* A value of `n` (> 0) bytes in a free block of this batch, ARENA_ALIGN-
- * aligned; NULL when no block holds it.  The part of the block past the
- * value (rounded up to ARENA_ALIGN) is filed again when it can be a block.
- * Only where reuse_open(): take_block() is the test and this search. */
-static ARENA__NOINLINE void *take_listed(arena *a, size_t n)
+/* A free block of `need` bytes at least, unlinked, its length in *len: from
+ * the lists, merged first where they hold none (reuse.c). */
+static char *take_free(arena *a, size_t need, size_t *len)
+{
+    char *s = arena__reuse_take(a, need, len);
+    if (!s && arena__reuse_merge(a))
+        s = arena__reuse_take(a, need, len);
+    return s;
+}
+
+/* Files the part of the block [s, end) that a value leaves from `to` on,
+ * when it can be a block of its own; returns where the value's block ends. */
+static char *file_rest(arena *a, char *to, char *end)
+{
+    if (to >= end || (size_t)(end - to) < arena__reuse_min())
+        return end;
+    (void)arena__reuse_file(a, to, (size_t)(end - to));
+    return to;
+}
+
+/* A bare value of `n` (> 0) bytes, ARENA_ALIGN-aligned, in a free block of
+ * this batch; NULL when no block holds it (with `tight`, none that it fills
+ * but for less than ARENA_ALIGN bytes).  What the value leaves of the block
+ * (rounded up to ARENA_ALIGN) is filed again.  Only where reuse_open(). */
+static ARENA__NOINLINE void *take_listed(arena *a, size_t n, bool tight)
 {
     const struct arena__chunk *c = NULL;
     size_t need, len;
     char *s, *p, *to, *end;
-    bool logged, fits;
+    bool logged;
 
     /* A rewind to a mark taken before this placement must find it. */
     logged = arena__instrumented() && a->saves > a->expired;
     if (logged && !arena__reuse_log_room(a))
         return NULL;
     need = block_need(n);
-    fits = fits_current(a, need);
-    s = arena__reuse_take(a, need, !fits, &len);
-    /* Before the value takes a new chunk: the blocks that lie side by side,
-     * merged, may hold it. */
-    if (!s && !fits && arena__reuse_merge(a))
-        s = arena__reuse_take(a, need, true, &len);
+    s = take_free(a, need, &len);
     if (!s)
         return NULL;
+    if (tight && len > (size_t)arena__align_up(need, ARENA_ALIGN)) {
+        (void)arena__reuse_file(a, s, len);
+        return NULL;
+    }
     sync(a);
     end = s + len;
     p = s + arena__hdr();
@@ -1252,17 +1393,118 @@ static ARENA__NOINLINE void *take_listed(arena *a, size_t n)
         if (logged)
             arena__reuse_log(a, c->base, s, to, p);
     }
-    if (to < end)
-        (void)arena__reuse_file(a, to, (size_t)(end - to));
+    (void)file_rest(a, to, end);
     a->size += n;
     arena__cold(a)->counts.reused += n;
     published(a);
     return p;
 }
 
-static ARENA__ALWAYS_INLINE void *take_block(arena *a, size_t n)
+/* `n` (> 256, below SIZE_MAX / 4) rounded up to the bound of its size
+ * class (reuse.h: at most 12.5% above), or to ARENA_ALIGN past the largest:
+ * the blocks of headed values are whole classes, so that one given back
+ * fits the next value of its class with no remainder. */
+static size_t class_round(size_t n)
 {
-    return reuse_open(a, n) ? take_listed(a, n) : NULL;
+    unsigned up = arena__class_up(n);
+    size_t r = up < ARENA__NCLASS ? arena__class_size(up) : 0;
+    return r >= n ? r : (size_t)arena__align_up(n, ARENA_ALIGN);
+}
+
+/* A value of `n` bytes after a head (plain build) in a free block of the
+ * lists, else bare in a block that holds it but not its head, else, unless
+ * `listed_only`, after a head placed anew; NULL when there is none or on
+ * failure (arena unchanged).  A large value's block is a whole class
+ * (class_round()), a small one's (a page's class had none) its value's
+ * size. */
+static void *place_headed(arena *a, size_t n, bool listed_only)
+{
+    size_t need, len;
+    uint32_t chunk;
+    char *h, *end;
+
+    if (n > SIZE_MAX / 4 || !arena__reuse_live(a))
+        return NULL;
+    need = n > ARENA__PAGE_BLOCK_MAX ? class_round(HEAD + n)
+                                     : (size_t)arena__align_up(HEAD + n, ARENA_ALIGN);
+    h = take_free(a, need, &len);
+    if (h) {
+        end = file_rest(a, h + need, h + len);
+        arena__cold(a)->counts.reused += n;
+    } else {
+        void *p;
+        /* A block that holds the value but not its head, with less than a
+         * granule to spare (one that a bare value of the same size left),
+         * takes it bare. */
+        if (reuse_open(a, n) && (p = take_listed(a, n, true)) != NULL)
+            return p;
+        if (listed_only)
+            return NULL;
+        h = place_as(a, need, ARENA_ALIGN, &chunk, false);
+        if (!h)
+            return NULL;
+        end = h + need;
+    }
+    head_write(a, h, (size_t)(end - h));
+    a->size += n;
+    published(a);
+    return h + HEAD;
+}
+
+/* The values of a class placed after a head in a batch before the class
+ * takes a page: a page of 4 KiB for each class a batch touches would cost
+ * a small arena more than its values; the heads cost 16 bytes each. */
+#define PAGE_AFTER 32
+
+/* A value of `n` (> 0, at most ARENA__PAGE_BLOCK_MAX) bytes (plain build),
+ * where arena__small_take() found no block of its page class at once: a
+ * free block of the lists (after a head), else, once the class has had
+ * PAGE_AFTER values in this batch, a block of a page carved for it, else a
+ * value after a head placed anew; NULL on failure. */
+static void *place_small(arena *a, size_t n)
+{
+    unsigned c = arena__small_class(n);
+    struct arena__pages *pg = arena__pages_of(a);
+    void *p;
+    uint32_t chunk;
+
+    if (!pg)
+        return place(a, n, ARENA_ALIGN, &chunk);
+    if (pg->cls[c].placed < PAGE_AFTER) {
+        p = place_headed(a, n, false);
+        if (p)
+            pg->cls[c].placed++;
+        return p;
+    }
+    if ((p = place_headed(a, n, true)) != NULL)
+        return p;
+    while (arena__page_refill(a, pg, c, "arena_alloc_reuse"))
+        if ((p = arena__small_take(a, n)) != NULL)
+            return p;
+    return place(a, n, ARENA_ALIGN, &chunk);
+}
+
+void *arena__reuse_alloc(arena *a, size_t n)
+{
+    void *p;
+    if (n == 0)
+        return arena__zero_size_value(ARENA_ALIGN);
+    if (lazy_full(a, n, ARENA_ALIGN))
+        return NULL;
+    sync(a);
+    if (ARENA__UNLIKELY(a->pending & ARENA__PENDING_OVER)) {
+        uint32_t chunk;
+        return place(a, n, ARENA_ALIGN, &chunk); /* refused, and told */
+    }
+    if (arena__paging()) {
+        if (n <= ARENA__PAGE_BLOCK_MAX)
+            return (p = arena__small_take(a, n)) != NULL ? p : place_small(a, n);
+        if ((p = place_headed(a, n, false)) != NULL)
+            return p;
+    } else if (reuse_open(a, n) && (p = take_listed(a, n, false)) != NULL) {
+        return p;
+    }
+    return arena__alloc_slow(a, n, ARENA_ALIGN);
 }
 
 /* Reports a value that arena_free() or an adapter may not give back, in an
@@ -1294,6 +1536,68 @@ static bool free_misused(const arena *a, const char *p, size_t *n,
     return false;
 }
 
+/* Reports a bare value that cannot be one of this batch's: it lies past the
+ * position of the current chunk, or in no chunk in use (a spare's memory,
+ * or another arena's); true when reported.  A value given back after the
+ * reset or rewind that ended its batch mostly lies there (the new batch has
+ * not reached it yet); where the new batch has stored over it already,
+ * nothing tells it from a value of the new batch. */
+static bool late_free(const arena *a, const char *p, size_t n, const char *fn)
+{
+    const struct arena__chunk *c = arena__chunk_of(a, p);
+    const char *pos = cursor(a), *lim = current_lim(a);
+    bool in_current = c && lim && c->base + c->cap == lim && pos && p + n > pos;
+    uint32_t i;
+
+    if (c && !in_current)
+        return false;
+    for (i = a->nused; !c && i < a->nchunks; i++)
+        if ((uintptr_t)p - (uintptr_t)a->chunks[i].base < a->chunks[i].cap)
+            in_current = true; /* a spare chunk's memory */
+    if (in_current)
+        return arena__misused(ARENA_ERR_LATE_FREE,
+                              "%s: the %zu-byte value at %p lies beyond what arena %p has "
+                              "stored in this batch: given back after the reset, rewind or "
+                              "release that ended its batch",
+                              fn, n, (const void *)p, (const void *)a);
+    return arena__misused(ARENA_ERR_FOREIGN_POINTER,
+                          "%s: %p lies in no chunk of arena %p", fn, (const void *)p,
+                          (const void *)a);
+}
+
+/* The block [from, from + len), which the arena no longer needs, goes back:
+ * to the position when it ends there, else to the lists when it can hold a
+ * node. */
+static void give_block(arena *a, char *from, size_t len)
+{
+    char *s, *to = from + len;
+    if (to == cursor(a) && current_lim(a) && from >= a->chunks[a->cur].base &&
+        !arena__instrumented()) {
+        set_cursor(a, from);
+        return;
+    }
+    s = (char *)arena__align_up((uintptr_t)from, ARENA_ALIGN);
+    if (s < to && (size_t)(to - s) >= arena__reuse_min())
+        (void)arena__reuse_file(a, s, (size_t)(to - s));
+}
+
+/* The most recent value `p` of the current chunk, `held` bytes as placed,
+ * goes back to the position; in an instrumented build with its header
+ * (the chunk `c`), so that a value freed as it was stored leaves nothing
+ * behind. */
+static void unplace_last(arena *a, char *p, size_t held, const struct arena__chunk *c)
+{
+    char *from;
+    if (!arena__instrumented() || !c) {
+        resize_last(a, p, held, 0);
+        return;
+    }
+    from = p - arena__hdr();
+    resize_last(a, p, held, 0);
+    (void)arena__instr_freed(a, c, from, p, 0, cursor(a));
+    set_cursor(a, from);
+}
+
 /* arena_free() of a value whose caller counts `size` bytes (arena_realloc()
  * may be told less than the value holds).  `note`: the size before it is
  * a figure the program saw, to note as the batch's high point (not when the
@@ -1301,7 +1605,8 @@ static bool free_misused(const arena *a, const char *p, size_t *n,
 static void free_value(arena *a, char *p, size_t size, bool note)
 {
     const struct arena__chunk *c = NULL;
-    char *from = p, *to, *s;
+    struct held h;
+    char *from = p, *to;
     size_t held = size;
 
     if (!p || size == 0)
@@ -1310,14 +1615,37 @@ static void free_value(arena *a, char *p, size_t size, bool note)
     /* Reported before sync(): the arena's bytes stay as they were. */
     if (arena__instrumented() && free_misused(a, p, &held, &c))
         return;
+    if (!held_by(a, p, size, "arena_free", &h))
+        return;
+    if (h.kind == HELD_HEAD && size > h.len - HEAD) {
+        arena__misused(ARENA_ERR_BAD_SIZE,
+                       "arena_free: size %zu exceeds the %zu-byte block of the value at %p "
+                       "(arena %p)",
+                       size, h.len - HEAD, (void *)p, (void *)a);
+        return;
+    }
     sync(a);
     if (note)
         arena__note_high(a);
+    switch (h.kind) {
+    case HELD_PAGE:
+        a->size -= size;
+        arena__page_give(&arena__pages_live(a)->cls[h.c], p, h.len);
+        return;
+    case HELD_HEAD:
+        a->size -= size;
+        memset(h.from, 0, HEAD); /* no longer a head */
+        give_block(a, h.from, h.len);
+        return;
+    case HELD_BARE: break;
+    }
     if (is_last(a, p, held)) {
-        resize_last(a, p, held, 0);
+        unplace_last(a, p, held, c);
         a->size += held - size;
         return;
     }
+    if (!arena__instrumented() && late_free(a, p, size, "arena_free"))
+        return;
     to = p + held;
     if (c) {
         from = p - arena__hdr();
@@ -1325,9 +1653,7 @@ static void free_value(arena *a, char *p, size_t size, bool note)
         (void)arena__instr_freed(a, c, from, p, held, to);
     }
     a->size -= size;
-    s = (char *)arena__align_up((uintptr_t)from, ARENA_ALIGN);
-    if (s < to && (size_t)(to - s) >= arena__reuse_min())
-        (void)arena__reuse_file(a, s, (size_t)(to - s));
+    give_block(a, from, (size_t)(to - from));
 }
 
 void arena_free(arena *a, void *ptr, size_t size) { free_value(a, (char *)ptr, size, true); }
@@ -1342,7 +1668,7 @@ void arena__free_placed(arena *a, void *ptr, size_t size)
  * block. */
 static void shrink_block(arena *a, char *p, size_t old_size, size_t new_size)
 {
-    char *from = p + new_size, *to = p + old_size, *s;
+    char *from = p + new_size, *to = p + old_size;
     if (arena__instrumented()) {
         const struct arena__chunk *c = arena__chunk_of(a, p);
         uint64_t held;
@@ -1353,20 +1679,96 @@ static void shrink_block(arena *a, char *p, size_t old_size, size_t new_size)
         arena__value_resized(c, p, (size_t)held, new_size);
     }
     a->size -= old_size - new_size;
-    s = (char *)arena__align_up((uintptr_t)from, ARENA_ALIGN);
-    if (s < to && (size_t)(to - s) >= arena__reuse_min())
-        (void)arena__reuse_file(a, s, (size_t)(to - s));
+    give_block(a, from, (size_t)(to - from));
+}
+
+/* A headed value `p` whose block `h` holds `new_size` bytes keeps it; what
+ * the value no longer needs past it goes back when it makes a block. */
+static void resize_headed(arena *a, char *p, const struct held *h, size_t old_size,
+                          size_t new_size)
+{
+    char *end = h->from + h->len;
+    char *to = (char *)arena__align_up((uintptr_t)p + new_size, ARENA_ALIGN);
+    a->size += new_size - old_size;
+    if (to < end && (size_t)(end - to) >= arena__reuse_min() + HEAD) {
+        head_write(a, h->from, (size_t)(to - h->from));
+        give_block(a, to, (size_t)(end - to));
+    }
+}
+
+/* A headed value `p` (block `h`) that ends at the position grows in place
+ * when its chunk has room: true when it did. */
+static bool grow_headed_last(arena *a, char *p, const struct held *h, size_t old_size,
+                             size_t new_size)
+{
+    char *end = h->from + h->len, *lim = current_lim(a);
+    uintptr_t to;
+    if (end != cursor(a) || !lim || h->from < a->chunks[a->cur].base ||
+        (a->pending & ARENA__PENDING_OVER) || new_size > (size_t)(lim - p))
+        return false;
+    to = arena__align_up((uintptr_t)p + new_size, ARENA_ALIGN);
+    if (to > (uintptr_t)lim)
+        to = (uintptr_t)lim;
+    set_cursor(a, (char *)to);
+    head_write(a, h->from, (size_t)(to - (uintptr_t)h->from));
+    a->size += new_size - old_size;
+    return true;
+}
+
+/* The reusing resize of a value in a page or after a head (plain build);
+ * `shrink_moves`: a shrink to a smaller page class moves. */
+static void *resize_held(arena *a, char *p, const struct held *h, size_t old_size,
+                         size_t new_size, bool shrink_moves)
+{
+    char *q;
+    if (h->kind == HELD_HEAD && new_size <= h->len - HEAD && new_size > ARENA__PAGE_BLOCK_MAX) {
+        if (new_size < old_size)
+            arena__note_high(a);
+        resize_headed(a, p, h, old_size, new_size);
+        return p;
+    }
+    if (h->kind == HELD_PAGE && new_size <= h->len &&
+        (!shrink_moves || arena__small_class(new_size) == h->c)) {
+        if (new_size < old_size)
+            arena__note_high(a);
+        a->size += new_size - old_size;
+        return p;
+    }
+    if (h->kind == HELD_HEAD && new_size > old_size && grow_headed_last(a, p, h, old_size, new_size))
+        return p;
+    if (new_size == 0) {
+        arena__note_high(a);
+        free_value(a, p, old_size, false);
+        return p;
+    }
+    q = (char *)arena__reuse_alloc(a, new_size);
+    if (!q) {
+        if (new_size > old_size)
+            return NULL;
+        /* A shrink that finds no room stays where it is. */
+        arena__note_high(a);
+        if (h->kind == HELD_HEAD)
+            resize_headed(a, p, h, old_size, new_size);
+        else
+            a->size -= old_size - new_size;
+        return p;
+    }
+    memcpy(q, p, old_size < new_size ? old_size : new_size);
+    free_value(a, p, old_size, false);
+    return q;
 }
 
 void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size)
 {
     char *p = (char *)ptr, *q;
-    uint32_t chunk;
+    struct held h;
 
     /* Reported before wake() and sync(): the arena's bytes stay as they were. */
-    if (grow_misused(a, p, old_size))
+    if (grow_misused(a, p, old_size) || !held_by(a, p, old_size, "arena_realloc", &h))
         return NULL;
     sync(a);
+    if (h.kind != HELD_BARE)
+        return resize_held(a, p, &h, old_size, new_size, true);
     arena__note_high(a);
     if (is_last(a, p, old_size)) {
         resize_last(a, p, old_size, new_size);
@@ -1378,9 +1780,7 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
         shrink_block(a, p, old_size, 0);
         return p;
     }
-    q = (char *)take_block(a, new_size);
-    if (!q)
-        q = place(a, new_size, ARENA_ALIGN, &chunk);
+    q = (char *)arena__reuse_alloc(a, new_size);
     if (!q) {
         shrink_block(a, p, old_size, new_size);
         return p;
@@ -1390,11 +1790,10 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
     return q;
 }
 
-/* arena_alloc_reuse() where the lists are open: a free block, else a bump. */
+/* arena_alloc_reuse() where the lists are open. */
 static ARENA__NOINLINE void *alloc_listed(arena *a, size_t size)
 {
-    void *p = take_listed(a, size);
-    return p ? p : arena_alloc(a, size);
+    return arena__reuse_alloc(a, size);
 }
 
 void *arena_alloc_reuse(arena *a, size_t size)
@@ -1409,15 +1808,19 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
 {
     char *p = (char *)ptr;
     char *lim = current_lim(a);
-    uint32_t chunk;
     char *q;
     bool last;
+    struct held h;
 
     /* Reported before wake() and sync(): the arena's bytes stay as they were. */
-    if (p && grow_misused(a, p, old_size))
+    if (p && (grow_misused(a, p, old_size) || !held_by(a, p, old_size, "arena_realloc", &h)))
         return NULL;
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
+    if (h.kind != HELD_BARE) {
+        sync(a);
+        return resize_held(a, p, &h, old_size, new_size, false);
+    }
     last = is_last(a, p, old_size);
     /* A growth that fails leaves a lazy arena unwoken (lazy_full()). */
     if (new_size > old_size && !(last && new_size <= (size_t)(lim - p)) &&
@@ -1436,9 +1839,7 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
         resize_last(a, p, old_size, new_size);
         return p;
     }
-    q = (char *)take_block(a, new_size);
-    if (!q)
-        q = place(a, new_size, ARENA_ALIGN, &chunk);
+    q = (char *)arena__reuse_alloc(a, new_size);
     if (q) {
         memcpy(q, p, old_size);
         free_value(a, p, old_size, false);

@@ -5,15 +5,10 @@
  * The hooks with a context are one call into the arena.  Where a hook
  * frees with the size (Lua's, a realloc that moves, the arena_cur_* family,
  * arena_allocator_of()'s free), the block goes back through arena_free()
- * and the allocations take free blocks first (arena_alloc_reuse()), so a
- * client that frees inside a batch holds about what it uses.  In a plain
- * build the adapters ask for and give back sizes rounded up to the bound of
- * their size class (hook_size(): 16-byte steps below 256 bytes, at most
- * 12.5% above): a block given back is then exactly the block handed out,
- * and it fits the next value of its class with no search and no remainder,
- * so that churn of varied sizes neither loses bytes nor fragments.
- * Instrumented builds keep the exact sizes, so that a guard follows each
- * block's last byte (their reuse is first fit, and may hold more).
+ * and the allocations take free blocks first (arena__reuse_alloc()), so a
+ * client that frees inside a batch holds about what it uses.  Sizes follow
+ * the arena's one rule: a value holds the bytes asked, and any call told a
+ * size may give it back or resize it (arena.c, "Reuse within a batch").
  *
  * The global family (arena_cur_*) serves libraries whose hooks have neither
  * a context nor the old size: the arena comes from a thread-local pointer,
@@ -46,23 +41,6 @@
 
 /* ---- Hooks with a context ------------------------------------------------------------ */
 
-/* The size an adapter that also frees asks for and gives back (see the top
- * of this file); SIZE_MAX, which no allocation gets, when it cannot be
- * rounded.  Its class in *c (a plain build's fast path; 0 otherwise). */
-static ARENA__ALWAYS_INLINE size_t hook_size(size_t n, unsigned *c)
-{
-    *c = 0;
-    if (arena__instrumented())
-        return n;
-    if (n == 0) /* a block of no bytes (arena_hook_realloc()'s shrink to nothing) */
-        return 0;
-    if (n <= 240) { /* the classes of 16-byte steps */
-        *c = n <= 16 ? 1 : (unsigned)((n + 15) >> 4);
-        return (size_t)*c << 4;
-    }
-    return n > SIZE_MAX / 2 ? SIZE_MAX : arena__reuse_round(n, c);
-}
-
 void *arena_hook_alloc(void *arena_ctx, size_t size)
 {
     return arena_alloc_reuse((arena *)arena_ctx, size);
@@ -83,104 +61,43 @@ void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size)
     return arena_alloc_reuse((arena *)arena_ctx, n);
 }
 
-/* The adapters' blocks through arena_alloc_reuse(), arena_free() and
- * arena_realloc() at their hook_size(); arena_size() still counts the sizes
- * asked (the counter's arithmetic is modular, so the correction may come
- * before or after the bytes it corrects).
- *
- * A plain build whose lists are valid first tries the fast path: a block of
- * exactly its class's size taken from (or given to) the head of its list,
- * with the arena's counter adjusted in place.  Everything else (the most
- * recent value, a class whose head is another size, no free block, the
- * first block given back, instrumented builds) goes through the library's
- * general path, which the fast path agrees with. */
-static bool fast(const arena *a)
+/* The adapters that free take and give back blocks as the reusing calls
+ * do, told the sizes asked (arena.c): a value of at most
+ * ARENA__PAGE_BLOCK_MAX bytes is a page's block in a plain build, which the
+ * halves below take or give back inline, with no call; everything else
+ * (larger values, a page to carve, instrumented builds, misuse) goes
+ * through the library's general path, which they agree with. */
+static ARENA__NOINLINE void *hook_alloc_general(arena *a, size_t n)
 {
-    return !arena__instrumented() &&
-           (a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) == ARENA__PENDING_REUSE;
-}
-
-/* The fast path's halves are inlined into each hook and the general path's
- * are calls, so that Lua's hook takes or gives back a block with no call
- * beyond the jump to its kind's function (arena_hook_lua()). */
-static ARENA__NOINLINE void *hook_alloc_general(arena *a, size_t n, size_t r)
-{
-    void *p = arena_alloc_reuse(a, r);
-    if (p)
-        a->size -= r - n;
-    return p;
+    return arena__reuse_alloc(a, n);
 }
 
 static ARENA__ALWAYS_INLINE void *hook_alloc(arena *a, size_t n)
 {
-    unsigned c;
-    size_t r = hook_size(n, &c);
     void *p;
-    if (fast(a) && r != SIZE_MAX && (p = arena__reuse_pop(a, c, r)) != NULL) {
-        a->size += n;
-        arena__cold(a)->counts.reused += n;
+    if (n && n <= ARENA__PAGE_BLOCK_MAX && (p = arena__small_take(a, n)) != NULL)
         return p;
-    }
-    return hook_alloc_general(a, n, r);
+    return hook_alloc_general(a, n);
 }
 
-/* Whether `p` of `r` bytes ends where the inline window starts: the arena's
- * most recent value, which goes back to the position. */
-static bool ends_at_window(const arena *a, const void *p, size_t r)
-{
-    return a->ptr && (uintptr_t)p + r == (uintptr_t)a->ptr;
-}
+static ARENA__NOINLINE void hook_free_general(arena *a, void *p, size_t n) { arena_free(a, p, n); }
 
-static ARENA__NOINLINE void hook_free_general(arena *a, void *p, size_t n, size_t r)
-{
-    arena_free(a, p, r);
-    a->size += r - n;
-}
-
-/* A size that hook_size() cannot round (SIZE_MAX) is no block's: the
- * general path reports it. */
 static ARENA__ALWAYS_INLINE void hook_free(arena *a, void *p, size_t n)
 {
-    unsigned c;
-    size_t r = hook_size(n, &c);
     if (!p || n == 0)
         return;
-    if (fast(a) && r != SIZE_MAX && !ends_at_window(a, p, r)) {
-        arena__note_high(a);
-        a->size -= n;
-        arena__reuse_push(a, (char *)p, c, r);
+    if (n <= ARENA__PAGE_BLOCK_MAX && arena__small_give(a, (char *)p, n))
         return;
-    }
-    hook_free_general(a, p, n, r);
+    hook_free_general(a, p, n);
 }
 
+/* A shrink moves a value to a block of its new size where that frees a
+ * block (arena__shrink_moving()); a growth is arena_realloc()'s. */
 static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
 {
-    unsigned rc, sc;
-    size_t r = hook_size(old_size, &rc), s = hook_size(new_size, &sc);
-    void *q;
-    if (r == s) { /* the block holds both */
-        if (new_size < old_size)
-            arena__note_high(a);
-        a->size += new_size - old_size;
-        return p;
-    }
-    /* A block of no bytes (a shrink to nothing gave its place back) has
-     * nothing to give back: the general path moves it. */
-    if (fast(a) && r != 0 && r != SIZE_MAX && s != SIZE_MAX && !ends_at_window(a, p, r) &&
-        (q = arena__reuse_pop(a, sc, s)) != NULL) {
-        memcpy(q, p, r < s ? r : s);
-        arena__reuse_push(a, (char *)p, rc, r);
-        if (new_size < old_size)
-            arena__note_high(a);
-        a->size += new_size - old_size;
-        arena__cold(a)->counts.reused += new_size;
-        return q;
-    }
-    q = s < r ? arena__shrink_moving(a, p, r, s) : arena_realloc(a, p, r, s);
-    if (q)
-        a->size += (r - old_size) - (s - new_size);
-    return q;
+    if (new_size < old_size)
+        return arena__shrink_moving(a, p, old_size, new_size);
+    return arena_realloc(a, p, old_size, new_size);
 }
 
 /* The hooks that take every kind of call pass each kind on to a function of

@@ -45,9 +45,10 @@
 
 /* A class's state in an arena: its free blocks, and its current page. */
 struct arena__page_class {
-    char *free; /* a LIFO list of blocks given back, or NULL */
-    char *next; /* the next block never handed out in the class's page */
-    char *end;  /* the end of that page's blocks */
+    char *free;    /* a LIFO list of blocks given back, or NULL */
+    char *next;    /* the next block never handed out in the class's page */
+    char *end;     /* the end of that page's blocks */
+    size_t placed; /* the reusing calls' values of the class placed after a head (arena.c) */
 };
 
 struct arena__pages {

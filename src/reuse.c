@@ -91,8 +91,6 @@
 
 /* Blocks of the class below a request's that it reads for one that fits. */
 #define FIT_SCAN 8
-/* The smallest block a value of another class is carved from. */
-#define SPLIT_FROM ((size_t)4096)
 /* The fewest blocks filed since the last merge (or since the lists became
  * valid) for which a merge runs. */
 #define MERGE_MIN 32
@@ -128,6 +126,27 @@ static size_t node_bytes(void)
     return ARENA_CHECKED ? arena__hdr() : sizeof(struct arena__free_node);
 }
 
+/* A plain build's free block of CANARY_AT + a word or more also keeps a
+ * canary there, where a value given back had its first bytes (a head is
+ * CANARY_AT long): a write after free into them is then reported too when
+ * the block is read, as a write over its node is. */
+#define CANARY_AT  ((size_t)16)
+#define CANARY_MIX ((uintptr_t)UINT64_C(0x2545F4914F6CDD1D))
+
+static bool has_canary(size_t len)
+{
+    return !arena__instrumented() && len >= CANARY_AT + sizeof(uintptr_t);
+}
+
+/* A node that does not decode may tell a length its block does not have:
+ * its canary is read only where it lies in the node's own OS page. */
+static bool canary_readable(const char *s)
+{
+    return ((uintptr_t)s & (ARENA__PAGE - 1)) <= ARENA__PAGE - CANARY_AT - sizeof(uintptr_t);
+}
+
+static uintptr_t canary(const char *s, uintptr_t link) { return (uintptr_t)s ^ link ^ CANARY_MIX; }
+
 ARENA__NO_ASAN static void node_store(char *s, size_t len, const char *next)
 {
     if (ARENA__VALGRIND)
@@ -138,6 +157,10 @@ ARENA__NO_ASAN static void node_store(char *s, size_t len, const char *next)
         struct arena__free_node *nd = (struct arena__free_node *)(void *)s;
         nd->len = len;
         nd->link = arena__link((uintptr_t)next, len);
+        if (has_canary(len)) {
+            uintptr_t c = canary(s, nd->link);
+            memcpy(s + CANARY_AT, &c, sizeof c);
+        }
     }
     if (ARENA__VALGRIND)
         VALGRIND_MAKE_MEM_NOACCESS(s, node_bytes());
@@ -157,6 +180,11 @@ ARENA__NO_ASAN static bool node_load(const char *s, size_t *len, char **next)
         const struct arena__free_node *nd = (const struct arena__free_node *)(const void *)s;
         *len = nd->len;
         link = nd->link;
+        if (has_canary(*len) && canary_readable(s)) {
+            uintptr_t c;
+            memcpy(&c, s + CANARY_AT, sizeof c);
+            ok = c == canary(s, link);
+        }
     }
     if (ARENA__VALGRIND)
         VALGRIND_MAKE_MEM_NOACCESS(s, node_bytes());
@@ -192,9 +220,14 @@ static struct arena__reuse *table(arena *a)
 
 static bool live(const arena *a) { return (a->pending & ARENA__PENDING_REUSE) != 0; }
 
+/* The epochs of every arena's lists: one process-wide count, so that no
+ * epoch comes round again, in this arena or in another one that the same
+ * memory later holds. */
+static _Atomic uint64_t epochs;
+
 /* Makes the lists valid again, empty (after a reset or a rewind forgot
- * them): the family's pages start over too, but for the list of live page
- * headers, which only a reset or release erases. */
+ * them), in an epoch of their own: the pages start over too, but for the
+ * list of live page headers, which only a reset or release erases. */
 static void revive(arena *a, struct arena__reuse *t)
 {
     char *newest = t->pages.newest;
@@ -202,17 +235,22 @@ static void revive(arena *a, struct arena__reuse *t)
     memset(&t->pages, 0, sizeof t->pages);
     t->pages.newest = newest;
     t->filed = t->merged = 0;
+    t->epoch = atomic_fetch_add_explicit(&epochs, 1, memory_order_relaxed) + 1;
     a->pending |= ARENA__PENDING_REUSE;
+}
+
+struct arena__reuse *arena__reuse_live(arena *a)
+{
+    struct arena__reuse *t = table(a);
+    if (t && !live(a))
+        revive(a, t);
+    return t;
 }
 
 struct arena__pages *arena__pages_of(arena *a)
 {
-    struct arena__reuse *t = table(a);
-    if (!t)
-        return NULL;
-    if (!live(a))
-        revive(a, t);
-    return &t->pages;
+    struct arena__reuse *t = arena__reuse_live(a);
+    return t ? &t->pages : NULL;
 }
 
 /* Whether class `c`'s list holds a block (a head whose bit is clear is a
@@ -241,11 +279,9 @@ static void put(struct arena__reuse *t, char *s, size_t len)
 
 bool arena__reuse_file(arena *a, char *s, size_t len)
 {
-    struct arena__reuse *t = table(a);
+    struct arena__reuse *t = arena__reuse_live(a);
     if (!t)
         return false;
-    if (!live(a))
-        revive(a, t);
     put(t, s, len);
     t->filed++;
     return true;
@@ -295,15 +331,14 @@ static char *take_above(arena *a, struct arena__reuse *t, unsigned c, size_t *le
     return NULL;
 }
 
-char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
+char *arena__reuse_take(arena *a, size_t need, size_t *len)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
     unsigned up, down;
 
     if (!live(a) || !t)
         return NULL;
-    /* The class whose every block fits: exact for the adapters' rounded
-     * sizes (arena__reuse_round()). */
+    /* The class whose every block fits. */
     up = arena__class_up(need);
     if (up < ARENA__NCLASS && listed(t, up))
         return take_from(a, t, up, 0, 1, len);
@@ -315,17 +350,8 @@ char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len)
         if (s)
             return s;
     }
-    /* A larger block, to be split, where the value would otherwise need a
-     * new chunk: any for a large value; for a small one only a large block,
-     * which it carves as a bump region would, so that blocks of middling
-     * size are kept for their own sizes. */
-    if (!carve)
-        return NULL;
-    return take_above(a, t,
-                      up + 1 > arena__class_of(SPLIT_FROM) || need >= SPLIT_FROM
-                          ? up + 1
-                          : arena__class_of(SPLIT_FROM),
-                      len);
+    /* The smallest larger class that holds a block, to be split. */
+    return up + 1 < ARENA__NCLASS ? take_above(a, t, up + 1, len) : NULL;
 }
 
 /* ---- Merging ---------------------------------------------------------------------------- */

@@ -24,14 +24,19 @@
  * with its header and guard when instrumented. */
 static inline size_t arena__reuse_min(void) { return arena__hdr() + 16; }
 
+/* The table of `a`, its lists made valid first: NULL when the arena keeps
+ * no lists (a fixed-size arena, or its backing failed). */
+ARENA__HIDDEN struct arena__reuse *arena__reuse_live(arena *a);
 /* Files the block [s, s + len) (s ARENA_ALIGN-aligned, len >=
  * arena__reuse_min()); false when the arena keeps no lists (a fixed-size
  * arena, or its backing failed): the block then stays unused until the
  * batch ends. */
 ARENA__HIDDEN bool arena__reuse_file(arena *a, char *s, size_t len);
 /* A filed block of at least `need` bytes, unlinked (its length in *len), or
- * NULL; one of a larger class, to be split, only if `carve`. */
-ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, bool carve, size_t *len);
+ * NULL: the head of the smallest class whose every block holds it, else a
+ * block of the class below that does (among its first few), else the head
+ * of the smallest larger class that has one, to be split (a good fit). */
+ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, size_t *len);
 /* Merges the filed blocks that lie side by side in a chunk into one (where
  * a value would otherwise take a new chunk), when enough blocks were filed
  * since the last merge: true when it ran.  O(n log n) in the blocks filed,
@@ -77,6 +82,7 @@ struct arena__reuse {
     struct arena__pages pages;
     uint64_t map[ARENA__MAP_WORDS]; /* the classes whose list holds a block */
     char *head[ARENA__NCLASS];      /* valid where the map's bit is set */
+    uint64_t epoch;                 /* drawn anew each time the lists become valid (revive()) */
     size_t filed;                   /* blocks filed since the last merge, or since revive() */
     size_t merged;                  /* blocks the last merge left filed */
     size_t nlog, caplog;
@@ -142,78 +148,6 @@ static inline unsigned arena__class_up(size_t n)
     return arena__class_size(c) < n ? c + 1 : c;
 }
 
-/* `n` rounded up to the bound of its size class (16 at least; ARENA_ALIGN
- * steps above the largest class), its class in *c: the size the adapters
- * of a plain build ask for and give back, so that a freed block fits the
- * next value of its class exactly. */
-static inline size_t arena__reuse_round(size_t n, unsigned *c)
-{
-    unsigned up;
-    size_t r;
-    if (n <= 16) {
-        *c = 1;
-        return 16;
-    }
-    /* A bound that does not fit size_t (a 32-bit one) wraps below n. */
-    up = arena__class_up(n);
-    r = up < ARENA__NCLASS ? arena__class_size(up) : 0;
-    if (r >= n) {
-        *c = up;
-        return r;
-    }
-    r = (size_t)arena__align_up(n, ARENA_ALIGN);
-    *c = arena__class_of(r);
-    return r;
-}
-
-/* The adapters' fast path in a plain build (never an instrumented one: it
- * tells no tool), while the lists are valid (ARENA__PENDING_REUSE): the
- * head of class `c` (`len`'s: a class bound, as arena__reuse_round()
- * gives), unlinked, when it is exactly `len` bytes long (as every block the
- * adapters give back is); NULL otherwise.  A head that does not decode is
- * left where it is: the caller's general path (arena_alloc_reuse()) reads
- * it next, reports it and drops its list. */
-static inline char *arena__reuse_pop(arena *a, unsigned c, size_t len)
-{
-    struct arena__reuse *t = arena__cold(a)->reuse;
-    uint64_t bit = (uint64_t)1 << (c % 64);
-    const struct arena__free_node *nd;
-    char *s;
-    uintptr_t next;
-
-    if (!(t->map[c / 64] & bit))
-        return NULL;
-    s = t->head[c];
-    nd = (const struct arena__free_node *)(const void *)s;
-    next = arena__link(nd->link, nd->len);
-    /* Not exactly `len`: a longer block (arena_free's), which the general
-     * path splits, or a node that does not decode. */
-    if (nd->len != len || (next & (ARENA_ALIGN - 1)) != 0)
-        return NULL;
-    t->head[c] = (char *)next;
-    if (!next)
-        t->map[c / 64] &= ~bit;
-    return s;
-}
-
-/* The same way back: files the block `s` of `len` bytes (a class bound) in
- * its class `c`.  (The map's bit is tested and set here as reuse.c's
- * listed() and set_head() do, written out: through those two, gcc kept
- * three registers saved in the Lua hook's free path instead of one.) */
-static inline void arena__reuse_push(arena *a, char *s, unsigned c, size_t len)
-{
-    struct arena__reuse *t = arena__cold(a)->reuse;
-    uint64_t bit = (uint64_t)1 << (c % 64);
-    struct arena__free_node *nd = (struct arena__free_node *)(void *)s;
-    uintptr_t next = (t->map[c / 64] & bit) ? (uintptr_t)t->head[c] : 0;
-
-    nd->len = len;
-    nd->link = arena__link(next, len);
-    t->head[c] = s;
-    t->map[c / 64] |= bit;
-    t->filed++;
-}
-
 /* The page state of `a` while the lists are valid (NULL otherwise): the
  * reuse table starts with it.  revive() (reuse.c) clears all of it but
  * `newest` whenever the lists become valid again (after a reset or a
@@ -221,13 +155,70 @@ static inline void arena__reuse_push(arena *a, char *s, unsigned c, size_t len)
  * page whose header is live, which the end of the batch erases. */
 static inline struct arena__pages *arena__pages_live(const arena *a)
 {
-    struct arena__reuse *t = arena__cold(a)->reuse;
-    return t && (a->pending & ARENA__PENDING_REUSE) ? (struct arena__pages *)(void *)t : NULL;
+    if (!(a->pending & ARENA__PENDING_REUSE))
+        return NULL;
+    return (struct arena__pages *)(void *)arena__cold(a)->reuse;
 }
 
 /* The family's page state of `a`, the lists made valid first (NULL: the
  * arena keeps no table: a fixed-size arena, or its backing failed). */
 ARENA__HIDDEN struct arena__pages *arena__pages_of(arena *a);
+/* The page class of a value of `n` (1 to ARENA__PAGE_BLOCK_MAX) bytes at
+ * ARENA_ALIGN: 16 bytes at least. */
+static inline unsigned arena__small_class(size_t n)
+{
+    return n <= 16 ? 1 : (unsigned)((n + 15) >> 4);
+}
+
+/* A value of `n` (1 to ARENA__PAGE_BLOCK_MAX) bytes from the pages of `a`
+ * while they are live and the arena is under its limit (plain build): the
+ * head of its class's list, or the next block of the class's page, counted
+ * in arena_size(); NULL otherwise (arena__reuse_alloc() then finds one).
+ * Inline, so that the adapters hand out a block with no call. */
+static ARENA__ALWAYS_INLINE void *arena__small_take(arena *a, size_t n)
+{
+    struct arena__pages *pg;
+    unsigned c = arena__small_class(n);
+    bool reused;
+    char *b;
+    if (!arena__paging() || (a->pending & ARENA__PENDING_OVER) || (pg = arena__pages_live(a)) == NULL)
+        return NULL;
+    b = arena__page_take(&pg->cls[c], c, &reused);
+    if (b) {
+        a->size += n;
+        if (reused)
+            arena__cold(a)->counts.reused += n;
+    }
+    return b;
+}
+
+/* Gives the value `p` of `n` (1 to ARENA__PAGE_BLOCK_MAX) bytes back to its
+ * class's list when it is a live block of one of the live pages of `a`
+ * (plain build): true when it did.  Anything else (a value with a head or
+ * none, misuse) is for arena_free(). */
+static ARENA__ALWAYS_INLINE bool arena__small_give(arena *a, char *p, size_t n)
+{
+    struct arena__pages *pg;
+    const arena *owner;
+    size_t block;
+    uintptr_t page;
+    if (!arena__paging() || (pg = arena__pages_live(a)) == NULL ||
+        (page = arena__page_of(p, &owner, &block)) == 0 || owner != a || n > block ||
+        !arena__page_on_boundary(p, page, block) || arena__page_is_freed(p, block))
+        return false;
+    arena__note_high(a);
+    a->size -= n;
+    arena__page_give(&pg->cls[arena__page_class_of(block)], p, block);
+    return true;
+}
+
+/* A value of `n` bytes at ARENA_ALIGN for a reusing call (arena.c): in a
+ * plain build a block of a page (at most ARENA__PAGE_BLOCK_MAX bytes) or one
+ * after a head, which the lists' free blocks serve first; in an
+ * instrumented one a free block, else a new place.  The lists are made
+ * valid.  Size 0 and failure as arena_alloc(). */
+ARENA__HIDDEN void *arena__reuse_alloc(arena *a, size_t n);
+
 /* The adapters' shrink (hooks.c): arena_realloc() to `new_size` (<
  * old_size), except that a value that is not the most recent moves to a
  * block of the new size, and its own goes back whole, so that no remainder

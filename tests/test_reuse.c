@@ -282,7 +282,7 @@ static void late_free_after_reset_reported(void **state)
         count = recorded_errors.count;
         arena_free(&a, p, i < 2 ? 300 : 40);
         assert_true(test_misuse_reported(count, ARENA_ERR_LATE_FREE));
-        assert_string_not_equal(strstr(recorded_errors.message, "arena"), NULL);
+        assert_non_null(strstr(recorded_errors.message, "arena"));
         assert_int_equal(arena_size(&a), 16);
         for (size_t k = 0; k < 16; k++) {
             unsigned char *y = (unsigned char *)arena_alloc_reuse(&a, i < 2 ? 300 : 40);
@@ -907,8 +907,10 @@ static void lua_hook_write_after_free(void **state)
         arena_hook_lua(&a, x[0], 64, 0); /* makes the lists */
         arena_hook_lua(&a, x[1], 64, 0); /* the head of its class */
         record_errors();
+        /* The value's first word is a free block's node or canary in every
+         * layout (a page's block, a block after a head, a bare one). */
         if (link_only)
-            memset(x[1] + sizeof(size_t), 0x55, sizeof(uintptr_t)); /* a node: length, link */
+            memset(x[1], 0x55, sizeof(uintptr_t));
         else
             memset(x[1], 0x55, 64);
         if (ARENA_CHECKED) { /* its node is the header before the value: its walks see the write */

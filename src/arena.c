@@ -1284,7 +1284,7 @@ static bool held_by(const arena *a, const char *p, size_t n, const char *fn, str
     uintptr_t page;
 
     h->kind = HELD_BARE;
-    if (!arena__paging() || !(a->pending & ARENA__PENDING_REUSE))
+    if (!arena__paging() || !(a->pending & ARENA__PENDING_REUSE) || n == 0)
         return true;
     if (n <= ARENA__PAGE_BLOCK_MAX && (page = arena__page_of(p, &owner, &block)) != 0) {
         if (!arena__page_on_boundary(p, page, block) || owner != a)
@@ -1400,6 +1400,18 @@ static ARENA__NOINLINE void *take_listed(arena *a, size_t n, bool tight)
     return p;
 }
 
+/* Whether `need` bytes at ARENA_ALIGN fit the room left in the current
+ * chunk. */
+static bool fits_current(const arena *a, size_t need)
+{
+    const char *lim = arena__cold(a)->lim;
+    uintptr_t at;
+    if (!lim)
+        return false;
+    at = arena__align_up((uintptr_t)cursor(a), ARENA_ALIGN);
+    return at <= (uintptr_t)lim && need <= (size_t)((uintptr_t)lim - at);
+}
+
 /* `n` (> 256, below SIZE_MAX / 4) rounded up to the bound of its size
  * class (reuse.h: at most 12.5% above), or to ARENA_ALIGN past the largest:
  * the blocks of headed values are whole classes, so that one given back
@@ -1415,18 +1427,25 @@ static size_t class_round(size_t n)
  * lists, else bare in a block that holds it but not its head, else, unless
  * `listed_only`, after a head placed anew; NULL when there is none or on
  * failure (arena unchanged).  A large value's block is a whole class
- * (class_round()), a small one's (a page's class had none) its value's
- * size. */
+ * (class_round()) where that fits a chunk of the budget, a small one's (a
+ * page's class had none) its value's size; one past the budget takes a
+ * chunk of its own, bare. */
 static void *place_headed(arena *a, size_t n, bool listed_only)
 {
     size_t need, len;
     uint32_t chunk;
     char *h, *end;
 
-    if (n > SIZE_MAX / 4 || !arena__reuse_live(a))
+    if (n > SIZE_MAX / 4)
         return NULL;
-    need = n > ARENA__PAGE_BLOCK_MAX ? class_round(HEAD + n)
-                                     : (size_t)arena__align_up(HEAD + n, ARENA_ALIGN);
+    need = (size_t)arena__align_up(HEAD + n, ARENA_ALIGN);
+    /* A value past the budget takes a chunk of its own, where nothing
+     * follows it; without the lists (their table could not be had), the
+     * value goes bare. */
+    if (need > budget(a) || !arena__reuse_live(a))
+        return listed_only ? NULL : place(a, n, ARENA_ALIGN, &chunk);
+    if (n > ARENA__PAGE_BLOCK_MAX && class_round(need) <= budget(a))
+        need = class_round(need);
     h = take_free(a, need, &len);
     if (h) {
         end = file_rest(a, h + need, h + len);
@@ -1440,6 +1459,10 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
             return p;
         if (listed_only)
             return NULL;
+        /* Placed anew: a whole class where the current chunk has room for
+         * one, else just what the value takes, rather than a new chunk. */
+        if (!fits_current(a, need) && fits_current(a, HEAD + n))
+            need = (size_t)arena__align_up(HEAD + n, ARENA_ALIGN);
         h = place_as(a, need, ARENA_ALIGN, &chunk, false);
         if (!h)
             return NULL;
@@ -1453,8 +1476,11 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
 
 /* The values of a class placed after a head in a batch before the class
  * takes a page: a page of 4 KiB for each class a batch touches would cost
- * a small arena more than its values; the heads cost 16 bytes each. */
-#define PAGE_AFTER 32
+ * a small arena more than its values; the heads cost 16 bytes each.  An
+ * arena whose chunks are smaller than PAGE_CHUNKS pages takes none (each
+ * region of pages would be a chunk of its own). */
+#define PAGE_AFTER  32
+#define PAGE_CHUNKS 4
 
 /* A value of `n` (> 0, at most ARENA__PAGE_BLOCK_MAX) bytes (plain build),
  * where arena__small_take() found no block of its page class at once: a
@@ -1470,7 +1496,7 @@ static void *place_small(arena *a, size_t n)
 
     if (!pg)
         return place(a, n, ARENA_ALIGN, &chunk);
-    if (pg->cls[c].placed < PAGE_AFTER) {
+    if (pg->cls[c].placed < PAGE_AFTER || budget(a) < PAGE_CHUNKS * ARENA__PAGE) {
         p = place_headed(a, n, false);
         if (p)
             pg->cls[c].placed++;
@@ -1499,9 +1525,9 @@ void *arena__reuse_alloc(arena *a, size_t n)
     if (arena__paging()) {
         if (n <= ARENA__PAGE_BLOCK_MAX)
             return (p = arena__small_take(a, n)) != NULL ? p : place_small(a, n);
-        if ((p = place_headed(a, n, false)) != NULL)
-            return p;
-    } else if (reuse_open(a, n) && (p = take_listed(a, n, false)) != NULL) {
+        return place_headed(a, n, false);
+    }
+    if (reuse_open(a, n) && (p = take_listed(a, n, false)) != NULL) {
         return p;
     }
     return arena__alloc_slow(a, n, ARENA_ALIGN);
@@ -1715,47 +1741,48 @@ static bool grow_headed_last(arena *a, char *p, const struct held *h, size_t old
     return true;
 }
 
-/* The reusing resize of a value in a page or after a head (plain build);
- * `shrink_moves`: a shrink to a smaller page class moves. */
+/* The resize of a value in a page or after a head (plain build).  A growth
+ * stays only where the block ends at the position and its chunk has room; a
+ * shrink stays, but with `shrink_moves` (the adapters') for one that a
+ * smaller block serves: to a smaller page class, or a large value's to a
+ * page.  Size 0 gives it back (`p` is returned). */
 static void *resize_held(arena *a, char *p, const struct held *h, size_t old_size,
                          size_t new_size, bool shrink_moves)
 {
+    bool stays;
     char *q;
-    if (h->kind == HELD_HEAD && new_size <= h->len - HEAD && new_size > ARENA__PAGE_BLOCK_MAX) {
-        if (new_size < old_size)
-            arena__note_high(a);
-        resize_headed(a, p, h, old_size, new_size);
-        return p;
-    }
-    if (h->kind == HELD_PAGE && new_size <= h->len &&
-        (!shrink_moves || arena__small_class(new_size) == h->c)) {
-        if (new_size < old_size)
-            arena__note_high(a);
-        a->size += new_size - old_size;
-        return p;
-    }
-    if (h->kind == HELD_HEAD && new_size > old_size && grow_headed_last(a, p, h, old_size, new_size))
-        return p;
     if (new_size == 0) {
         arena__note_high(a);
         free_value(a, p, old_size, false);
         return p;
     }
-    q = (char *)arena__reuse_alloc(a, new_size);
-    if (!q) {
+    /* A growth stays only where the value ends at the position, as
+     * arena_realloc() promises. */
+    if (new_size > old_size)
+        stays = h->kind == HELD_HEAD && grow_headed_last(a, p, h, old_size, new_size);
+    else
+        stays = !shrink_moves || (h->kind == HELD_PAGE ? arena__small_class(new_size) == h->c
+                                                       : new_size > ARENA__PAGE_BLOCK_MAX);
+    if (stays && new_size > old_size)
+        return p;
+    if (!stays) {
+        q = (char *)arena__reuse_alloc(a, new_size);
+        if (q) {
+            memcpy(q, p, old_size < new_size ? old_size : new_size);
+            free_value(a, p, old_size, false);
+            return q;
+        }
         if (new_size > old_size)
             return NULL;
         /* A shrink that finds no room stays where it is. */
-        arena__note_high(a);
-        if (h->kind == HELD_HEAD)
-            resize_headed(a, p, h, old_size, new_size);
-        else
-            a->size -= old_size - new_size;
-        return p;
     }
-    memcpy(q, p, old_size < new_size ? old_size : new_size);
-    free_value(a, p, old_size, false);
-    return q;
+    if (new_size < old_size)
+        arena__note_high(a);
+    if (h->kind == HELD_HEAD)
+        resize_headed(a, p, h, old_size, new_size);
+    else
+        a->size += new_size - old_size;
+    return p;
 }
 
 void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size)
@@ -1839,7 +1866,7 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
         resize_last(a, p, old_size, new_size);
         return p;
     }
-    q = (char *)arena__reuse_alloc(a, new_size);
+    q = (char *)arena_alloc_reuse(a, new_size);
     if (q) {
         memcpy(q, p, old_size);
         free_value(a, p, old_size, false);

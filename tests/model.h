@@ -512,15 +512,20 @@ static bool model_at_position(const model *m, const unsigned char *q, size_t sto
 /* A value of ARENA_ALIGN from a reusing allocation (arena_alloc_reuse(), a
  * moving arena_realloc()), which may have taken a free block: then it is
  * neither at the position nor in a chunk of its own, and the value that was
- * at the position still is. */
+ * at the position still is.  One placed at the position may end short of
+ * it by its block's padding (a block after a head is a whole size class:
+ * at most an eighth, and ARENA_ALIGN twice, past its value). */
 static void model_add_reused(model *m, unsigned char *q, size_t stored, uint64_t id)
 {
     long tail = m->tail;
     bool known = m->tail_known, clean = m->tail_clean;
     size_t over = m->over;
     bool reusable = m->reusable;
+    const char *pos = model_position(m);
     model_add(m, q, (arena_ref){0, 0, 0}, false, stored, stored, ARENA_ALIGN, false, id);
-    if (!reusable || model_at_position(m, q, stored))
+    if (!reusable || model_at_position(m, q, stored) ||
+        (pos && pos >= (const char *)q + stored &&
+         pos <= (const char *)q + stored + stored / 8 + 2 * ARENA_ALIGN))
         return;
     m->over = over;
     m->vals[m->nvals - 1].oversized = false;

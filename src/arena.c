@@ -1439,10 +1439,9 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
     if (n > SIZE_MAX / 4)
         return NULL;
     need = (size_t)arena__align_up(HEAD + n, ARENA_ALIGN);
-    /* A value past the budget takes a chunk of its own, where nothing
-     * follows it; without the lists (their table could not be had), the
-     * value goes bare. */
-    if (need > budget(a) || !arena__reuse_live(a))
+    /* Without the lists (their table could not be had), the value goes
+     * bare. */
+    if (!arena__reuse_live(a))
         return listed_only ? NULL : place(a, n, ARENA_ALIGN, &chunk);
     if (n > ARENA__PAGE_BLOCK_MAX && class_round(need) <= budget(a))
         need = class_round(need);
@@ -1459,6 +1458,10 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
             return p;
         if (listed_only)
             return NULL;
+        /* A value past the budget takes a chunk of its own, where nothing
+         * follows it. */
+        if (need > budget(a))
+            return place(a, n, ARENA_ALIGN, &chunk);
         /* Placed anew: a whole class where the current chunk has room for
          * one, else just what the value takes, rather than a new chunk. */
         if (!fits_current(a, need) && fits_current(a, HEAD + n))
@@ -1510,7 +1513,9 @@ static void *place_small(arena *a, size_t n)
     return place(a, n, ARENA_ALIGN, &chunk);
 }
 
-void *arena__reuse_alloc(arena *a, size_t n)
+void *arena__reuse_alloc(arena *a, size_t n) { return arena__reuse_alloc_as(a, n, true); }
+
+void *arena__reuse_alloc_as(arena *a, size_t n, bool pages)
 {
     void *p;
     if (n == 0)
@@ -1523,7 +1528,7 @@ void *arena__reuse_alloc(arena *a, size_t n)
         return place(a, n, ARENA_ALIGN, &chunk); /* refused, and told */
     }
     if (arena__paging()) {
-        if (n <= ARENA__PAGE_BLOCK_MAX)
+        if (n <= ARENA__PAGE_BLOCK_MAX && pages)
             return (p = arena__small_take(a, n)) != NULL ? p : place_small(a, n);
         return place_headed(a, n, false);
     }
@@ -1744,15 +1749,19 @@ static bool grow_headed_last(arena *a, char *p, const struct held *h, size_t old
 /* The resize of a value in a page or after a head (plain build).  A growth
  * stays only where the block ends at the position and its chunk has room; a
  * shrink stays, but with `shrink_moves` (the adapters') for one that a
- * smaller block serves: to a smaller page class, or a large value's to a
- * page.  Size 0 gives it back (`p` is returned). */
+ * smaller block serves: to a smaller page class, or a large value's, not
+ * the most recent, to a page.  Size 0 gives it back (`p` is returned). */
 static void *resize_held(arena *a, char *p, const struct held *h, size_t old_size,
-                         size_t new_size, bool shrink_moves)
+                         size_t new_size, unsigned how)
 {
+    bool shrink_moves = (how & ARENA__RESIZE_SHRINK_MOVES) != 0;
     bool stays;
     char *q;
-    if (new_size == 0) {
+    /* A shrink forgets bytes: the size before it is a figure the program
+     * saw, noted before a move counts the copy. */
+    if (new_size < old_size)
         arena__note_high(a);
+    if (new_size == 0) {
         free_value(a, p, old_size, false);
         return p;
     }
@@ -1762,11 +1771,12 @@ static void *resize_held(arena *a, char *p, const struct held *h, size_t old_siz
         stays = h->kind == HELD_HEAD && grow_headed_last(a, p, h, old_size, new_size);
     else
         stays = !shrink_moves || (h->kind == HELD_PAGE ? arena__small_class(new_size) == h->c
-                                                       : new_size > ARENA__PAGE_BLOCK_MAX);
+                                                       : new_size > ARENA__PAGE_BLOCK_MAX ||
+                                                             h->from + h->len == cursor(a));
     if (stays && new_size > old_size)
         return p;
     if (!stays) {
-        q = (char *)arena__reuse_alloc(a, new_size);
+        q = (char *)arena__reuse_alloc_as(a, new_size, !(how & ARENA__RESIZE_NO_PAGES));
         if (q) {
             memcpy(q, p, old_size < new_size ? old_size : new_size);
             free_value(a, p, old_size, false);
@@ -1776,8 +1786,6 @@ static void *resize_held(arena *a, char *p, const struct held *h, size_t old_siz
             return NULL;
         /* A shrink that finds no room stays where it is. */
     }
-    if (new_size < old_size)
-        arena__note_high(a);
     if (h->kind == HELD_HEAD)
         resize_headed(a, p, h, old_size, new_size);
     else
@@ -1785,7 +1793,7 @@ static void *resize_held(arena *a, char *p, const struct held *h, size_t old_siz
     return p;
 }
 
-void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size)
+void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size, unsigned how)
 {
     char *p = (char *)ptr, *q;
     struct held h;
@@ -1795,7 +1803,7 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
         return NULL;
     sync(a);
     if (h.kind != HELD_BARE)
-        return resize_held(a, p, &h, old_size, new_size, true);
+        return resize_held(a, p, &h, old_size, new_size, how | ARENA__RESIZE_SHRINK_MOVES);
     arena__note_high(a);
     if (is_last(a, p, old_size)) {
         resize_last(a, p, old_size, new_size);
@@ -1807,7 +1815,7 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
         shrink_block(a, p, old_size, 0);
         return p;
     }
-    q = (char *)arena__reuse_alloc(a, new_size);
+    q = (char *)arena__reuse_alloc_as(a, new_size, !(how & ARENA__RESIZE_NO_PAGES));
     if (!q) {
         shrink_block(a, p, old_size, new_size);
         return p;
@@ -1833,6 +1841,11 @@ void *arena_alloc_reuse(arena *a, size_t size)
 
 void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
 {
+    return arena__realloc_as(a, ptr, old_size, new_size, 0);
+}
+
+void *arena__realloc_as(arena *a, void *ptr, size_t old_size, size_t new_size, unsigned how)
+{
     char *p = (char *)ptr;
     char *lim = current_lim(a);
     char *q;
@@ -1846,7 +1859,7 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
     if (h.kind != HELD_BARE) {
         sync(a);
-        return resize_held(a, p, &h, old_size, new_size, false);
+        return resize_held(a, p, &h, old_size, new_size, how);
     }
     last = is_last(a, p, old_size);
     /* A growth that fails leaves a lazy arena unwoken (lazy_full()). */
@@ -1866,7 +1879,8 @@ void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size)
         resize_last(a, p, old_size, new_size);
         return p;
     }
-    q = (char *)arena_alloc_reuse(a, new_size);
+    q = (char *)(how & ARENA__RESIZE_NO_PAGES ? arena__reuse_alloc_as(a, new_size, false)
+                                               : arena_alloc_reuse(a, new_size));
     if (q) {
         memcpy(q, p, old_size);
         free_value(a, p, old_size, false);

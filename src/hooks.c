@@ -92,12 +92,12 @@ static ARENA__ALWAYS_INLINE void hook_free(arena *a, void *p, size_t n)
 }
 
 /* A shrink moves a value to a block of its new size where that frees a
- * block (arena__shrink_moving()); a growth is arena_realloc()'s. */
-static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size)
+ * block (arena__shrink_moving(), `how`); a growth is arena_realloc()'s. */
+static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size, unsigned how)
 {
     if (new_size < old_size)
-        return arena__shrink_moving(a, p, old_size, new_size);
-    return arena_realloc(a, p, old_size, new_size);
+        return arena__shrink_moving(a, p, old_size, new_size, how);
+    return arena__realloc_as(a, p, old_size, new_size, how);
 }
 
 /* The hooks that take every kind of call pass each kind on to a function of
@@ -119,7 +119,7 @@ void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_siz
         return free_call(a, ptr, old_size);
     if (!ptr)
         return alloc_call(a, new_size);
-    return hook_resize(a, ptr, old_size, new_size);
+    return hook_resize(a, ptr, old_size, new_size, 0);
 }
 
 void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
@@ -127,7 +127,7 @@ void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new
     arena *a = (arena *)arena_ctx;
     if (!ptr)
         return alloc_call(a, new_size);
-    return hook_resize(a, ptr, old_size, new_size);
+    return hook_resize(a, ptr, old_size, new_size, 0);
 }
 
 /* The backing blocks of arena_allocator_of() start ARENA_ALIGN bytes into a
@@ -361,7 +361,7 @@ static ARENA__NOINLINE void *cur_malloc(arena *a, size_t size)
     char *h;
     if (size > BLOCK_MAX)
         return NULL;
-    h = a ? (char *)hook_alloc(a, headed(size)) : (char *)malloc(headed(size));
+    h = a ? (char *)arena__reuse_alloc_as(a, headed(size), false) : (char *)malloc(headed(size));
     return h ? stamp(h, size, a) : NULL;
 }
 
@@ -497,7 +497,7 @@ static void *resize_mine(char *h, size_t old_size, size_t size)
 {
     char *q;
     arena__unpoison(h, CUR_HDR);
-    q = (char *)hook_resize(current, h, headed(old_size), headed(size));
+    q = (char *)hook_resize(current, h, headed(old_size), headed(size), ARENA__RESIZE_NO_PAGES);
     if (!q) {
         arena__poison(h, CUR_HDR);
         return NULL;

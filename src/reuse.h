@@ -218,6 +218,10 @@ static ARENA__ALWAYS_INLINE bool arena__small_give(arena *a, char *p, size_t n)
  * instrumented one a free block, else a new place.  The lists are made
  * valid.  Size 0 and failure as arena_alloc(). */
 ARENA__HIDDEN void *arena__reuse_alloc(arena *a, size_t n);
+/* arena__reuse_alloc(), in no page unless `pages` (a block of the
+ * arena_cur_* family with a header must never lie in a page: a page's
+ * pointers are that family's own blocks). */
+ARENA__HIDDEN void *arena__reuse_alloc_as(arena *a, size_t n, bool pages);
 
 /* The adapters' shrink (hooks.c): arena_realloc() to `new_size` (<
  * old_size), except that a value that is not the most recent moves to a
@@ -225,7 +229,13 @@ ARENA__HIDDEN void *arena__reuse_alloc(arena *a, size_t n);
  * of an odd size is left to fragment the lists; in place, its tail given
  * back, only when that fails (size 0: in place).  NULL after a reported
  * misuse. */
-ARENA__HIDDEN void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size);
+#define ARENA__RESIZE_SHRINK_MOVES 1u /* (set by arena__shrink_moving() itself) */
+#define ARENA__RESIZE_NO_PAGES     2u /* a move never goes to a page */
+ARENA__HIDDEN void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size,
+                                         unsigned how);
+/* arena_realloc(), a move going to no page with ARENA__RESIZE_NO_PAGES. */
+ARENA__HIDDEN void *arena__realloc_as(arena *a, void *ptr, size_t old_size, size_t new_size,
+                                      unsigned how);
 
 /* arena_allocator_of()'s functions (hooks.c): a block of `size` bytes that
  * starts ARENA_ALIGN bytes into a value of `a`, and its way back. */

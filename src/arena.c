@@ -1615,11 +1615,13 @@ static void give_block(arena *a, char *from, size_t len)
 /* The most recent value `p` of the current chunk, `held` bytes as placed,
  * goes back to the position; in an instrumented build with its header
  * (the chunk `c`), so that a value freed as it was stored leaves nothing
- * behind. */
+ * behind.  (While a mark is live an instrumented arena keeps the header, a
+ * value of no bytes: the rewind's cut finds the values stored after the
+ * mark by their headers.) */
 static void unplace_last(arena *a, char *p, size_t held, const struct arena__chunk *c)
 {
     char *from;
-    if (!arena__instrumented() || !c) {
+    if (!arena__instrumented() || !c || a->saves > a->expired) {
         resize_last(a, p, held, 0);
         return;
     }
@@ -1643,8 +1645,11 @@ static void free_value(arena *a, char *p, size_t size, bool note)
     if (!p || size == 0)
         return;
     wake(a);
-    /* Reported before sync(): the arena's bytes stay as they were. */
-    if (arena__instrumented() && free_misused(a, p, &held, &c))
+    /* Reported before sync(): the arena's bytes stay as they were.  An
+     * instrumented build knows every value's chunk: a late free is told
+     * apart there first. */
+    if (arena__instrumented() &&
+        (late_free(a, p, size, "arena_free") || free_misused(a, p, &held, &c)))
         return;
     if (!held_by(a, p, size, "arena_free", &h))
         return;

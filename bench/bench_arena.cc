@@ -58,6 +58,7 @@ void return_memory() { malloc_trim(0); }
 #if HAVE_PMR
 void register_cxx(); // bench_cxx.cc: the C++ layer
 #endif
+void register_churn_arena(); // bench_churn.cc: values freed one by one
 void register_amalgamation(const char *impl, const char *label); // bench_amalgamation.cc
 } // namespace bench
 
@@ -946,6 +947,7 @@ int main(int argc, char **argv)
     register_ingest();
     register_threads_arena();
     register_clients_arena();
+    register_churn_arena();
 #if HAVE_PMR
     register_cxx();
 #endif

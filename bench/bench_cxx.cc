@@ -3,14 +3,23 @@
  * The C++ layer (arena/arena.hpp) in bench_arena: std::pmr containers over
  * libarena's resources against the standard library's.  libarena::pool<T>'s
  * rows are in bench_arena.cc, beside the C pool's and built the same way.
+ *
+ * Two workloads: a container of kElems elements built and dropped (cxx/),
+ * and churn (cxx_churn/): kChurnEntries entries live while each step erases
+ * one and inserts another, the strings longer than the small-string buffer,
+ * so that every step frees and allocates through the resource.
  */
 #include <arena/arena.hpp>
 
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory_resource>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "harness.h"
@@ -99,6 +108,157 @@ template <class Res> void pmr_rows(const char *impl, const char *label)
     add(std::string("cxx/map/") + impl, label, kElems, map_of_ints<Res>);
 }
 
+// ---- Churn ------------------------------------------------------------------------
+
+constexpr size_t kChurnEntries = 500;
+size_t cxx_churn_steps() { return quick_mode() ? 5000 : 20000; }
+
+// An upstream resource that counts the bytes it has handed out and their
+// peak: what a standard resource holds.
+class Counting : public std::pmr::memory_resource {
+public:
+    size_t peak() const { return peak_; }
+
+private:
+    void *do_allocate(size_t bytes, size_t align) override
+    {
+        void *p = std::pmr::new_delete_resource()->allocate(bytes, align);
+        now_ += bytes;
+        peak_ = now_ > peak_ ? now_ : peak_;
+        return p;
+    }
+    void do_deallocate(void *p, size_t bytes, size_t align) override
+    {
+        std::pmr::new_delete_resource()->deallocate(p, bytes, align);
+        now_ -= bytes;
+    }
+    bool do_is_equal(const std::pmr::memory_resource &o) const noexcept override
+    {
+        return this == &o;
+    }
+    size_t now_ = 0, peak_ = 0;
+};
+
+// The churn's resources: held() is the most memory the resource held (0:
+// not known), end() ends a batch as ArenaRes and the others do.
+struct ArenaChurnRes : ArenaRes {
+    size_t held()
+    {
+        arena_stats s;
+        arena_get_stats(a.get(), &s);
+        return s.peak_held;
+    }
+};
+struct PoolChurnRes {
+    Counting up;
+    std::pmr::unsynchronized_pool_resource r{&up};
+    std::pmr::memory_resource *get() { return &r; }
+    void end() {}
+    size_t held() { return up.peak(); }
+};
+struct MonotonicChurnRes {
+    Counting up;
+    std::pmr::monotonic_buffer_resource r{65536, &up};
+    std::pmr::memory_resource *get() { return &r; }
+    void end() { r.release(); }
+    size_t held() { return up.peak(); }
+};
+struct DefaultChurnRes : DefaultRes {
+    size_t held() { return 0; }
+};
+
+// The keys, made once: kChurnEntries + cxx_churn_steps() distinct strings of
+// 16..127 bytes, and the entry each step replaces.
+struct ChurnKeys {
+    std::vector<std::string> keys;
+    std::vector<uint32_t> victim;
+};
+
+const ChurnKeys &churn_keys()
+{
+    static ChurnKeys k;
+    if (!k.keys.empty())
+        return k;
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    auto next = [&s] {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        return s * 0x2545F4914F6CDD1Dull;
+    };
+    size_t n = kChurnEntries + cxx_churn_steps();
+    for (size_t i = 0; i < n; i++) {
+        std::string key = "key:" + std::to_string(i) + ":";
+        key.resize(16 + next() % 112, static_cast<char>('a' + i % 26));
+        k.keys.push_back(std::move(key));
+    }
+    for (size_t i = 0; i < cxx_churn_steps(); i++)
+        k.victim.push_back(static_cast<uint32_t>(next() % kChurnEntries));
+    return k;
+}
+
+// A map of string keys (ordered or not): fill kChurnEntries, then each step
+// erases a random entry and inserts a new key; dropped at the end.
+template <class Map, class Res> void map_churn(State &st)
+{
+    Res res;
+    const ChurnKeys &k = churn_keys();
+    std::vector<typename Map::iterator> its(kChurnEntries);
+    for (auto _ : st) {
+        {
+            Map m(res.get());
+            if constexpr (!std::is_same_v<Map, std::pmr::map<std::pmr::string, int>>)
+                m.reserve(2 * kChurnEntries); // no rehash: the iterators stay valid
+            for (size_t i = 0; i < kChurnEntries; i++)
+                its[i] = m.emplace(std::string_view(k.keys[i]), static_cast<int>(i)).first;
+            for (size_t j = 0; j < k.victim.size(); j++) {
+                uint32_t v = k.victim[j];
+                m.erase(its[v]);
+                its[v] = m.emplace(std::string_view(k.keys[kChurnEntries + j]),
+                                   static_cast<int>(j))
+                             .first;
+            }
+            benchmark::DoNotOptimize(&m);
+        }
+        res.end();
+    }
+    st.counters["peak_held"] = bytes_counter(static_cast<double>(res.held()));
+    st.counters["entries"] = static_cast<double>(kChurnEntries);
+}
+
+// A list of strings as a queue: fill kChurnEntries, then each step drops
+// the oldest and appends a new one.
+template <class Res> void list_churn(State &st)
+{
+    Res res;
+    const ChurnKeys &k = churn_keys();
+    for (auto _ : st) {
+        {
+            std::pmr::list<std::pmr::string> l(res.get());
+            for (size_t i = 0; i < kChurnEntries; i++)
+                l.emplace_back(std::string_view(k.keys[i]));
+            for (size_t j = 0; j < k.victim.size(); j++) {
+                l.pop_front();
+                l.emplace_back(std::string_view(k.keys[kChurnEntries + j]));
+            }
+            benchmark::DoNotOptimize(&l);
+        }
+        res.end();
+    }
+    st.counters["peak_held"] = bytes_counter(static_cast<double>(res.held()));
+    st.counters["entries"] = static_cast<double>(kChurnEntries);
+}
+
+template <class Res> void churn_rows(const char *impl, const char *label)
+{
+    double steps = static_cast<double>(kChurnEntries + cxx_churn_steps());
+    add(std::string("cxx_churn/map/") + impl, label, steps,
+        map_churn<std::pmr::map<std::pmr::string, int>, Res>);
+    add(std::string("cxx_churn/unordered_map/") + impl, label, steps,
+        map_churn<std::pmr::unordered_map<std::pmr::string, int>, Res>);
+    add(std::string("cxx_churn/list/") + impl, label, steps, list_churn<Res>);
+}
+
 } // namespace
 
 void bench::register_cxx()
@@ -108,4 +268,8 @@ void bench::register_cxx()
     pmr_rows<MonotonicRes>("pmr_monotonic", "std::pmr::monotonic_buffer_resource");
     pmr_rows<PoolRes>("pmr_pool", "std::pmr::unsynchronized_pool_resource");
     pmr_rows<DefaultRes>("glibc", "std::pmr::new_delete_resource (glibc)");
+    churn_rows<ArenaChurnRes>("arena_resource", "libarena::resource");
+    churn_rows<PoolChurnRes>("pmr_pool", "std::pmr::unsynchronized_pool_resource");
+    churn_rows<MonotonicChurnRes>("pmr_monotonic", "std::pmr::monotonic_buffer_resource");
+    churn_rows<DefaultChurnRes>("glibc", "std::pmr::new_delete_resource (glibc)");
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "churn.h"
 #include "clients.h"
 #include "harness.h"
 #include "ingest.h"
@@ -254,6 +255,47 @@ void register_real_clients()
     im.make = [] { return std::unique_ptr<ClientAlloc>(new NoClientAlloc); };
 #endif
     register_clients(im);
+}
+
+// The churn rows (bench/churn.h): the values freed one by one.
+#if BENCH_INSTALLED && BENCH_MALLOC_GLIBC
+// What glibc held at most over one more replay, untimed, after the timed
+// ones: the most its heap held (mallinfo2()'s arena + hblkhd, read after
+// every malloc, since a free never raises it) less what was allocated when
+// the replay began (uordblks + hblkhd).  The same figure the property test
+// (tests/test_reuse_churn.c) compares the arena with.
+size_t glibc_churn_held(int dist)
+{
+    const ChurnSeq &q = churn_sequence(dist);
+    std::vector<void *> slots(q.initial.size());
+    struct mallinfo2 m0 = mallinfo2();
+    size_t peak = 0;
+    churn_once(
+        q, slots,
+        [&peak](size_t n) {
+            void *p = std::malloc(n);
+            struct mallinfo2 m = mallinfo2();
+            peak = m.arena + m.hblkhd > peak ? m.arena + m.hblkhd : peak;
+            return p;
+        },
+        [](void *p, size_t) { std::free(p); });
+    return peak - (m0.uordblks + m0.hblkhd);
+}
+#endif
+
+void register_churn()
+{
+    for (int d = 0; d < 4; d++) {
+        auto start = std::make_shared<long>(-1);
+        row(churn_name(d, kName), kLabel, -1, [d, start](State &st) {
+            churn_row(
+                st, d, start.get(), [](size_t n) { return std::malloc(n); },
+                [](void *p, size_t) { std::free(p); }, [] {});
+#if BENCH_INSTALLED && BENCH_MALLOC_GLIBC
+            st.counters["peak_held"] = bytes_counter(static_cast<double>(glibc_churn_held(d)));
+#endif
+        });
+    }
 }
 
 // ---- Mallocs with a bulk drop ------------------------------------------------------
@@ -492,6 +534,7 @@ int main(int argc, char **argv)
     register_ingest();
     register_threads_malloc(kName, kLabel, row);
     register_real_clients();
+    register_churn();
 #if BENCH_BULK
 #  if BENCH_INSTALLED && BENCH_MALLOC_JEMALLOC
     bulk_init();

@@ -16,8 +16,8 @@ BUILD/bench (bench_arena, and bench_malloc_<x>, one process per malloc, so
 that no replacement malloc contaminates another row), ROUNDS times over,
 interleaved, and takes the median of the rounds for every row: the machine
 may be noisy, and ratios between rows of the same rounds are what the report
-is about.  Each ingest and real-client row runs in a process of its own, so
-that its peak RSS (and page faults) are its own.
+is about.  Each ingest, real-client and churn row runs in a process of its
+own, so that its peak RSS (and page faults) are its own.
 
 Prints the tables (machine at the top) and writes them to
 bench/results/latest.md, the rows' medians to bench/results/latest.json (what
@@ -25,8 +25,8 @@ bench/targets.py checks) and the chart to bench/results/speedups.svg
 (gnuplot).  --docs also writes docs/benchmarks.md and its chart.  Exits
 non-zero if a harness crashed or a row failed (a row that is "not installed"
 is not a failure).  BENCH_QUICK=1 is --quick: one round, one repetition,
-short rows, a small log file, short churn batches (the harnesses see
-BENCH_QUICK too).
+short rows, a small log file, short churn batches and sequences (the harnesses
+see BENCH_QUICK too).
 
 Python 3 standard library only.
 """
@@ -111,6 +111,15 @@ SECTIONS = [
     ("child", "13. Child arenas: a child made under a long-lived parent, 64 values of 48 B "
               "written, the child ended; the parent's backing calls per cycle once warm, and "
               "what it holds", "ns/cycle"),
+    ("churn", "14. Churn inside one batch: slots holding about 200 KiB, each step frees a "
+              "random slot's value and allocates one of a random size (1..4096 B) into it, "
+              "the same sequence for every allocator (bench/churn.h), each row in a process "
+              "of its own; peak held: what the allocator took (libarena: arena_get_stats(); "
+              "glibc: mallinfo2()), peak RSS net of the RSS at the row's start", "ns/pair"),
+    ("cxx_churn", "15. C++ churn: 500 entries live in a std::pmr container, each step erases "
+                  "one and inserts another (strings of 16..127 B), over each memory resource "
+                  "(the arena reset, the monotonic resource released after each batch); peak "
+                  "held: what the resource took from upstream", "ns/step"),
 ]
 # The real-client cases (bench/clients.h), as the report names them; {name}
 # is the row's counter of that name (a batch's size, which quick mode makes
@@ -167,6 +176,17 @@ def case_label(group, figure=lambda k: None):
         return "512 B zeroed" if p[1] == "512" else "100 x 16..128 B"
     if w == "threads":
         return "%s thread%s" % (p[1], "" if p[1] == "1" else "s")
+    if w == "churn":
+        sizes = {"uniform": "uniform 1..4096 B", "loguniform": "log-uniform 1..4096 B",
+                 "bimodal": "bimodal: 80% 16..64 B, 20% 2..4 KiB",
+                 "pareto": "Pareto (32/u, capped at 4 KiB)"}.get(p[1], p[1])
+        slots, steps = figure("slots"), figure("steps")
+        return sizes + (", %d slots, %s steps" % (slots, fmt_size(steps))
+                        if slots and steps else "")
+    if w == "cxx_churn":
+        return {"map": "pmr::map<pmr::string, int>",
+                "unordered_map": "pmr::unordered_map<pmr::string, int>",
+                "list": "pmr::list<pmr::string>, a queue"}.get(p[1], p[1])
     if w == "cxx":
         return {"vector_string": "pmr::vector<pmr::string>, 16..47 B each",
                 "map": "pmr::map<uint64_t, uint64_t>"}.get(p[1], p[1])
@@ -385,6 +405,10 @@ def fmt_ns(x, unit):
     return "%.2f" % x
 
 
+def fmt_kib(b):
+    return "%.0f" % (b / 1024.0) if b else "-"
+
+
 def fmt_mib(b):
     return "%.1f" % (b / 1048576.0) if b else "-"
 
@@ -404,7 +428,9 @@ def md_table(header, rows):
 def extra_columns(workload):
     return {"refs": ["descriptor B", "bytes/value"], "ingest": ["peak RSS MiB"],
             "threads": ["M values/s (CPU)", "M values/s (wall)"],
-            "client": ["peak RSS MiB", "RSS at start MiB", "minor faults/op"]}.get(workload, [])
+            "client": ["peak RSS MiB", "RSS at start MiB", "minor faults/op"],
+            "churn": ["peak live KiB", "peak held KiB", "held / live", "peak RSS above start MiB"],
+            "cxx_churn": ["peak held KiB"]}.get(workload, [])
 
 
 def extra_figures(results, workload, name, x):
@@ -417,6 +443,13 @@ def extra_figures(results, workload, name, x):
         flt = v("faults/op")
         return [fmt_mib(v("peak_RSS")), fmt_mib(v("start_RSS")),
                 "-" if flt is None else ("0" if flt == 0 else "%.2f" % flt)]
+    if workload == "churn":
+        live, held = v("peak_live"), v("peak_held")
+        peak, start = v("peak_RSS"), v("start_RSS")
+        return [fmt_kib(live), fmt_kib(held), "%.2f" % (held / live) if held and live else "-",
+                fmt_mib(peak - start) if peak and start else "-"]
+    if workload == "cxx_churn":
+        return [fmt_kib(v("peak_held"))]
     if workload == "threads":
         # Values per second of CPU time of all the threads, and of wall time.
         workers, ips = v("workers"), v("items_per_second")
@@ -553,9 +586,9 @@ plot %s
 # ---- Main -------------------------------------------------------------------------------
 
 def plan_runs(exes, pat, env):
-    """[(exe, names)]: the ingest and real-client rows one per process, for their own
-    peak RSS (and the clients' page faults); the other rows of a harness together."""
-    plan, alone = [], ("ingest/", "client/")
+    """[(exe, names)]: the ingest, real-client and churn rows one per process, for their
+    own peak RSS (and the clients' page faults); the other rows of a harness together."""
+    plan, alone = [], ("ingest/", "client/", "churn/")
     for exe in exes:
         names = [n for n in list_tests(exe, env) if not pat or pat.search(row_name(n))]
         rest = [n for n in names if not n.startswith(alone)]
@@ -697,7 +730,11 @@ run in a process of their own (`bench_malloc_<name>`), never linked beside
 glibc's malloc. The limit proxies (`bench/harness.h`, `bench/bench_arena.cc`)
 do the same copies with the least machinery: a bare bump pointer with one
 bounds check held in a register, and a bare intrusive LIFO free list. The
-workloads are described in `bench/workloads.h` and `bench/bench_arena.cc`.
+workloads are described in `bench/workloads.h` and `bench/bench_arena.cc`;
+the churn inside one batch (sections 14 and 15: values freed one by one,
+the memory each allocator holds against the bytes live) in `bench/churn.h`
+and `bench/bench_cxx.cc`, and `tests/test_reuse_churn.c` holds libarena's
+reusing calls to the same bounds on many more sequences.
 The targets are checked by `bench/targets.py` (`make bench` runs it after
 the suite).
 

@@ -48,6 +48,11 @@ class Rows:
         r = self.by_name.get(name)
         return (r and r["error"]) or ""
 
+    def net_peak(self, name):
+        """Peak RSS above the RSS at the row's start; None without figures."""
+        p, s = self.figure(name, "peak_RSS"), self.figure(name, "start_RSS")
+        return p - s if p and s and s > 0 else None
+
     def group(self, g):
         """[(impl, name)] of the rows of group g."""
         return [(n.rsplit("/", 1)[1], n) for n in self.order if n.rsplit("/", 1)[0] == g]
@@ -175,7 +180,62 @@ def targets(rows):
                 t.append(("C++: libarena::pool<T> within 2% of the C pool", g, "arena_pool_cxx",
                           x / c <= 1.02, "%.3fx the C pool (<= 1.02)" % (x / c)))
     client_targets(rows, t)
+    churn_targets(rows, t)
     return t
+
+
+def churn_targets(rows, t):
+    """Values freed one by one inside a batch.  Section 14, each distribution:
+    libarena's time per alloc/free pair at most glibc's; its peak RSS (above the row's
+    start) within 1.25x of glibc's plus 1 MiB; what the arena held at most within 3x
+    the peak of the live bytes plus two chunk budgets.  Section 15, each container:
+    libarena::resource ahead of std::pmr::unsynchronized_pool_resource, and holding at
+    most what the pool resource took from upstream."""
+    groups = []
+    for name in rows.order:
+        g = name.rsplit("/", 1)[0]
+        if name.startswith("churn/") and g not in groups:
+            groups.append(g)
+    for g in groups:
+        glibc_ns, glibc_rss = rows.ns(g + "/glibc"), rows.net_peak(g + "/glibc")
+        for impl in ("arena_reuse", "arena_lua"):
+            name = g + "/" + impl
+            if name not in rows.by_name:
+                continue
+            x, rss = rows.ns(name), rows.net_peak(name)
+            held, live = rows.figure(name, "peak_held"), rows.figure(name, "peak_live")
+            budget = rows.figure(name, "budget")
+            t.append(("churn: time per pair at most glibc's", g, impl,
+                      None if x is None or glibc_ns is None else x <= glibc_ns,
+                      rows.error(name) or ("glibc missing" if glibc_ns is None else
+                                           "%.2fx of glibc's time" % (x / glibc_ns))))
+            t.append(("churn: peak RSS (above start) within 1.25x of glibc's + 1 MiB", g, impl,
+                      None if rss is None or glibc_rss is None else
+                      rss <= 1.25 * glibc_rss + MIB,
+                      "" if rss is None or glibc_rss is None else
+                      "%.1f MiB above start, glibc %.1f MiB (%.2fx)" % (
+                          rss / MIB, glibc_rss / MIB, rss / glibc_rss)))
+            t.append(("churn: peak held within 3x peak live + two chunk budgets", g, impl,
+                      None if not held or not live or not budget else
+                      held <= 3 * live + 2 * budget,
+                      "" if not held or not live or not budget else
+                      "%.0f KiB held, %.0f KiB live at most (%.2fx), budget %.0f KiB" % (
+                          held / 1024, live / 1024, held / live, budget / 1024)))
+    for c in ("map", "unordered_map", "list"):
+        g = "cxx_churn/" + c
+        mine, pool = rows.ns(g + "/arena_resource"), rows.ns(g + "/pmr_pool")
+        if mine is None and pool is None:
+            continue
+        t.append(("C++ churn: libarena::resource ahead of the pool resource", g,
+                  "arena_resource", None if mine is None or pool is None else mine <= pool,
+                  "" if mine is None or pool is None else
+                  "%.2fx faster than %s" % (pool / mine, rows.label(g + "/pmr_pool"))))
+        held = rows.figure(g + "/arena_resource", "peak_held")
+        pool_held = rows.figure(g + "/pmr_pool", "peak_held")
+        t.append(("C++ churn: peak held at most the pool resource's", g, "arena_resource",
+                  None if not held or not pool_held else held <= pool_held,
+                  "" if not held or not pool_held else "%.0f KiB, the pool %.0f KiB (%.2fx)" % (
+                      held / 1024, pool_held / 1024, held / pool_held)))
 
 
 def client_targets(rows, t):
@@ -199,10 +259,7 @@ def client_targets(rows, t):
         glibc_ns = rows.ns(g + "/glibc")
         bump = rows.ns(g + "/proxy")
 
-        def peak(name):
-            """Peak RSS above the RSS at the row's start; None without figures."""
-            p, s = rows.figure(name, "peak_RSS"), rows.figure(name, "start_RSS")
-            return p - s if p and s and s > 0 else None
+        peak = rows.net_peak
         glibc_rss = peak(g + "/glibc")
         rss = [(i, peak(n)) for i, n in rows.group(g) if is_malloc(i)]
         rss = [iv for iv in rss if iv[1]]

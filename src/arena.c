@@ -1507,6 +1507,10 @@ static void *place_small(arena *a, size_t n)
     }
     if ((p = place_headed(a, n, true)) != NULL)
         return p;
+    /* Pages whose blocks are all free are recycled before one is carved. */
+    if (pg->cls[c].next == pg->cls[c].end && arena__reuse_merge(a) &&
+        (p = arena__small_take(a, n)) != NULL)
+        return p;
     while (arena__page_refill(a, pg, c, "arena_alloc_reuse"))
         if ((p = arena__small_take(a, n)) != NULL)
             return p;

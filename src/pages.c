@@ -3,7 +3,7 @@
  * Pages of small blocks without a header: carving them from regions of the
  * arena, and erasing their headers when their batch ends (see pages.h).
  */
-#include "pages.h"
+#include "reuse.h"
 
 /* Pages of the largest region carved at once (256 KiB). */
 #define REGION_PAGES 64
@@ -13,7 +13,31 @@ static const char secret_anchor;
 
 uintptr_t arena__secret(void) { return (uintptr_t)&secret_anchor * SECRET_MUL; }
 
-/* A page for class `c`, its header written: the class's current page. */
+/* A region of whole pages from a free block of the lists that holds one,
+ * at most `most` pages; what the block has before and after it is filed
+ * again.  The pages' count in *got; NULL when no free block holds a page. */
+static char *region_of_lists(arena *a, size_t most, size_t *got)
+{
+    size_t len, n;
+    char *s = arena__reuse_take(a, 2 * ARENA__PAGE, &len), *r, *end;
+    if (!s)
+        return NULL;
+    r = (char *)arena__align_up((uintptr_t)s, ARENA__PAGE);
+    n = (size_t)(s + len - r) / ARENA__PAGE;
+    if (n > most)
+        n = most;
+    end = r + n * ARENA__PAGE;
+    if (r > s && (size_t)(r - s) >= arena__reuse_min())
+        (void)arena__reuse_file(a, s, (size_t)(r - s));
+    if (s + len > end && (size_t)(s + len - end) >= arena__reuse_min())
+        (void)arena__reuse_file(a, end, (size_t)(s + len - end));
+    *got = n;
+    return r;
+}
+
+/* A page for class `c`, its header written: the class's current page.  A
+ * new region comes from the lists' free blocks first (the memory a phase of
+ * other sizes gave back), else from the arena. */
 static bool carve(arena *a, struct arena__pages *pg, unsigned c)
 {
     struct arena__page_header h;
@@ -21,10 +45,15 @@ static bool carve(arena *a, struct arena__pages *pg, unsigned c)
     size_t block = arena__page_block(c);
     char *page;
     if (pg->rnext == pg->rend) {
-        size_t n = pg->rpages ? 2 * pg->rpages : 1;
+        size_t n = pg->rpages ? 2 * pg->rpages : 1, got;
         char *r;
         if (n > REGION_PAGES)
             n = REGION_PAGES;
+        if ((r = region_of_lists(a, n, &got)) != NULL) {
+            pg->rnext = r;
+            pg->rend = r + got * ARENA__PAGE;
+            goto region;
+        }
         r = arena__alloc_pages(a, n * ARENA__PAGE);
         if (!r && n > 1) {
             n = 1;
@@ -36,6 +65,7 @@ static bool carve(arena *a, struct arena__pages *pg, unsigned c)
         pg->rend = r + n * ARENA__PAGE;
         pg->rpages = n;
     }
+region:
     page = pg->rnext;
     pg->rnext += ARENA__PAGE;
     h.owner = a;

@@ -81,6 +81,7 @@
  * scan of four words, at most FIT_SCAN nodes read); merging is amortized
  * O(log n) per block filed.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "reuse.h"
@@ -525,6 +526,185 @@ static size_t merge_chunk(arena *a, struct arena__reuse *t, char *list, uintptr_
     return kept;
 }
 
+/* ---- Recycling pages ---------------------------------------------------------------------
+ *
+ * A page whose blocks are all given back serves its class only, until the
+ * batch ends: values that move to other sizes (a phase of small values,
+ * then large ones; a value grown by appends through every class) would
+ * leave such pages behind, and a class's list, last in first out across
+ * its pages, keeps values spread over all of them.  Before a merge, each
+ * class's list is ordered by page, the pages with the fewest free blocks
+ * first, so that the next values fill those and the others drain; and
+ * every page whose blocks are all on the list (but the class's current
+ * page, part of which was never handed out) leaves the list and the chain
+ * of live page headers, its header is erased, and it is filed as a free
+ * block, which the merge joins to its neighbours, as are the pages of the
+ * current region not carved yet.  A class's blocks are
+ * counted per page in a small table, at most RECYCLE_SLOTS pages a merge
+ * (blocks of further pages keep their place, after the others); the order
+ * among pages of the same count is the list's, so that a run is
+ * repeatable.  Pages of 8-byte blocks (their free bits live in the page)
+ * are left as they are. */
+#define RECYCLE_SLOTS 256
+
+struct page_count {
+    uintptr_t page;
+    size_t n;    /* its free blocks on the list */
+    size_t seen; /* the order in which the list first met it */
+    char *head;  /* its blocks, chained while the list is rebuilt */
+    char *tail;
+};
+
+/* The counter of `page` in the table (`*used` entries so far), or NULL when
+ * the table is full. */
+static struct page_count *count_of(struct page_count *tab, size_t *used, uintptr_t page)
+{
+    size_t i = (size_t)(page / ARENA__PAGE) % RECYCLE_SLOTS, probes;
+    for (probes = 0; probes < RECYCLE_SLOTS; probes++, i = (i + 1) % RECYCLE_SLOTS) {
+        if (tab[i].page == page)
+            return &tab[i];
+        if (!tab[i].page) {
+            tab[i].page = page;
+            tab[i].seen = (*used)++;
+            return &tab[i];
+        }
+    }
+    return NULL;
+}
+
+/* The next block of a page class's list after `b`; *ok false where the node
+ * does not decode (the list is then left alone: a take reports it). */
+static char *page_next(const char *b, size_t block, bool *ok)
+{
+    char *next = (char *)(arena__page_word(b, 0) ^ (uintptr_t)b ^ ARENA__PAGE_NODE);
+    *ok = arena__page_is_freed(b, block) && ((uintptr_t)next & (ARENA__TINY - 1)) == 0;
+    return *ok ? next : NULL;
+}
+
+static void link_block(char *b, char *next)
+{
+    arena__page_set_word(b, 0, (uintptr_t)next ^ (uintptr_t)b ^ ARENA__PAGE_NODE);
+}
+
+/* Fewer free blocks first; then the list's order. */
+static int by_count(const void *x, const void *y)
+{
+    const struct page_count *p = *(const struct page_count *const *)x;
+    const struct page_count *q = *(const struct page_count *const *)y;
+    if (p->n != q->n)
+        return p->n < q->n ? -1 : 1;
+    return p->seen < q->seen ? -1 : p->seen > q->seen;
+}
+
+/* Orders class `c`'s list as above and takes its pages whose blocks are all
+ * free off it; returns how many it put in `out` (at most `room`). */
+static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count *tab,
+                         struct page_count **order, char **out, size_t room)
+{
+    struct arena__page_class *k = &pg->cls[c];
+    size_t block = arena__page_block(c), cap = (ARENA__PAGE - arena__page_first(block)) / block;
+    uintptr_t current = k->end ? ((uintptr_t)k->end - 1) & ~ARENA__PAGE_MASK : 0;
+    char *b, *next, *rest = NULL, *rest_tail = NULL, *head = NULL, *tail = NULL;
+    size_t used = 0, found = 0, i, j;
+    bool ok = true;
+
+    if (!k->free)
+        return 0;
+    memset(tab, 0, RECYCLE_SLOTS * sizeof *tab);
+    for (b = k->free; b && ok; b = page_next(b, block, &ok))
+        (void)count_of(tab, &used, (uintptr_t)b & ~ARENA__PAGE_MASK);
+    if (!ok)
+        return 0;
+    /* Each block to its page's chain (the table full: to the rest). */
+    for (b = k->free; b; b = next) {
+        struct page_count *pc = count_of(tab, &used, (uintptr_t)b & ~ARENA__PAGE_MASK);
+        next = page_next(b, block, &ok);
+        link_block(b, NULL);
+        if (!pc) {
+            if (rest_tail)
+                link_block(rest_tail, b);
+            else
+                rest = b;
+            rest_tail = b;
+            continue;
+        }
+        if (pc->tail)
+            link_block(pc->tail, b);
+        else
+            pc->head = b;
+        pc->tail = b;
+        pc->n++;
+    }
+    for (i = j = 0; i < RECYCLE_SLOTS; i++)
+        if (tab[i].page)
+            order[j++] = &tab[i];
+    qsort(order, j, sizeof *order, by_count);
+    for (i = 0; i < j; i++) {
+        struct page_count *pc = order[i];
+        if (pc->n == cap && pc->page != current && found < room) {
+            out[found++] = (char *)pc->page;
+            continue;
+        }
+        if (tail)
+            link_block(tail, pc->head);
+        else
+            head = pc->head;
+        tail = pc->tail;
+    }
+    if (tail)
+        link_block(tail, rest);
+    else
+        head = rest;
+    k->free = head;
+    return found;
+}
+
+static void recycle_pages(arena *a, struct arena__reuse *t)
+{
+    struct page_count tab[RECYCLE_SLOTS], *order[RECYCLE_SLOTS];
+    char *full[RECYCLE_SLOTS], *page, *prev = NULL;
+    size_t n = 0, i;
+    unsigned c;
+
+    /* The pages of the current region not carved yet go back too: a class
+     * that needs a page takes them from the lists again (pages.c). */
+    if (t->pages.rnext != t->pages.rend) {
+        put(t, t->pages.rnext, (size_t)(t->pages.rend - t->pages.rnext));
+        t->pages.rnext = t->pages.rend = NULL;
+    }
+    for (c = 1; c < ARENA__PAGE_CLASSES; c++)
+        n += sort_class(&t->pages, c, tab, order, full + n, RECYCLE_SLOTS - n);
+    if (!n)
+        return;
+    for (i = 0; i < n; i++)
+        arena__page_set_word(full[i], 0, 0); /* no longer a page */
+    /* Out of the chain of live headers (newest first), whose links they
+     * still hold. */
+    for (page = t->pages.newest; page;) {
+        struct arena__page_header h;
+        char *older;
+        memcpy(&h, page, sizeof h);
+        older = (char *)(h.link & ~ARENA__PAGE_MASK);
+        if (h.check == 0) {
+            if (prev) {
+                struct arena__page_header ph;
+                memcpy(&ph, prev, sizeof ph);
+                ph.link = (uintptr_t)older | (ph.link & ARENA__PAGE_MASK);
+                ph.check = arena__page_check((uintptr_t)prev, ph.owner, ph.link);
+                memcpy(prev, &ph, sizeof ph);
+            } else {
+                t->pages.newest = older;
+            }
+        } else {
+            prev = page;
+        }
+        page = older;
+    }
+    for (i = 0; i < n; i++)
+        put(t, full[i], ARENA__PAGE);
+    (void)a;
+}
+
 bool arena__reuse_merge(arena *a)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
@@ -539,6 +719,8 @@ bool arena__reuse_merge(arena *a)
     if (!live(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged || nused > MERGE_CHUNKS ||
         (arena__instrumented() && a->saves > a->expired)) /* a live mark */
         return false;
+    if (arena__paging())
+        recycle_pages(a, t);
     bound = most_blocks(a);
     for (c = 0; c < ARENA__NCLASS; c++)
         if (listed(t, c))

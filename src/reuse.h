@@ -209,6 +209,7 @@ static ARENA__ALWAYS_INLINE bool arena__small_give(arena *a, char *p, size_t n)
     arena__note_high(a);
     a->size -= n;
     arena__page_give(&pg->cls[arena__page_class_of(block)], p, block);
+    arena__cold(a)->reuse->filed++; /* a page may be free whole: a merge recycles it */
     return true;
 }
 

@@ -103,6 +103,8 @@ static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
     if (arena__cold(a)->flags & ARENA__QUIET)
         return;
     arena__cold(a)->counts.limit_hits++;
+    if (s->node) /* the report counts it now, not at the arena's next call */
+        arena__publish_arena(a);
     if (!s->on_limit)
         return;
     e.arena = a;
@@ -405,7 +407,13 @@ void arena__note_holds(arena *a)
 static void published(arena *a)
 {
     if (ARENA__UNLIKELY(arena__cold(a)->set.node != NULL))
-        arena__publish(a);
+        arena__publish_arena(a);
+}
+
+void arena__publish_arena(const arena *a)
+{
+    arena_stats s;
+    arena_get_stats(a, &s); /* which publishes */
 }
 
 /* wake() for the functions that take a const arena: an arena whose `lazy`
@@ -1888,6 +1896,7 @@ void arena_trim(arena *a, size_t max_retained)
     sync(a);
     free_spares(a, max_retained, false);
     check_over(a);
+    published(a);
 }
 
 /* ---- Marks ----------------------------------------------------------------------------------
@@ -2062,6 +2071,7 @@ bool arena__rewind(arena *a, arena_mark m)
     expire_marks_after(a, m.serial);
     if (ARENA_CHECKED)
         arena_check(a);
+    published(a);
     return true;
 }
 
@@ -2200,6 +2210,8 @@ void arena_get_stats(const arena *a, arena_stats *out)
         out->resets += spare_full(a) - a->spare;
     out->peak_retained = c->counts.peak_retained;
     out->peak_retained_batch = inline_resets ? out->retained : c->counts.peak_retained_batch;
+    if (c->set.node) /* the report shows what this call shows (arena/report.h) */
+        arena__publish(c->set.node, c->set.name, out);
 }
 
 size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : arena__cold(a)->retained; }

@@ -87,12 +87,15 @@ ARENA__HIDDEN void arena__give_backing(arena *a, void *p, size_t n);
  * paths that are not hot (the tools' checks, reuse.c's merge). */
 ARENA__HIDDEN const struct arena__chunk *arena__chunk_of(const arena *a, const char *p);
 /* The registry (report.c).  arena__publish() copies a registered arena's
- * counters to its record; the arena's own paths call it through
- * arena__published(), which costs a registered arena's pointer test only. */
+ * counters, as arena_get_stats() read them, and its name to its record;
+ * arena_get_stats() calls it, and so do the arena's paths that change its
+ * figures, through arena__publish_arena() (arena.c), after a registered
+ * arena's pointer test. */
 struct arena__node;
 struct arena_cache;
 struct arena_shared;
-ARENA__HIDDEN void arena__publish(arena *a);
+ARENA__HIDDEN void arena__publish(struct arena__node *n, const char *name, const arena_stats *s);
+ARENA__HIDDEN void arena__publish_arena(const arena *a);
 /* Sets ARENA__PENDING_HOLDS as the reuse table and the registry record say. */
 ARENA__HIDDEN void arena__note_holds(arena *a);
 ARENA__HIDDEN bool arena__register_under(arena *a, struct arena__node *parent);

@@ -79,20 +79,17 @@ static void unlink_node(struct arena__node *n)
 
 /* ---- Arenas ------------------------------------------------------------------------------ */
 
-void arena__publish(arena *a)
+void arena__publish(struct arena__node *n, const char *name, const arena_stats *s)
 {
-    struct arena__node *n = arena__cold(a)->set.node;
-    arena_stats s;
-    arena_get_stats(a, &s);
-    atomic_store_explicit(&n->name, arena__cold(a)->set.name, memory_order_relaxed);
-    atomic_store_explicit(&n->stored, s.stored, memory_order_relaxed);
-    atomic_store_explicit(&n->retained, s.retained, memory_order_relaxed);
-    atomic_store_explicit(&n->held, s.held, memory_order_relaxed);
-    atomic_store_explicit(&n->limit, s.limit, memory_order_relaxed);
-    atomic_store_explicit(&n->peak_held, s.peak_held, memory_order_relaxed);
-    atomic_store_explicit(&n->chunks, s.chunks, memory_order_relaxed);
-    atomic_store_explicit(&n->resets, s.resets, memory_order_relaxed);
-    atomic_store_explicit(&n->limit_hits, s.limit_hits, memory_order_relaxed);
+    atomic_store_explicit(&n->name, name, memory_order_relaxed);
+    atomic_store_explicit(&n->stored, s->stored, memory_order_relaxed);
+    atomic_store_explicit(&n->retained, s->retained, memory_order_relaxed);
+    atomic_store_explicit(&n->held, s->held, memory_order_relaxed);
+    atomic_store_explicit(&n->limit, s->limit, memory_order_relaxed);
+    atomic_store_explicit(&n->peak_held, s->peak_held, memory_order_relaxed);
+    atomic_store_explicit(&n->chunks, s->chunks, memory_order_relaxed);
+    atomic_store_explicit(&n->resets, s->resets, memory_order_relaxed);
+    atomic_store_explicit(&n->limit_hits, s->limit_hits, memory_order_relaxed);
 }
 
 bool arena__register_under(arena *a, struct arena__node *parent)
@@ -106,7 +103,7 @@ bool arena__register_under(arena *a, struct arena__node *parent)
         return false;
     arena__cold(a)->set.node = n;
     arena__note_holds(a);
-    arena__publish(a);
+    arena__publish_arena(a);
     link_node(n);
     return true;
 }

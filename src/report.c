@@ -269,33 +269,105 @@ static ARENA__NO_TSAN void put_number(struct out *o, uint64_t v, size_t width)
     put_padded(o, digits + i, k, width > k ? width : k, false);
 }
 
-/* A name as a JSON string (quotes, backslashes and control bytes escaped). */
-static void put_json_name(struct out *o, const char *s)
+/* ---- Names -------------------------------------------------------------------------------
+ *
+ * A name is the caller's string, any bytes: the JSON report must stay JSON
+ * (RFC 8259: UTF-8, control characters escaped) and the text report one
+ * line per entry, in columns.  Each writes a well-formed UTF-8 character as
+ * it is, and what is not one (a byte of an ill-formed sequence) as a
+ * replacement: U+FFFD in the JSON, the byte in hex (\xNN) in the text,
+ * which shows control characters so too. */
+
+/* The length of the well-formed UTF-8 sequence that `s` (NUL-terminated)
+ * begins with, 0 if it begins with none: no overlong form, no surrogate,
+ * nothing above U+10FFFF (RFC 3629).  A NUL is no continuation byte, so
+ * nothing is read past the string's end. */
+static ARENA__NO_TSAN size_t utf8_len(const unsigned char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    const char *run;
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t n, i;
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] < 0xC2 || s[0] > 0xF4)
+        return 0;
+    n = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+    if (s[0] == 0xE0)
+        lo = 0xA0; /* overlong below */
+    else if (s[0] == 0xED)
+        hi = 0x9F; /* surrogates above */
+    else if (s[0] == 0xF0)
+        lo = 0x90; /* overlong below */
+    else if (s[0] == 0xF4)
+        hi = 0x8F; /* above U+10FFFF */
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+static const char hex[] = "0123456789abcdef";
+
+/* A name as a JSON string: quotes, backslashes and control characters
+ * escaped, a byte of no well-formed UTF-8 sequence as U+FFFD. */
+static void put_json_name(struct out *o, const char *name)
+{
+    const unsigned char *s = (const unsigned char *)name, *run;
     if (!s) {
         put(o, "null");
         return;
     }
     put(o, "\"");
-    for (run = s;; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c && c != '"' && c != '\\' && c >= 0x20)
+    for (run = s; *s;) {
+        size_t k = utf8_len(s);
+        if (k && *s != '"' && *s != '\\' && *s >= 0x20 && *s != 0x7F) {
+            s += k;
             continue;
-        put_bytes(o, run, (size_t)(s - run));
-        if (!c)
-            break;
-        if (c == '"' || c == '\\') {
-            char esc[2] = {'\\', (char)c};
+        }
+        put_bytes(o, (const char *)run, (size_t)(s - run));
+        if (!k) {
+            put(o, "\\ufffd");
+        } else if (*s == '"' || *s == '\\') {
+            char esc[2] = {'\\', (char)*s};
             put_bytes(o, esc, 2);
         } else {
-            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            char esc[6] = {'\\', 'u', '0', '0', hex[*s >> 4], hex[*s & 15]};
             put_bytes(o, esc, 6);
         }
-        run = s + 1;
+        run = ++s;
     }
+    put_bytes(o, (const char *)run, (size_t)(s - run));
     put(o, "\"");
+}
+
+/* A name in the text report's column of `width` characters, padded: a
+ * character that prints as itself, each byte of a control character (C0,
+ * DEL, C1) or of no well-formed sequence as \xNN (four characters), so that
+ * no name breaks its line; cut before the first character that would cross
+ * the column. */
+static ARENA__NO_TSAN void put_text_name(struct out *o, const char *name, size_t width)
+{
+    const unsigned char *s = (const unsigned char *)name;
+    size_t used = 0;
+    while (*s) {
+        size_t k = utf8_len(s);
+        bool control = k == 0 || *s < 0x20 || *s == 0x7F || (*s == 0xC2 && s[1] < 0xA0);
+        size_t i, bytes = k ? k : 1;
+        if (used + (control ? 4 * bytes : 1) > width)
+            break;
+        for (i = 0; i < bytes; i++) {
+            if (control) {
+                char esc[4] = {'\\', 'x', hex[s[i] >> 4], hex[s[i] & 15]};
+                put_bytes(o, esc, 4);
+            } else {
+                put_bytes(o, (const char *)s + i, 1);
+            }
+        }
+        used += control ? 4 * bytes : 1;
+        s += bytes;
+    }
+    put_spaces(o, width - used);
 }
 
 /* One entry of the report: an arena's or shared arena's counters as
@@ -350,7 +422,8 @@ static void read_node(const struct arena__node *n, struct figures *f)
     f->s.limit_hits = atomic_load_explicit(&n->limit_hits, memory_order_relaxed);
 }
 
-/* The text report's columns: name (indented by depth), kind, then the
+/* The text report's columns: name (indented by depth; in characters, the
+ * others in bytes, which their ASCII makes the same), kind, then the
  * figures. */
 #define NAME_COLUMN 28
 
@@ -369,7 +442,7 @@ static void put_text(struct out *o, const struct figures *f, int depth)
 {
     size_t indent = 2 * (size_t)depth;
     put_spaces(o, indent);
-    put_column(o, f->name ? f->name : "(unnamed)", NAME_COLUMN - indent, true);
+    put_text_name(o, f->name ? f->name : "(unnamed)", NAME_COLUMN - indent);
     put(o, " ");
     put_column(o, f->kind, 6, true);
     put_cell(o, !f->pool, f->s.stored, 12);

@@ -102,8 +102,8 @@ struct jv {
     size_t key_len;
     const char *s; /* a string, decoded (UTF-8, may hold NUL) */
     size_t len;
-    bool whole;  /* a number that is a non-negative integer below 2^64 ... */
-    uint64_t u;  /* ... and its value */
+    bool whole; /* a number that is a non-negative integer below 2^64 ... */
+    uint64_t u; /* ... and its value */
     struct jv *first, *next;
 };
 
@@ -757,6 +757,155 @@ static void cache_arenas_listed_once(void **state)
     assert_int_equal(occurrences(text, "plain"), 0);
 }
 
+/* ---- Names that are not plain text ------------------------------------------------------ */
+
+/* Names, what the JSON must decode each to (an invalid byte: U+FFFD), and
+ * what the text report's name column must show (cut to NAME_COLUMN
+ * characters, control characters and invalid bytes as \xNN). */
+static const struct hostile {
+    const char *name, *decoded, *shown;
+} hostile[] = {
+    {"line one\nline two", "line one\nline two", "line one\\x0aline two"},
+    {"\"quoted\" back\\slash", "\"quoted\" back\\slash", "\"quoted\" back\\slash"},
+    {"tab\there\r\x01\x1f\x7f", "tab\there\r\x01\x1f\x7f", "tab\\x09here\\x0d\\x01\\x1f\\x7f"},
+    {"bad \xff\xfe end", "bad \xef\xbf\xbd\xef\xbf\xbd end", "bad \\xff\\xfe end"},
+    {"cut \xc3", "cut \xef\xbf\xbd", "cut \\xc3"},
+    {"overlong \xc0\xaf", "overlong \xef\xbf\xbd\xef\xbf\xbd", "overlong \\xc0\\xaf"},
+    {"surrogate \xed\xa0\x80!", "surrogate \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd!",
+     "surrogate \\xed\\xa0\\x80!"},
+    {"c1 \xc2\x85 nel", "c1 \xc2\x85 nel", "c1 \\xc2\\x85 nel"},
+    /* 30 two-byte characters: cut after the 28th */
+    {"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+     "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"},
+    /* three-byte and four-byte characters, 25 characters in all, then an
+     * escape (4 characters) that would cross the column: cut before it */
+    {"\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80 0123456789012345678\x01xyz",
+     "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80 0123456789012345678\x01xyz",
+     "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80 0123456789012345678"},
+};
+
+#define HOSTILE (sizeof hostile / sizeof hostile[0])
+
+/* Each hostile name on an arena of its own, and on a cache's arena, a pool,
+ * a shared arena and a cache: the JSON stays valid UTF-8 JSON that decodes
+ * to the name (invalid bytes replaced), the text keeps one line per entry,
+ * its columns in place. */
+static void hostile_names_stay_in_their_entry(void **state)
+{
+    static arena arenas[HOSTILE];
+    static arena_pool pools[HOSTILE];
+    const char *lines[512];
+    const struct jv *entries, *e;
+    arena_cache *c = arena_cache_create(NULL);
+    arena_shared *sh = arena_shared_create(0, 0, NULL);
+    arena *in_cache;
+    size_t i, n, entries_n = 0;
+    (void)state;
+    assert_non_null(c);
+    assert_non_null(sh);
+    for (i = 0; i < HOSTILE; i++) {
+        arena_init(&arenas[i], 0);
+        arena_set_name(&arenas[i], hostile[i].name);
+        assert_true(arena_register(&arenas[i]));
+        assert_true(arena_pool_init(&pools[i], 16, 8, 4, NULL));
+        arena_pool_set_name(&pools[i], hostile[i].name);
+        assert_true(arena_pool_register(&pools[i]));
+    }
+    arena_cache_set_name(c, hostile[0].name);
+    assert_true(arena_cache_register(c));
+    in_cache = arena_cache_acquire(c);
+    assert_non_null(in_cache);
+    arena_set_name(in_cache, hostile[3].name);
+    arena_shared_set_name(sh, hostile[2].name);
+    assert_true(arena_shared_register(sh));
+
+    assert_true(arena_report(json, sizeof json, ARENA_REPORT_JSON) < sizeof json);
+    assert_true(utf8_valid(json, strlen(json)));
+    entries = json_entries(json);
+    for (e = entries->first; e; e = e->next)
+        entries_n++;
+    assert_int_equal(entries_n, 2 * HOSTILE + 2);
+    for (i = 0; i < HOSTILE; i++) {
+        int named = 0;
+        for (e = entries->first; e; e = e->next)
+            named += json_named(e, hostile[i].decoded);
+        /* an arena and a pool each; the first three name the cache, its
+         * arena and the shared arena too */
+        assert_int_equal(named, i == 0 || i == 2 ? 3 : 2);
+    }
+    for (e = entries->first; e; e = e->next) {
+        const struct jv *kids = json_get(e, "arenas_registered");
+        if (kids) {
+            assert_non_null(kids->first);
+            assert_true(json_named(kids->first, hostile[3].decoded));
+        }
+    }
+
+    assert_true(arena_report(text, sizeof text, ARENA_REPORT_TEXT) < sizeof text);
+    n = text_lines(text, lines, 512);
+    assert_int_equal(n, 2 * HOSTILE + 3); /* the cache's arena on a line of its own */
+    for (i = 0; i < n; i++) {
+        struct text_row r;
+        size_t k;
+        int arenas_named = 0;
+        text_row_read(lines[i], &r);
+        for (k = 0; k < HOSTILE; k++)
+            arenas_named += strcmp(r.name, hostile[k].shown) == 0;
+        assert_int_equal(arenas_named, 1);
+    }
+
+    arena_cache_recycle(c, in_cache);
+    arena_cache_destroy(c);
+    arena_shared_destroy(sh);
+    for (i = 0; i < HOSTILE; i++) {
+        arena_release(&arenas[i]);
+        arena_pool_destroy(&pools[i]);
+    }
+}
+
+/* The strict reader itself: it refuses what is not JSON or not UTF-8, so
+ * that the checks above can fail. */
+static void the_reader_is_strict(void **state)
+{
+    static const char *const bad[] = {
+        "{\"a\": \"\n\"}",           /* a raw control character */
+        "{\"a\": \"\xff\"}",         /* invalid UTF-8 */
+        "{\"a\": \"\xc0\xaf\"}",     /* overlong */
+        "{\"a\": \"\xed\xa0\x80\"}", /* a surrogate in UTF-8 */
+        "{\"a\": \"\\ud800\"}",      /* a lone surrogate escaped */
+        "{\"a\": \"\\x41\"}",        /* no such escape */
+        "{\"a\": 01}",
+        "{\"a\": 1,}",
+        "{\"a\" 1}",
+        "[1] [2]",
+        "{\"a\": \"open}",
+    };
+    const struct jv *v;
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_null(json_parse(bad[i], strlen(bad[i])));
+    {
+        static const char good[] =
+            "{\"a\": [1, 2.5e3, -0, \"\\u00e9\\ud83d\\ude00\\\"\", null, true]}";
+        v = json_parse(good, sizeof good - 1);
+    }
+    assert_non_null(v);
+    v = json_get(v, "a");
+    assert_non_null(v);
+    assert_true(v->first->whole && v->first->u == 1);
+    assert_false(v->first->next->whole);
+    assert_int_equal(v->first->next->next->next->len, 7);
+    assert_memory_equal(v->first->next->next->next->s, "\xc3\xa9\xf0\x9f\x98\x80\"", 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -764,6 +913,8 @@ int main(void)
         cmocka_unit_test(publishing_calls_bring_the_report_up_to_date),
         cmocka_unit_test(report_agrees_after_inline_resets),
         cmocka_unit_test(cache_arenas_listed_once),
+        cmocka_unit_test(hostile_names_stay_in_their_entry),
+        cmocka_unit_test(the_reader_is_strict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

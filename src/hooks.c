@@ -379,9 +379,10 @@ ARENA__NO_ASAN static enum origin inspect(const char *h, size_t *size)
 static void misused(const char *fn, const void *ptr, enum origin o)
 {
     if (o == FREED)
-        arena__report(ARENA_ERR_DOUBLE_FREE, "%s: the block at %p was freed already", fn, ptr);
+        arena__report(ARENA__ABOUT_ARENA(current), ARENA_ERR_DOUBLE_FREE,
+                      "%s: the block at %p was freed already", fn, ptr);
     else
-        arena__report(ARENA_ERR_FOREIGN_POINTER,
+        arena__report(ARENA__ABOUT_ARENA(current), ARENA_ERR_FOREIGN_POINTER,
                       "%s: %p was not allocated by arena_cur_malloc/calloc/realloc, or the "
                       "header before it was overwritten",
                       fn, ptr);
@@ -631,7 +632,7 @@ static ARENA__NOINLINE bool page_ready(arena *a, unsigned c)
         return false;
     k = &pg->cls[c];
     if (k->free) { /* take() could not decode its head */
-        arena__report(ARENA_ERR_CORRUPT,
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_CORRUPT,
                       "arena_cur_malloc: arena %p: the free block at %p was overwritten (a "
                       "write after free)",
                       (void *)a, (void *)k->free);

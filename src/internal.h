@@ -262,14 +262,74 @@ ARENA__HIDDEN void arena__guard_fail_map(unsigned long after);
 
 /* ---- Errors --------------------------------------------------------------------- */
 
-/* Formats a message and hands it to the current error handler. */
-ARENA__HIDDEN void arena__report(arena_error code, const char *fmt, ...) ARENA__PRINTF(2, 3);
+/* What a report is about (arena_error_info): the object or objects of the
+ * faulty call, NULL where none.  The message names each by its name too. */
+struct arena__about {
+    const arena *arena;
+    const struct arena_pool *pool;
+    const struct arena_cache *cache;
+};
+#define ARENA__ABOUT_ARENA(a)    (&(const struct arena__about){(a), NULL, NULL})
+#define ARENA__ABOUT_POOL(p)     (&(const struct arena__about){NULL, (p), NULL})
+#define ARENA__ABOUT_CACHE(c, a) (&(const struct arena__about){(a), NULL, (c)})
+
+/* Formats a message and hands it to the current error handler, which can
+ * learn `about` from arena_error_about() during the call. */
+ARENA__HIDDEN void arena__report(const struct arena__about *about, arena_error code,
+                                 const char *fmt, ...) ARENA__PRINTF(3, 4);
 
 /* arena__report() for a check that found misuse and returns true ("the call
  * is refused"). */
-ARENA__HIDDEN bool arena__misused(arena_error code, const char *fmt, ...) ARENA__PRINTF(2, 3);
+ARENA__HIDDEN bool arena__misused(const struct arena__about *about, arena_error code,
+                                  const char *fmt, ...) ARENA__PRINTF(3, 4);
 /* arena__report() of ARENA_ERR_CORRUPT for a consistency check, which then
  * returns false ("not consistent"). */
-ARENA__HIDDEN bool arena__corrupt(const char *fmt, ...) ARENA__PRINTF(1, 2);
+ARENA__HIDDEN bool arena__corrupt(const struct arena__about *about, const char *fmt, ...)
+    ARENA__PRINTF(2, 3);
+
+/* ---- Names in text ------------------------------------------------------------- */
+
+/* A name is the caller's bytes, any bytes; text that shows one (the report,
+ * messages) shows each character as itself, but for each byte of a control
+ * character (C0, DEL, C1) or of no well-formed UTF-8 sequence, as \xNN, so
+ * that a name never breaks a line nor makes the text invalid UTF-8.  This
+ * is the length of the well-formed sequence that `s` (NUL-terminated)
+ * begins with, 0 if none (RFC 3629: no overlong form, no surrogate, nothing
+ * above U+10FFFF; a NUL is no continuation byte, so nothing past the string
+ * is read). */
+static inline size_t arena__utf8_len(const unsigned char *s)
+{
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t n, i;
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] < 0xC2 || s[0] > 0xF4)
+        return 0;
+    n = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+    if (s[0] == 0xE0)
+        lo = 0xA0; /* overlong below */
+    else if (s[0] == 0xED)
+        hi = 0x9F; /* surrogates above */
+    else if (s[0] == 0xF0)
+        lo = 0x90; /* overlong below */
+    else if (s[0] == 0xF4)
+        hi = 0x8F; /* above U+10FFFF */
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* The bytes of the character `s` begins with as a name shows it (1 for a
+ * byte of no well-formed sequence), and in `*escaped` whether each is
+ * shown as \xNN. */
+static inline size_t arena__name_char(const unsigned char *s, bool *escaped)
+{
+    size_t k = arena__utf8_len(s);
+    *escaped = k == 0 || s[0] < 0x20 || s[0] == 0x7F || (s[0] == 0xC2 && s[1] < 0xA0);
+    return k ? k : 1;
+}
 
 #endif /* ARENA_INTERNAL_H */

@@ -274,38 +274,9 @@ static ARENA__NO_TSAN void put_number(struct out *o, uint64_t v, size_t width)
  * A name is the caller's string, any bytes: the JSON report must stay JSON
  * (RFC 8259: UTF-8, control characters escaped) and the text report one
  * line per entry, in columns.  Each writes a well-formed UTF-8 character as
- * it is, and what is not one (a byte of an ill-formed sequence) as a
- * replacement: U+FFFD in the JSON, the byte in hex (\xNN) in the text,
- * which shows control characters so too. */
-
-/* The length of the well-formed UTF-8 sequence that `s` (NUL-terminated)
- * begins with, 0 if it begins with none: no overlong form, no surrogate,
- * nothing above U+10FFFF (RFC 3629).  A NUL is no continuation byte, so
- * nothing is read past the string's end. */
-static ARENA__NO_TSAN size_t utf8_len(const unsigned char *s)
-{
-    unsigned lo = 0x80, hi = 0xBF;
-    size_t n, i;
-    if (s[0] < 0x80)
-        return 1;
-    if (s[0] < 0xC2 || s[0] > 0xF4)
-        return 0;
-    n = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
-    if (s[0] == 0xE0)
-        lo = 0xA0; /* overlong below */
-    else if (s[0] == 0xED)
-        hi = 0x9F; /* surrogates above */
-    else if (s[0] == 0xF0)
-        lo = 0x90; /* overlong below */
-    else if (s[0] == 0xF4)
-        hi = 0x8F; /* above U+10FFFF */
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (i = 2; i < n; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return n;
-}
+ * it is, and a byte of no well-formed sequence as a replacement: U+FFFD in
+ * the JSON, \xNN in the text, as arena__name_char() says (which shows
+ * control characters so too). */
 
 static const char hex[] = "0123456789abcdef";
 
@@ -320,7 +291,7 @@ static void put_json_name(struct out *o, const char *name)
     }
     put(o, "\"");
     for (run = s; *s;) {
-        size_t k = utf8_len(s);
+        size_t k = arena__utf8_len(s);
         if (k && *s != '"' && *s != '\\' && *s >= 0x20 && *s != 0x7F) {
             s += k;
             continue;
@@ -351,9 +322,8 @@ static ARENA__NO_TSAN void put_text_name(struct out *o, const char *name, size_t
     const unsigned char *s = (const unsigned char *)name;
     size_t used = 0;
     while (*s) {
-        size_t k = utf8_len(s);
-        bool control = k == 0 || *s < 0x20 || *s == 0x7F || (*s == 0xC2 && s[1] < 0xA0);
-        size_t i, bytes = k ? k : 1;
+        bool control;
+        size_t bytes = arena__name_char(s, &control), i;
         if (used + (control ? 4 * bytes : 1) > width)
             break;
         for (i = 0; i < bytes; i++) {

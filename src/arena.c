@@ -95,7 +95,8 @@ static const arena empty_arena;
 
 /* ---- Backing allocator --------------------------------------------------------- */
 
-/* Tells the arena's callback (if any) of a refused request of `n` bytes. */
+/* Tells the arena's callback of a refused request of `n` bytes; without
+ * one, the trace (ARENA_LIMIT_TRACE) of a limit's refusal. */
 static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
 {
     const struct arena__settings *s = &arena__cold(a)->set;
@@ -105,8 +106,8 @@ static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
     arena__cold(a)->counts.limit_hits++;
     if (s->node) /* the report counts it now, not at the arena's next call */
         arena__publish_arena(a);
-    if (!s->on_limit)
-        return;
+    if (!s->on_limit && cause == ARENA_LIMIT_BACKING)
+        return; /* out of memory: never printed */
     e.arena = a;
     e.name = s->name;
     e.cause = cause;
@@ -121,7 +122,10 @@ static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
         e.limit = arena_budget_limit(s->budget);
         e.held = arena_budget_used(s->budget);
     }
-    s->on_limit(&e, s->on_limit_ctx);
+    if (s->on_limit)
+        s->on_limit(&e, s->on_limit_ctx);
+    else
+        arena__limit_trace(&e);
 }
 
 size_t arena__backing_room(const arena *a)

@@ -5,9 +5,12 @@
  * The handler is two plain globals: it is set at start-up, before threads use
  * the library, and only read afterwards.  A message names the objects of
  * the faulty call by their names too, which the library holds and the
- * format strings at the calls need not know of.
+ * format strings at the calls need not know of.  And the trace of limit
+ * refusals that no callback is told of (ARENA_LIMIT_TRACE), the one other
+ * thing the library may print.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +192,67 @@ static void vreport(const struct arena__about *about, arena_error code, const ch
     handler(code, m.buf, handler_ctx);
     about_now = outer;
     about_set = outer_set;
+}
+
+/* ---- Refusals no callback is told of ----------------------------------------------------- */
+
+/* What ARENA_LIMIT_TRACE asks for, read at the first refusal: TRACE_NONE,
+ * TRACE_ALL, or TRACE_FIRST (the first ARENA__TRACED of the process); -1
+ * until read.  Racing readers read the same environment. */
+enum { TRACE_NONE, TRACE_ALL, TRACE_FIRST };
+static _Atomic int trace_mode = -1;
+static _Atomic unsigned long traced;
+
+static int limit_trace_mode(void)
+{
+    int mode = atomic_load_explicit(&trace_mode, memory_order_relaxed);
+    if (mode < 0) {
+        const char *s = getenv("ARENA_LIMIT_TRACE");
+        if (s && strcmp(s, "1") == 0)
+            mode = TRACE_ALL;
+        else if (s && strcmp(s, "0") == 0)
+            mode = TRACE_NONE;
+        else
+            mode = ARENA_CHECKED ? TRACE_FIRST : TRACE_NONE;
+        atomic_store_explicit(&trace_mode, mode, memory_order_relaxed);
+    }
+    return mode;
+}
+
+void arena__limit_trace(const arena_limit_event *e)
+{
+    char line[2 * WORDS + 128]; /* two names, each quoted in at most WORDS */
+    int mode = limit_trace_mode();
+    size_t n;
+    if (mode == TRACE_NONE)
+        return;
+    if (mode == TRACE_FIRST) {
+        unsigned long k = atomic_fetch_add_explicit(&traced, 1, memory_order_relaxed);
+        if (k > ARENA__TRACED)
+            return;
+        if (k == ARENA__TRACED) {
+            fprintf(stderr,
+                    "libarena: limit: %d refusals traced, no more (ARENA_LIMIT_TRACE=1 traces "
+                    "every one)\n",
+                    ARENA__TRACED);
+            return;
+        }
+    }
+    n = (size_t)snprintf(line, sizeof line, "libarena: limit: arena %p", (const void *)e->arena);
+    if (e->name)
+        n += quote(line + n, e->name);
+    n += (size_t)snprintf(line + n, sizeof line - n, " refused %zu bytes (", e->asked);
+    if (e->cause == ARENA_LIMIT_BUDGET) {
+        n += (size_t)snprintf(line + n, sizeof line - n, "budget");
+        if (e->limit_name)
+            n += quote(line + n, e->limit_name);
+        n += (size_t)snprintf(line + n, sizeof line - n, ": limit %zu, used %zu)\n", e->limit,
+                              e->held);
+    } else {
+        n += (size_t)snprintf(line + n, sizeof line - n, "its limit %zu, held %zu)\n", e->limit,
+                              e->held);
+    }
+    fputs(line, stderr);
 }
 
 void arena__report(const struct arena__about *about, arena_error code, const char *fmt, ...)

@@ -287,6 +287,12 @@ ARENA__HIDDEN bool arena__misused(const struct arena__about *about, arena_error 
 ARENA__HIDDEN bool arena__corrupt(const struct arena__about *about, const char *fmt, ...)
     ARENA__PRINTF(2, 3);
 
+/* Tells of a limit's refusal that no arena_on_limit() callback was told: a
+ * line on stderr where ARENA_LIMIT_TRACE says so (the checked build traces
+ * the first ARENA__TRACED of the process by default). */
+#define ARENA__TRACED 64
+ARENA__HIDDEN void arena__limit_trace(const arena_limit_event *e);
+
 /* ---- Names in text ------------------------------------------------------------- */
 
 /* A name is the caller's bytes, any bytes; text that shows one (the report,

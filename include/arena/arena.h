@@ -704,7 +704,13 @@ ARENA_API void arena_set_budget(arena *a, arena_budget *b);
  *  this arena that a limit or the backing allocator refuses (see
  *  arena_limit_event).  Neither is misuse: the allocation returns NULL
  *  either way, as it does without a callback.  Kept through resets and
- *  releases. */
+ *  releases.  Without a callback, a refusal by a limit (the arena's or its
+ *  budget's, not the backing's out-of-memory) writes one line to stderr
+ *  ("libarena: limit: arena 0x... \"name\" refused N bytes (...)") where
+ *  the environment variable ARENA_LIMIT_TRACE, read at the process's first
+ *  refusal, asks: "1" every such refusal, in any build; "0" none; unset (or
+ *  another value), the checked build traces the first 64 of the process and
+ *  then a line saying it stops, other builds none. */
 ARENA_API void arena_on_limit(arena *a, arena_limit_fn *fn, void *ctx);
 
 /** Names the arena for reports and limit events: `name` is the caller's

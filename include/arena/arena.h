@@ -113,7 +113,7 @@ typedef enum arena_error {
  *  and the arena, pool or cache the faulty call was on, by its address and,
  *  when it has one, its name (arena_set_name(), arena_pool_set_name(),
  *  arena_cache_set_name(); in double quotes after the address, control
- *  characters and bytes of no well-formed UTF-8 sequence as \xNN, cut to 64
+ *  characters and bytes of no well-formed UTF-8 sequence as \\xNN, cut to 64
  *  characters); it is valid only during the call.  arena_error_about() gives
  *  the handler the objects themselves.  If the handler returns, the faulty
  *  call does nothing: the state is exactly as before.  It runs in the thread
@@ -706,7 +706,7 @@ ARENA_API void arena_set_budget(arena *a, arena_budget *b);
  *  either way, as it does without a callback.  Kept through resets and
  *  releases.  Without a callback, a refusal by a limit (the arena's or its
  *  budget's, not the backing's out-of-memory) writes one line to stderr
- *  ("libarena: limit: arena 0x... \"name\" refused N bytes (...)") where
+ *  (`libarena: limit: arena 0x... "name" refused N bytes (...)`) where
  *  the environment variable ARENA_LIMIT_TRACE, read at the process's first
  *  refusal, asks: "1" every such refusal, in any build; "0" none; unset (or
  *  another value), the checked build traces the first 64 of the process and

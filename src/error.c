@@ -150,8 +150,10 @@ static void name_object(struct msg *m, const char *kind, const void *obj, const 
     snprintf(addr, sizeof addr, "%p", obj);
     at = find_address(m->buf, addr);
     if (at != SIZE_MAX) {
-        if (name)
-            insert(m, at + strlen(addr), words, quote(words, name));
+        if (name) {
+            n = quote(words, name);
+            insert(m, at + strlen(addr), words, n);
+        }
         return;
     }
     n = (size_t)snprintf(words, sizeof words, " (%s %s", kind, addr);
@@ -246,11 +248,9 @@ void arena__limit_trace(const arena_limit_event *e)
         n += (size_t)snprintf(line + n, sizeof line - n, "budget");
         if (e->limit_name)
             n += quote(line + n, e->limit_name);
-        n += (size_t)snprintf(line + n, sizeof line - n, ": limit %zu, used %zu)\n", e->limit,
-                              e->held);
+        snprintf(line + n, sizeof line - n, ": limit %zu, used %zu)\n", e->limit, e->held);
     } else {
-        n += (size_t)snprintf(line + n, sizeof line - n, "its limit %zu, held %zu)\n", e->limit,
-                              e->held);
+        snprintf(line + n, sizeof line - n, "its limit %zu, held %zu)\n", e->limit, e->held);
     }
     fputs(line, stderr);
 }

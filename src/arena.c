@@ -95,7 +95,8 @@ static const arena empty_arena;
 
 /* ---- Backing allocator --------------------------------------------------------- */
 
-/* Tells the arena's callback (if any) of a refused request of `n` bytes. */
+/* Tells the arena's callback of a refused request of `n` bytes; without
+ * one, the trace (ARENA_LIMIT_TRACE) of a limit's refusal. */
 static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
 {
     const struct arena__settings *s = &arena__cold(a)->set;
@@ -103,8 +104,10 @@ static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
     if (arena__cold(a)->flags & ARENA__QUIET)
         return;
     arena__cold(a)->counts.limit_hits++;
-    if (!s->on_limit)
-        return;
+    if (s->node) /* the report counts it now, not at the arena's next call */
+        arena__publish_arena(a);
+    if (!s->on_limit && cause == ARENA_LIMIT_BACKING)
+        return; /* out of memory: never printed */
     e.arena = a;
     e.name = s->name;
     e.cause = cause;
@@ -119,7 +122,10 @@ static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
         e.limit = arena_budget_limit(s->budget);
         e.held = arena_budget_used(s->budget);
     }
-    s->on_limit(&e, s->on_limit_ctx);
+    if (s->on_limit)
+        s->on_limit(&e, s->on_limit_ctx);
+    else
+        arena__limit_trace(&e);
 }
 
 size_t arena__backing_room(const arena *a)
@@ -405,7 +411,13 @@ void arena__note_holds(arena *a)
 static void published(arena *a)
 {
     if (ARENA__UNLIKELY(arena__cold(a)->set.node != NULL))
-        arena__publish(a);
+        arena__publish_arena(a);
+}
+
+void arena__publish_arena(const arena *a)
+{
+    arena_stats s;
+    arena_get_stats(a, &s); /* which publishes */
 }
 
 /* wake() for the functions that take a const arena: an arena whose `lazy`
@@ -1137,11 +1149,11 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
         return false;
     if (ARENA_CHECKED) {
         if (!live_value_size(a, p, &n))
-            return arena__misused(ARENA_ERR_FOREIGN_POINTER,
+            return arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_FOREIGN_POINTER,
                                   "arena_realloc: %p is not the start of a live value of arena %p",
                                   (const void *)p, (const void *)a);
         if (old_size > n)
-            return arena__misused(ARENA_ERR_BAD_SIZE,
+            return arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_BAD_SIZE,
                                   "arena_realloc: old size %zu exceeds the %llu-byte value at %p "
                                   "(arena %p)",
                                   old_size, (unsigned long long)n, (const void *)p,
@@ -1151,7 +1163,7 @@ static bool grow_misused(const arena *a, const char *p, size_t old_size)
     pos = cursor(a);
     lim = current_lim(a);
     if (lim && p >= a->chunks[a->cur].base && p <= pos && old_size > (size_t)(pos - p))
-        return arena__misused(ARENA_ERR_BAD_SIZE,
+        return arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_BAD_SIZE,
                               "arena_realloc: old size %zu of the value at %p reaches past the end "
                               "of what arena %p holds (%zu bytes from it)",
                               old_size, (const void *)p, (const void *)a, (size_t)(pos - p));
@@ -1288,11 +1300,11 @@ static bool held_by(const arena *a, const char *p, size_t n, const char *fn, str
         return true;
     if (n <= ARENA__PAGE_BLOCK_MAX && (page = arena__page_of(p, &owner, &block)) != 0) {
         if (!arena__page_on_boundary(p, page, block) || owner != a)
-            return !arena__misused(ARENA_ERR_FOREIGN_POINTER,
+            return !arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_FOREIGN_POINTER,
                                    "%s: %p is not the start of a live value of arena %p", fn,
                                    (const void *)p, (const void *)a);
         if (arena__page_is_freed(p, block))
-            return !arena__misused(ARENA_ERR_DOUBLE_FREE,
+            return !arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_DOUBLE_FREE,
                                    "%s: the value at %p of arena %p was freed already", fn,
                                    (const void *)p, (const void *)a);
         h->kind = HELD_PAGE;
@@ -1383,7 +1395,7 @@ static ARENA__NOINLINE void *take_listed(arena *a, size_t n, bool tight)
     if (arena__instrumented()) {
         c = arena__chunk_of(a, p);
         if (!c) {
-            arena__report(ARENA_ERR_CORRUPT,
+            arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_CORRUPT,
                           "arena: arena %p: a free block at %p lies in no chunk of it (its "
                           "list was overwritten)",
                           (void *)a, (void *)s);
@@ -1556,15 +1568,15 @@ static bool free_misused(const arena *a, const char *p, size_t *n,
     if (*chunk)
         state = arena__instr_free_state(a, *chunk, p, *n, &size);
     if (state == 1)
-        return arena__misused(ARENA_ERR_DOUBLE_FREE,
+        return arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_DOUBLE_FREE,
                               "arena_free: the value at %p of arena %p was freed already",
                               (const void *)p, (const void *)a);
     if (state == 2)
-        return arena__misused(ARENA_ERR_FOREIGN_POINTER,
+        return arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_FOREIGN_POINTER,
                               "arena_free: %p is not the start of a live value of arena %p",
                               (const void *)p, (const void *)a);
     if (*n > size)
-        return arena__misused(ARENA_ERR_BAD_SIZE,
+        return arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_BAD_SIZE,
                               "arena_free: size %zu exceeds the %llu-byte value at %p (arena %p)",
                               *n, (unsigned long long)size, (const void *)p, (const void *)a);
     *n = (size_t)size;
@@ -1590,12 +1602,12 @@ static bool late_free(const arena *a, const char *p, size_t n, const char *fn)
         if ((uintptr_t)p - (uintptr_t)a->chunks[i].base < a->chunks[i].cap)
             in_current = true; /* a spare chunk's memory */
     if (in_current)
-        return arena__misused(ARENA_ERR_LATE_FREE,
+        return arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_LATE_FREE,
                               "%s: the %zu-byte value at %p lies beyond what arena %p has "
                               "stored in this batch: given back after the reset, rewind or "
                               "release that ended its batch",
                               fn, n, (const void *)p, (const void *)a);
-    return arena__misused(ARENA_ERR_FOREIGN_POINTER,
+    return arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_FOREIGN_POINTER,
                           "%s: %p lies in no chunk of arena %p", fn, (const void *)p,
                           (const void *)a);
 }
@@ -1658,7 +1670,7 @@ static void free_value(arena *a, char *p, size_t size, bool note)
     if (!held_by(a, p, size, "arena_free", &h))
         return;
     if (h.kind == HELD_HEAD && size > h.len - HEAD) {
-        arena__misused(ARENA_ERR_BAD_SIZE,
+        arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_BAD_SIZE,
                        "arena_free: size %zu exceeds the %zu-byte block of the value at %p "
                        "(arena %p)",
                        size, h.len - HEAD, (void *)p, (void *)a);
@@ -1918,7 +1930,7 @@ arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t al
 
     /* Misuse is reported before sync(): the arena's bytes stay as they were. */
     if (size > ARENA_REF_MAX) {
-        arena__report(ARENA_ERR_REF_TOO_LARGE,
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_REF_TOO_LARGE,
                       "arena_ref_copy: a value of %zu bytes at %p exceeds ARENA_REF_MAX (%zu)",
                       size, src, (size_t)ARENA_REF_MAX);
         return r;
@@ -1943,7 +1955,7 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
     char *p;
 
     if (len >= ARENA_REF_MAX) {
-        arena__report(ARENA_ERR_REF_TOO_LARGE,
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_REF_TOO_LARGE,
                       "arena_ref_strndup: a string of %zu bytes at %p exceeds ARENA_REF_MAX (%zu)",
                       len, (const void *)s, (size_t)ARENA_REF_MAX);
         return r;
@@ -1988,7 +2000,7 @@ void *arena__ref_ptr_checked(const arena *a, arena_ref r)
         return NULL;
     wake_const(a);
     if (!ref_live(a, chunk, r.off, len, tag, mask)) {
-        arena__report(ARENA_ERR_STALE_REF,
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_STALE_REF,
                       "arena_ref_ptr: ref {chunk %#x, off %u, len %#x} does not describe a "
                       "live value of arena %p (expired by a reset, release or rewind, from "
                       "another arena, or not a ref)",
@@ -2339,6 +2351,7 @@ void arena_trim(arena *a, size_t max_retained)
     sync(a);
     free_spares(a, max_retained, false);
     check_over(a);
+    published(a);
 }
 
 /* ---- Marks ----------------------------------------------------------------------------------
@@ -2447,7 +2460,7 @@ bool arena__rewind(arena *a, arena_mark m)
 
     /* Reported before wake() and sync(): the arena's bytes stay as they were. */
     if (!mark_valid(a, m)) {
-        arena__report(ARENA_ERR_BAD_MARK,
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_BAD_MARK,
                       "arena_rewind: mark %llu of arena %p has expired (by a reset, a release, "
                       "or a rewind to an earlier mark: scopes ended out of order), or is not "
                       "this arena's",
@@ -2513,6 +2526,7 @@ bool arena__rewind(arena *a, arena_mark m)
     expire_marks_after(a, m.serial);
     if (ARENA_CHECKED)
         arena_check(a);
+    published(a);
     return true;
 }
 
@@ -2651,6 +2665,8 @@ void arena_get_stats(const arena *a, arena_stats *out)
         out->resets += spare_full(a) - a->spare;
     out->peak_retained = c->counts.peak_retained;
     out->peak_retained_batch = inline_resets ? out->retained : c->counts.peak_retained_batch;
+    if (c->set.node) /* the report shows what this call shows (arena/report.h) */
+        arena__publish(c->set.node, c->set.name, out);
 }
 
 size_t arena_retained(const arena *a) { return a->lazy ? a->first.cap : arena__cold(a)->retained; }
@@ -2684,21 +2700,26 @@ bool arena_check(const arena *a)
 
     if (a->nused > a->nchunks || a->nchunks > arena__cold(a)->ncap)
         return arena__corrupt(
+            ARENA__ABOUT_ARENA(a),
             "arena_check: arena %p: counts out of order (used %u, held %u, slots %u)",
             (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks,
             (unsigned)arena__cold(a)->ncap);
     if (arena__cold(a)->ncap && !a->chunks)
-        return arena__corrupt("arena_check: arena %p: index missing", (const void *)a);
+        return arena__corrupt(ARENA__ABOUT_ARENA(a), "arena_check: arena %p: index missing",
+                              (const void *)a);
     for (i = 0; i < a->nchunks; i++) {
         const struct arena__chunk *c = &a->chunks[i];
         if (!c->base || ((uintptr_t)c->base & (ARENA_ALIGN - 1)) || c->cap == 0)
-            return arena__corrupt("arena_check: arena %p: chunk %u is malformed", (const void *)a,
+            return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                                  "arena_check: arena %p: chunk %u is malformed", (const void *)a,
                                   (unsigned)i);
         if (c->base == a->buf && i != 0)
-            return arena__corrupt("arena_check: arena %p: the caller's buffer is chunk %u, not 0",
+            return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                                  "arena_check: arena %p: the caller's buffer is chunk %u, not 0",
                                   (const void *)a, (unsigned)i);
         if (c->base != a->buf && c->cap < arena__chunk_extra(0, budget(a)))
-            return arena__corrupt("arena_check: arena %p: chunk %u is smaller than its overhead",
+            return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                                  "arena_check: arena %p: chunk %u is smaller than its overhead",
                                   (const void *)a, (unsigned)i);
         held += usable(a, c);
         if (i < a->nused)
@@ -2708,41 +2729,50 @@ bool arena_check(const arena *a)
             return false;
     }
     if (!spans_ordered(a))
-        return arena__corrupt("arena_check: arena %p: the record of expired marks is malformed",
+        return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                              "arena_check: arena %p: the record of expired marks is malformed",
                               (const void *)a);
     if (held != arena__cold(a)->retained)
-        return arena__corrupt("arena_check: arena %p: retained %zu but chunks hold %zu",
+        return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                              "arena_check: arena %p: retained %zu but chunks hold %zu",
                               (const void *)a, arena__cold(a)->retained, held);
     if (!slots_ordered(a))
         return arena__corrupt(
+            ARENA__ABOUT_ARENA(a),
             "arena_check: arena %p: the order of its chunks is malformed (in use %u, "
             "held %u)",
             (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks);
     /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
     if (!arena__instrumented() && arena_size(a) > used)
-        return arena__corrupt("arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
+        return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                              "arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
                               (const void *)a, arena_size(a), used);
     if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) &&
         pos != arena__cold(a)->lim)
-        return arena__corrupt("arena_check: arena %p: position %p is not on a granule",
+        return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                              "arena_check: arena %p: position %p is not on a granule",
                               (const void *)a, (void *)pos);
     if (arena__cold(a)->lim) {
         const struct arena__chunk *c = &a->chunks[a->cur];
         if (a->cur >= a->nused || arena__cold(a)->lim != c->base + c->cap || pos < c->base ||
             pos > arena__cold(a)->lim)
-            return arena__corrupt("arena_check: arena %p: position %p outside current chunk %u",
+            return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                                  "arena_check: arena %p: position %p outside current chunk %u",
                                   (const void *)a, (void *)pos, (unsigned)a->cur);
     } else if (pos || a->ptr || a->end) {
-        return arena__corrupt("arena_check: arena %p: a position without a current chunk",
+        return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                              "arena_check: arena %p: a position without a current chunk",
                               (const void *)a);
     }
     if (a->ptr && (a->ptr > a->end || ((uintptr_t)a->end & (ARENA_ALIGN - 1)) ||
                    arena__align_up((uintptr_t)a->ptr, ARENA_ALIGN) > (uintptr_t)a->end ||
                    a->end > arena__cold(a)->lim))
-        return arena__corrupt("arena_check: arena %p: inline window [%p, %p) is malformed",
+        return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                              "arena_check: arena %p: inline window [%p, %p) is malformed",
                               (const void *)a, (void *)a->ptr, (void *)a->end);
     if (a->ptr ? (a->counted < a->chunks[a->cur].base || a->counted > a->ptr) : a->counted != NULL)
         return arena__corrupt(
+            ARENA__ABOUT_ARENA(a),
             "arena_check: arena %p: uncounted bytes start at %p, outside [chunk, %p]",
             (const void *)a, (void *)a->counted, (void *)a->ptr);
     return true;

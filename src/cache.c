@@ -317,17 +317,18 @@ void arena_cache_recycle(arena_cache *c, arena *a)
     struct slot *sl;
 
     if (!a) {
-        arena__report(ARENA_ERR_NULL_FREE, "arena_cache_recycle: NULL arena (cache %p)", (void *)c);
+        arena__report(ARENA__ABOUT_CACHE(c, NULL), ARENA_ERR_NULL_FREE,
+                      "arena_cache_recycle: NULL arena (cache %p)", (void *)c);
         return;
     }
     if (n->owner != c) {
-        arena__report(ARENA_ERR_FOREIGN_POINTER,
+        arena__report(ARENA__ABOUT_CACHE(c, a), ARENA_ERR_FOREIGN_POINTER,
                       "arena_cache_recycle: arena %p belongs to cache %p, not %p", (void *)a,
                       (void *)n->owner, (void *)c);
         return;
     }
     if (n->state != ACQUIRED) {
-        arena__report(ARENA_ERR_DOUBLE_FREE,
+        arena__report(ARENA__ABOUT_CACHE(c, a), ARENA_ERR_DOUBLE_FREE,
                       "arena_cache_recycle: arena %p is already recycled (cache %p)", (void *)a,
                       (void *)c);
         return;

@@ -69,11 +69,12 @@ arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void *ctx)
     struct arena_cleanup *c, **head;
 
     if (!fn) {
-        arena__report(ARENA_ERR_CLEANUP, "arena_cleanup_push: NULL function (arena %p)", (void *)a);
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_CLEANUP,
+                      "arena_cleanup_push: NULL function (arena %p)", (void *)a);
         return NULL;
     }
     if (arena__cleaning(a)) {
-        arena__report(ARENA_ERR_CLEANUP,
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_CLEANUP,
                       "arena_cleanup_push: arena %p is running its cleanups (a push from one of "
                       "them)",
                       (void *)a);
@@ -112,14 +113,14 @@ static void cancel(arena *a, arena_cleanup *c, bool note)
     if (!c)
         return;
     if (c->check == (key(c, a) ^ SPENT)) {
-        arena__report(ARENA_ERR_CLEANUP,
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_CLEANUP,
                       "arena_cleanup_cancel: cleanup %p of arena %p has already run or been "
                       "cancelled",
                       (void *)c, (void *)a);
         return;
     }
     if (c->check != key(c, a) || a->lazy || !(a->pending & ARENA__PENDING_CLEANUP)) {
-        arena__report(ARENA_ERR_FOREIGN_POINTER,
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_FOREIGN_POINTER,
                       "arena_cleanup_cancel: %p is not a cleanup of arena %p (or its record "
                       "was overwritten)",
                       (void *)c, (void *)a);
@@ -147,14 +148,15 @@ bool arena__cleanups_run(arena *a, uint64_t serial, const char *caller)
     struct arena_cleanup *c;
 
     if (k->flags & ARENA__CLEANING)
-        return !arena__misused(ARENA_ERR_CLEANUP,
+        return !arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_CLEANUP,
                                "%s: arena %p is running its cleanups (a call "
                                "from one of them)",
                                caller, (void *)a);
     k->flags |= ARENA__CLEANING;
     while ((c = k->cleanups) != NULL && c->serial >= serial) {
         if (c->check != key(c, a)) {
-            (void)arena__corrupt("%s: the record of cleanup %p of arena %p was overwritten; "
+            (void)arena__corrupt(ARENA__ABOUT_ARENA(a),
+                                 "%s: the record of cleanup %p of arena %p was overwritten; "
                                  "it and the older cleanups are dropped",
                                  caller, (void *)c, (void *)a);
             k->cleanups = NULL;

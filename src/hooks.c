@@ -296,9 +296,10 @@ ARENA__NO_ASAN static enum origin inspect(const char *h, size_t *size)
 static void misused(const char *fn, const void *ptr, enum origin o)
 {
     if (o == FREED)
-        arena__report(ARENA_ERR_DOUBLE_FREE, "%s: the block at %p was freed already", fn, ptr);
+        arena__report(ARENA__ABOUT_ARENA(current), ARENA_ERR_DOUBLE_FREE,
+                      "%s: the block at %p was freed already", fn, ptr);
     else
-        arena__report(ARENA_ERR_FOREIGN_POINTER,
+        arena__report(ARENA__ABOUT_ARENA(current), ARENA_ERR_FOREIGN_POINTER,
                       "%s: %p was not allocated by arena_cur_malloc/calloc/realloc, or the "
                       "header before it was overwritten",
                       fn, ptr);

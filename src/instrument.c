@@ -257,7 +257,8 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
         skip = free_block_at(q, left);
         if (skip) {
             if (!all_clobbered(q + sizeof(struct header), skip - sizeof(struct header)))
-                return arena__corrupt("arena: arena %p: the free block at %p (chunk %u) was "
+                return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                                      "arena: arena %p: the free block at %p (chunk %u) was "
                                       "written after it was freed",
                                       (const void *)a, (const void *)q, (unsigned)i);
             q += skip;
@@ -269,14 +270,16 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
         q += HDR;
         end = q + arena__guarded_len(q, (size_t)n, to);
         if (!all_clobbered(q + n, (size_t)(end - q) - (size_t)n))
-            return arena__corrupt("arena: arena %p: the %llu-byte value at %p (chunk %u) wrote "
+            return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                                  "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote "
                                   "past its end",
                                   (const void *)a, (unsigned long long)n, (const void *)q,
                                   (unsigned)i);
         q = end;
     }
     if (q < to)
-        return arena__corrupt("arena: arena %p: chunk %u is corrupt at %p (a write before the "
+        return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                              "arena: arena %p: chunk %u is corrupt at %p (a write before the "
                               "start of a value, or outside any value)",
                               (const void *)a, (unsigned)i, (const void *)q);
     return true;
@@ -334,7 +337,7 @@ ARENA__NO_ASAN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t 
             if (ARENA__VALGRIND)
                 return pos;
             if (!all_clobbered(q + n, reach - (size_t)n))
-                arena__report(ARENA_ERR_CORRUPT,
+                arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_CORRUPT,
                               "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote past "
                               "its end",
                               (const void *)a, (unsigned long long)n, (const void *)q, (unsigned)i);
@@ -535,7 +538,7 @@ bool arena__instr_freed(const arena *a, const struct arena__chunk *c, char *from
 {
     bool intact = true;
     if (ARENA_CHECKED && !ARENA__VALGRIND && !all_clobbered(p + n, (size_t)(to - p) - n)) {
-        arena__report(ARENA_ERR_CORRUPT,
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_CORRUPT,
                       "arena: arena %p: the %zu-byte value at %p wrote past its end (seen as it "
                       "was freed)",
                       (const void *)a, n, (const void *)p);
@@ -559,7 +562,7 @@ void arena__instr_reused(arena *a, const struct arena__chunk *c, char *from, cha
                          char *to, size_t len)
 {
     if (ARENA_CHECKED && !ARENA__VALGRIND && !all_clobbered(from + HDR, len - HDR))
-        arena__report(ARENA_ERR_CORRUPT,
+        arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_CORRUPT,
                       "arena: arena %p: the free block at %p was written after it was freed "
                       "(seen as it was reused)",
                       (const void *)a, (const void *)from);

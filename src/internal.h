@@ -87,12 +87,15 @@ ARENA__HIDDEN void arena__give_backing(arena *a, void *p, size_t n);
  * paths that are not hot (the tools' checks, reuse.c's merge). */
 ARENA__HIDDEN const struct arena__chunk *arena__chunk_of(const arena *a, const char *p);
 /* The registry (report.c).  arena__publish() copies a registered arena's
- * counters to its record; the arena's own paths call it through
- * arena__published(), which costs a registered arena's pointer test only. */
+ * counters, as arena_get_stats() read them, and its name to its record;
+ * arena_get_stats() calls it, and so do the arena's paths that change its
+ * figures, through arena__publish_arena() (arena.c), after a registered
+ * arena's pointer test. */
 struct arena__node;
 struct arena_cache;
 struct arena_shared;
-ARENA__HIDDEN void arena__publish(arena *a);
+ARENA__HIDDEN void arena__publish(struct arena__node *n, const char *name, const arena_stats *s);
+ARENA__HIDDEN void arena__publish_arena(const arena *a);
 /* Sets ARENA__PENDING_HOLDS as the reuse table and the registry record say. */
 ARENA__HIDDEN void arena__note_holds(arena *a);
 ARENA__HIDDEN bool arena__register_under(arena *a, struct arena__node *parent);
@@ -259,14 +262,80 @@ ARENA__HIDDEN void arena__guard_fail_map(unsigned long after);
 
 /* ---- Errors --------------------------------------------------------------------- */
 
-/* Formats a message and hands it to the current error handler. */
-ARENA__HIDDEN void arena__report(arena_error code, const char *fmt, ...) ARENA__PRINTF(2, 3);
+/* What a report is about (arena_error_info): the object or objects of the
+ * faulty call, NULL where none.  The message names each by its name too. */
+struct arena__about {
+    const arena *arena;
+    const struct arena_pool *pool;
+    const struct arena_cache *cache;
+};
+#define ARENA__ABOUT_ARENA(a)    (&(const struct arena__about){(a), NULL, NULL})
+#define ARENA__ABOUT_POOL(p)     (&(const struct arena__about){NULL, (p), NULL})
+#define ARENA__ABOUT_CACHE(c, a) (&(const struct arena__about){(a), NULL, (c)})
+
+/* Formats a message and hands it to the current error handler, which can
+ * learn `about` from arena_error_about() during the call. */
+ARENA__HIDDEN void arena__report(const struct arena__about *about, arena_error code,
+                                 const char *fmt, ...) ARENA__PRINTF(3, 4);
 
 /* arena__report() for a check that found misuse and returns true ("the call
  * is refused"). */
-ARENA__HIDDEN bool arena__misused(arena_error code, const char *fmt, ...) ARENA__PRINTF(2, 3);
+ARENA__HIDDEN bool arena__misused(const struct arena__about *about, arena_error code,
+                                  const char *fmt, ...) ARENA__PRINTF(3, 4);
 /* arena__report() of ARENA_ERR_CORRUPT for a consistency check, which then
  * returns false ("not consistent"). */
-ARENA__HIDDEN bool arena__corrupt(const char *fmt, ...) ARENA__PRINTF(1, 2);
+ARENA__HIDDEN bool arena__corrupt(const struct arena__about *about, const char *fmt, ...)
+    ARENA__PRINTF(2, 3);
+
+/* Tells of a limit's refusal that no arena_on_limit() callback was told: a
+ * line on stderr where ARENA_LIMIT_TRACE says so (the checked build traces
+ * the first ARENA__TRACED of the process by default). */
+#define ARENA__TRACED 64
+ARENA__HIDDEN void arena__limit_trace(const arena_limit_event *e);
+
+/* ---- Names in text ------------------------------------------------------------- */
+
+/* A name is the caller's bytes, any bytes; text that shows one (the report,
+ * messages) shows each character as itself, but for each byte of a control
+ * character (C0, DEL, C1) or of no well-formed UTF-8 sequence, as \xNN, so
+ * that a name never breaks a line nor makes the text invalid UTF-8.  This
+ * is the length of the well-formed sequence that `s` (NUL-terminated)
+ * begins with, 0 if none (RFC 3629: no overlong form, no surrogate, nothing
+ * above U+10FFFF; a NUL is no continuation byte, so nothing past the string
+ * is read). */
+static inline size_t arena__utf8_len(const unsigned char *s)
+{
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t n, i;
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] < 0xC2 || s[0] > 0xF4)
+        return 0;
+    n = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+    if (s[0] == 0xE0)
+        lo = 0xA0; /* overlong below */
+    else if (s[0] == 0xED)
+        hi = 0x9F; /* surrogates above */
+    else if (s[0] == 0xF0)
+        lo = 0x90; /* overlong below */
+    else if (s[0] == 0xF4)
+        hi = 0x8F; /* above U+10FFFF */
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* The bytes of the character `s` begins with as a name shows it (1 for a
+ * byte of no well-formed sequence), and in `*escaped` whether each is
+ * shown as \xNN. */
+static inline size_t arena__name_char(const unsigned char *s, bool *escaped)
+{
+    size_t k = arena__utf8_len(s);
+    *escaped = k == 0 || s[0] < 0x20 || s[0] == 0x7F || (s[0] == 0xC2 && s[1] < 0xA0);
+    return k ? k : 1;
+}
 
 #endif /* ARENA_INTERNAL_H */

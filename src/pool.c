@@ -228,7 +228,7 @@ static void verify_free_slot(const arena_pool *p, const unsigned char *obj)
         return;
     for (j = 0; j < p->stride; j++) {
         if (obj[j] != ARENA__CLOBBER) {
-            arena__report(ARENA_ERR_CORRUPT,
+            arena__report(ARENA__ABOUT_POOL(p), ARENA_ERR_CORRUPT,
                           "arena_pool_alloc: pool %p: slot %p was written after it was freed "
                           "(byte %zu)",
                           (const void *)p, (const void *)obj, j);
@@ -266,13 +266,13 @@ static void report_foreign(const arena_pool *p, void *obj)
     size_t span = p->cap * p->stride;
 
     if (p->cap && at >= base && at - base < span)
-        arena__report(ARENA_ERR_FOREIGN_POINTER,
+        arena__report(ARENA__ABOUT_POOL(p), ARENA_ERR_FOREIGN_POINTER,
                       "arena_pool_free: %p is inside slot %zu of pool %p (at offset %zu), not "
                       "at its start",
                       obj, (size_t)(at - base) / p->stride, (const void *)p,
                       (size_t)(at - base) % p->stride);
     else
-        arena__report(ARENA_ERR_FOREIGN_POINTER,
+        arena__report(ARENA__ABOUT_POOL(p), ARENA_ERR_FOREIGN_POINTER,
                       "arena_pool_free: %p is not in pool %p (storage at %p, %zu bytes)", obj,
                       (const void *)p, (void *)slots_of(p), span);
 }
@@ -283,8 +283,8 @@ void arena__pool_free_slow(arena_pool *p, void *obj)
     const uint32_t *state = states_of(p);
 
     if (!obj) {
-        arena__report(ARENA_ERR_NULL_FREE, "arena_pool_free: NULL pointer given to pool %p",
-                      (void *)p);
+        arena__report(ARENA__ABOUT_POOL(p), ARENA_ERR_NULL_FREE,
+                      "arena_pool_free: NULL pointer given to pool %p", (void *)p);
         return;
     }
     i = arena__pool_index(p, obj);
@@ -293,7 +293,7 @@ void arena__pool_free_slow(arena_pool *p, void *obj)
         return;
     }
     if (state[i] != ARENA__POOL_LIVE) {
-        arena__report(ARENA_ERR_DOUBLE_FREE,
+        arena__report(ARENA__ABOUT_POOL(p), ARENA_ERR_DOUBLE_FREE,
                       "arena_pool_free: double free of %p (slot %zu of pool %p is already free: "
                       "%s)",
                       obj, i, (void *)p,
@@ -315,23 +315,27 @@ static bool check_shape(const arena_pool *p)
 
     if (p->cap == 0) {
         if (p->nfree || p->open || p->block)
-            return arena__corrupt("arena_pool_check: pool %p: capacity 0 but %zu free slots",
+            return arena__corrupt(ARENA__ABOUT_POOL(p),
+                                  "arena_pool_check: pool %p: capacity 0 but %zu free slots",
                                   (const void *)p, p->nfree);
         return true;
     }
     if (!p->base || !p->stack || !p->state || !arena__is_pow2(p->obj_align) ||
         (p->base & (p->obj_align - 1)))
-        return arena__corrupt("arena_pool_check: pool %p: storage %p is missing or misaligned",
+        return arena__corrupt(ARENA__ABOUT_POOL(p),
+                              "arena_pool_check: pool %p: storage %p is missing or misaligned",
                               (const void *)p, (void *)slots_of(p));
     if ((d & 1) == 0 || (d << p->shift) != p->stride || d * p->inv != 1 ||
         !plan(p->obj_size, p->obj_align, p->cap, &l) || l.stride != p->stride ||
         p->stack != p->base + l.stack || p->state != p->base + l.state)
         return arena__corrupt(
+            ARENA__ABOUT_POOL(p),
             "arena_pool_check: pool %p: stride %zu (shift %zu, inverse %zx) or layout "
             "does not fit %zu objects of %zu bytes at alignment %zu",
             (const void *)p, p->stride, p->shift, p->inv, p->cap, p->obj_size, p->obj_align);
     if (p->nfree > p->cap || (p->open != 0 && p->open != p->cap))
-        return arena__corrupt("arena_pool_check: pool %p: %zu free slots (inline bound %zu) of %zu",
+        return arena__corrupt(ARENA__ABOUT_POOL(p),
+                              "arena_pool_check: pool %p: %zu free slots (inline bound %zu) of %zu",
                               (const void *)p, p->nfree, p->open, p->cap);
     return true;
 }
@@ -347,12 +351,14 @@ bool arena_pool_check(arena_pool *p)
         return false;
     for (i = 0; i < p->cap; i++) {
         if (st[i] > ARENA__POOL_FREED)
-            return arena__corrupt("arena_pool_check: pool %p: slot %zu has state %u",
+            return arena__corrupt(ARENA__ABOUT_POOL(p),
+                                  "arena_pool_check: pool %p: slot %zu has state %u",
                                   (const void *)p, i, (unsigned)st[i]);
         nfree += st[i] != ARENA__POOL_LIVE;
     }
     if (nfree != p->nfree)
         return arena__corrupt(
+            ARENA__ABOUT_POOL(p),
             "arena_pool_check: pool %p: %zu slots are free but the free stack holds "
             "%zu",
             (const void *)p, nfree, p->nfree);
@@ -378,6 +384,7 @@ bool arena_pool_check(arena_pool *p)
     }
     if (why)
         return arena__corrupt(
+            ARENA__ABOUT_POOL(p),
             "arena_pool_check: pool %p: free stack entry %zu names slot %zu, which "
             "is %s",
             (const void *)p, bad, (size_t)stack[bad], why);

@@ -79,20 +79,17 @@ static void unlink_node(struct arena__node *n)
 
 /* ---- Arenas ------------------------------------------------------------------------------ */
 
-void arena__publish(arena *a)
+void arena__publish(struct arena__node *n, const char *name, const arena_stats *s)
 {
-    struct arena__node *n = arena__cold(a)->set.node;
-    arena_stats s;
-    arena_get_stats(a, &s);
-    atomic_store_explicit(&n->name, arena__cold(a)->set.name, memory_order_relaxed);
-    atomic_store_explicit(&n->stored, s.stored, memory_order_relaxed);
-    atomic_store_explicit(&n->retained, s.retained, memory_order_relaxed);
-    atomic_store_explicit(&n->held, s.held, memory_order_relaxed);
-    atomic_store_explicit(&n->limit, s.limit, memory_order_relaxed);
-    atomic_store_explicit(&n->peak_held, s.peak_held, memory_order_relaxed);
-    atomic_store_explicit(&n->chunks, s.chunks, memory_order_relaxed);
-    atomic_store_explicit(&n->resets, s.resets, memory_order_relaxed);
-    atomic_store_explicit(&n->limit_hits, s.limit_hits, memory_order_relaxed);
+    atomic_store_explicit(&n->name, name, memory_order_relaxed);
+    atomic_store_explicit(&n->stored, s->stored, memory_order_relaxed);
+    atomic_store_explicit(&n->retained, s->retained, memory_order_relaxed);
+    atomic_store_explicit(&n->held, s->held, memory_order_relaxed);
+    atomic_store_explicit(&n->limit, s->limit, memory_order_relaxed);
+    atomic_store_explicit(&n->peak_held, s->peak_held, memory_order_relaxed);
+    atomic_store_explicit(&n->chunks, s->chunks, memory_order_relaxed);
+    atomic_store_explicit(&n->resets, s->resets, memory_order_relaxed);
+    atomic_store_explicit(&n->limit_hits, s->limit_hits, memory_order_relaxed);
 }
 
 bool arena__register_under(arena *a, struct arena__node *parent)
@@ -106,7 +103,7 @@ bool arena__register_under(arena *a, struct arena__node *parent)
         return false;
     arena__cold(a)->set.node = n;
     arena__note_holds(a);
-    arena__publish(a);
+    arena__publish_arena(a);
     link_node(n);
     return true;
 }
@@ -272,33 +269,75 @@ static ARENA__NO_TSAN void put_number(struct out *o, uint64_t v, size_t width)
     put_padded(o, digits + i, k, width > k ? width : k, false);
 }
 
-/* A name as a JSON string (quotes, backslashes and control bytes escaped). */
-static void put_json_name(struct out *o, const char *s)
+/* ---- Names -------------------------------------------------------------------------------
+ *
+ * A name is the caller's string, any bytes: the JSON report must stay JSON
+ * (RFC 8259: UTF-8, control characters escaped) and the text report one
+ * line per entry, in columns.  Each writes a well-formed UTF-8 character as
+ * it is, and a byte of no well-formed sequence as a replacement: U+FFFD in
+ * the JSON, \xNN in the text, as arena__name_char() says (which shows
+ * control characters so too). */
+
+static const char hex[] = "0123456789abcdef";
+
+/* A name as a JSON string: quotes, backslashes and control characters
+ * escaped, a byte of no well-formed UTF-8 sequence as U+FFFD. */
+static void put_json_name(struct out *o, const char *name)
 {
-    static const char hex[] = "0123456789abcdef";
-    const char *run;
+    const unsigned char *s = (const unsigned char *)name, *run;
     if (!s) {
         put(o, "null");
         return;
     }
     put(o, "\"");
-    for (run = s;; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c && c != '"' && c != '\\' && c >= 0x20)
+    for (run = s; *s;) {
+        size_t k = arena__utf8_len(s);
+        if (k && *s != '"' && *s != '\\' && *s >= 0x20 && *s != 0x7F) {
+            s += k;
             continue;
-        put_bytes(o, run, (size_t)(s - run));
-        if (!c)
-            break;
-        if (c == '"' || c == '\\') {
-            char esc[2] = {'\\', (char)c};
+        }
+        put_bytes(o, (const char *)run, (size_t)(s - run));
+        if (!k) {
+            put(o, "\\ufffd");
+        } else if (*s == '"' || *s == '\\') {
+            char esc[2] = {'\\', (char)*s};
             put_bytes(o, esc, 2);
         } else {
-            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            char esc[6] = {'\\', 'u', '0', '0', hex[*s >> 4], hex[*s & 15]};
             put_bytes(o, esc, 6);
         }
-        run = s + 1;
+        run = ++s;
     }
+    put_bytes(o, (const char *)run, (size_t)(s - run));
     put(o, "\"");
+}
+
+/* A name in the text report's column of `width` characters, padded: a
+ * character that prints as itself, each byte of a control character (C0,
+ * DEL, C1) or of no well-formed sequence as \xNN (four characters), so that
+ * no name breaks its line; cut before the first character that would cross
+ * the column. */
+static ARENA__NO_TSAN void put_text_name(struct out *o, const char *name, size_t width)
+{
+    const unsigned char *s = (const unsigned char *)name;
+    size_t used = 0;
+    while (*s) {
+        bool control;
+        size_t bytes = arena__name_char(s, &control), i;
+        if (used + (control ? 4 * bytes : 1) > width)
+            break;
+        for (i = 0; i < bytes; i++) {
+            if (control) {
+                char esc[4] = {'\\', 'x', hex[s[i] >> 4], hex[s[i] & 15]};
+                put_bytes(o, esc, 4);
+            } else {
+                put_bytes(o, (const char *)s + i, 1);
+            }
+        }
+        used += control ? 4 * bytes : 1;
+        s += bytes;
+    }
+    put_spaces(o, width - used);
 }
 
 /* One entry of the report: an arena's or shared arena's counters as
@@ -353,7 +392,8 @@ static void read_node(const struct arena__node *n, struct figures *f)
     f->s.limit_hits = atomic_load_explicit(&n->limit_hits, memory_order_relaxed);
 }
 
-/* The text report's columns: name (indented by depth), kind, then the
+/* The text report's columns: name (indented by depth; in characters, the
+ * others in bytes, which their ASCII makes the same), kind, then the
  * figures. */
 #define NAME_COLUMN 28
 
@@ -372,7 +412,7 @@ static void put_text(struct out *o, const struct figures *f, int depth)
 {
     size_t indent = 2 * (size_t)depth;
     put_spaces(o, indent);
-    put_column(o, f->name ? f->name : "(unnamed)", NAME_COLUMN - indent, true);
+    put_text_name(o, f->name ? f->name : "(unnamed)", NAME_COLUMN - indent);
     put(o, " ");
     put_column(o, f->kind, 6, true);
     put_cell(o, !f->pool, f->s.stored, 12);

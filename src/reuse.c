@@ -196,7 +196,7 @@ ARENA__NO_ASAN static bool node_load(const char *s, size_t *len, char **next)
 
 static void corrupt(const arena *a, const char *s)
 {
-    arena__report(ARENA_ERR_CORRUPT,
+    arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_CORRUPT,
                   "arena: arena %p: the free block at %p was overwritten (a write after free, "
                   "or a block freed twice)",
                   (const void *)a, (const void *)s);

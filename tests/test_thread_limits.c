@@ -138,6 +138,13 @@ static void cache_limit_holds_under_16_threads(void **state)
 
 static _Atomic int stop;
 
+/* A callback, so that the workers' refusals print nothing (ARENA_LIMIT_TRACE). */
+static void ignore_refusal(const arena_limit_event *e, void *ctx)
+{
+    (void)e;
+    (void)ctx;
+}
+
 static void *registry_worker(void *arg)
 {
     uint64_t s = 0x2545F4914F6CDD1Dull * (uint64_t)(uintptr_t)arg + 1;
@@ -146,6 +153,8 @@ static void *registry_worker(void *arg)
         arena a = {0};
         int k;
         arena_set_name(&a, names[next(&s) % 3]);
+        arena_set_limit(&a, 40000); /* refusals publish too */
+        arena_on_limit(&a, ignore_refusal, NULL);
         if (!arena_register(&a))
             continue;
         for (k = 0; k < 50; k++) {
@@ -154,6 +163,12 @@ static void *registry_worker(void *arg)
                 memset(p, k, 1);
             if (k % 10 == 0)
                 arena_reset(&a);
+            if (k % 7 == 0) { /* publishes, as the report reads */
+                arena_stats st;
+                arena_get_stats(&a, &st);
+            }
+            if (k % 13 == 0)
+                arena_trim(&a, 0);
         }
         arena_release(&a); /* unregisters */
     }

@@ -113,11 +113,28 @@ typedef enum arena_error {
     ARENA_ERR_LATE_FREE
 } arena_error;
 
-/** An error handler.  `message` names the function and the offending value;
- *  it is valid only during the call.  If the handler returns, the faulty call
- *  does nothing: the state is exactly as before.  It runs in the thread that
- *  made the faulty call. */
+/** An error handler.  `message` names the function, the offending value,
+ *  and the arena, pool or cache the faulty call was on, by its address and,
+ *  when it has one, its name (arena_set_name(), arena_pool_set_name(),
+ *  arena_cache_set_name(); in double quotes after the address, control
+ *  characters and bytes of no well-formed UTF-8 sequence as \\xNN, cut to 64
+ *  characters); it is valid only during the call.  arena_error_about() gives
+ *  the handler the objects themselves.  If the handler returns, the faulty
+ *  call does nothing: the state is exactly as before.  It runs in the thread
+ *  that made the faulty call. */
 typedef void arena_error_fn(arena_error code, const char *message, void *ctx);
+
+/** What a misuse is about, as arena_error_about() gives it to the error
+ *  handler.  The library owns it. */
+typedef struct arena_error_info {
+    arena_error code;                /**< the code the handler was given */
+    const struct arena *arena;       /**< the arena the faulty call was on, or NULL */
+    const struct arena_pool *pool;   /**< the pool it was on (pool.h), or NULL */
+    const struct arena_cache *cache; /**< the cache it was on (thread.h), or NULL */
+    const char *name;                /**< the name of `arena`, else of `pool`, else of
+                                          `cache` (the first that is not NULL), or NULL */
+    const void *reserved[4];         /**< NULL; room for later fields */
+} arena_error_info;
 
 /** Installs `fn` (with `ctx`) as the process-wide error handler and returns the
  *  previous one.  `fn == NULL` restores arena_default_error_handler().
@@ -128,6 +145,21 @@ ARENA_API arena_error_fn *arena_set_error_handler(arena_error_fn *fn, void *ctx)
  *  handler that chains to the one it replaced).  Not thread-safe against
  *  arena_set_error_handler(). */
 ARENA_API arena_error_fn *arena_get_error_handler(void **ctx);
+
+/**
+ * During a call of the error handler, from the handler (its thread): what the
+ * misuse being reported is about, so that a handler can name the object in
+ * its own words (the request an arena serves, say) or act on it.  The
+ * objects are those of the faulty call (the arena of arena_free(), the pool
+ * of arena_pool_free(), the cache and the arena of arena_cache_recycle(),
+ * the current arena of the arena_cur_* family); the struct is valid until
+ * the handler returns.  A report from within the handler (a misuse there)
+ * has its own, and the outer one is back when that inner handler returns.
+ * NULL outside a handler's call, but for a thread whose handler left by
+ * longjmp(): it still gives that report (its storage, the library's, stays
+ * valid; its objects may not).  Thread-safe: each thread sees its own.
+ */
+ARENA_API const arena_error_info *arena_error_about(void);
 
 /** The default handler: writes "libarena: " and the message to stderr and
  *  aborts.  Thread-safe. */
@@ -676,7 +708,13 @@ ARENA_API void arena_set_budget(arena *a, arena_budget *b);
  *  this arena that a limit or the backing allocator refuses (see
  *  arena_limit_event).  Neither is misuse: the allocation returns NULL
  *  either way, as it does without a callback.  Kept through resets and
- *  releases. */
+ *  releases.  Without a callback, a refusal by a limit (the arena's or its
+ *  budget's, not the backing's out-of-memory) writes one line to stderr
+ *  (`libarena: limit: arena 0x... "name" refused N bytes (...)`) where
+ *  the environment variable ARENA_LIMIT_TRACE, read at the process's first
+ *  refusal, asks: "1" every such refusal, in any build; "0" none; unset (or
+ *  another value), the checked build traces the first 64 of the process and
+ *  then a line saying it stops, other builds none. */
 ARENA_API void arena_on_limit(arena *a, arena_limit_fn *fn, void *ctx);
 
 /** Names the arena for reports and limit events: `name` is the caller's

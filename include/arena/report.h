@@ -4,13 +4,34 @@
  *
  * Opt-in: an arena, cache or shared arena appears in the report once it is
  * registered, and leaves it when it is released (or destroyed, or
- * unregistered).  A program that registers nothing pays nothing; a
- * registered arena publishes its counters (arena_get_stats()) at the
- * library's calls (an allocation that misses the inline window, a reset, a
- * release, arena_get_stats()), a few relaxed atomic stores, so the report,
- * which any thread may ask for at any time, reads figures that may be a
- * moment old and never tears one.  The arenas of a registered cache are
- * registered under it as they are made; everything else is at the top.
+ * unregistered).  A program that registers nothing pays nothing.  The
+ * arenas of a registered cache are registered under it as they are made;
+ * everything else is at the top.
+ *
+ * When the figures are current.  An arena is used by one thread at a time,
+ * so the report, which any thread may ask for at any time, never reads the
+ * arena: it reads a copy of its counters that the arena's own thread
+ * publishes (a few relaxed atomic stores: no figure tears), with the
+ * figures arena_get_stats() gives at that moment, at these calls:
+ *   - arena_get_stats() itself;
+ *   - a refusal (by a limit or the backing allocator, told to
+ *     arena_on_limit() or not), as it happens;
+ *   - an allocation that the library places rather than the inline window
+ *     (one that takes a chunk; one that reuses a freed block; every value
+ *     in the checked and instrumented builds), a reset or rewind that is not
+ *     inline, arena_reset_to(), arena_trim();
+ *   - arena_set_limit(), arena_set_name(), arena_register().
+ * The inline calls (a value that fits the current chunk, the inline reset
+ * and rewind) and arena_free() publish nothing, so that a registered arena's
+ * fast paths cost what an unregistered one's do.  An arena's entry shows,
+ * hence, its figures as of its last publishing call: exactly what
+ * arena_get_stats() gives when the arena made no other call since.  So a
+ * report printed right after arena_get_stats() on each arena of interest
+ * (on its thread) shows the same stored, retained, held, limit, peak held,
+ * chunks, resets and refusals.  A cache's figures (held, limit, arenas,
+ * out) and a shared arena's are read as the report is written, through
+ * their thread-safe queries: current.  A pool shows what init fixed (see
+ * arena_pool_register()).
  *
  * Registration allocates a small record from the C heap (not from the
  * arena's backing: it is not counted in `held` or any limit).  This header
@@ -51,7 +72,14 @@ ARENA_API bool arena_shared_register(arena_shared *s);
  *  False on out-of-memory.  The pool's thread calls it. */
 ARENA_API bool arena_pool_register(arena_pool *p);
 
-/** arena_report()'s formats. */
+/** arena_report()'s formats.  A name is the caller's bytes, any bytes: the
+ *  JSON escapes quotes, backslashes and control characters and writes U+FFFD
+ *  for each byte of no well-formed UTF-8 sequence, so that the report is
+ *  always valid UTF-8 JSON (RFC 8259); the text shows each byte of a
+ *  control character (C0, DEL, C1) or of no well-formed sequence as \\xNN, so
+ *  that a name never breaks its line, and cuts a name to its column (28
+ *  characters, less the indent) before the first character that would
+ *  cross it, never inside one. */
 enum {
     ARENA_REPORT_TEXT = 0, /**< aligned columns, one line per entry, children indented */
     ARENA_REPORT_JSON = 1  /**< one JSON object: {"entries": [ ... ]}, children nested */

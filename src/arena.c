@@ -1270,9 +1270,9 @@ static size_t head_extent(const arena *a, const char *h)
 enum kind { HELD_BARE, HELD_PAGE, HELD_HEAD };
 struct held {
     enum kind kind;
-    char *from;  /* HELD_PAGE, HELD_HEAD: the block's start */
-    size_t len;  /* its length */
-    unsigned c;  /* HELD_PAGE: the class */
+    char *from; /* HELD_PAGE, HELD_HEAD: the block's start */
+    size_t len; /* its length */
+    unsigned c; /* HELD_PAGE: the class */
 };
 
 /* Whether the head before the value `p` may be read: in p's own OS page,
@@ -1736,8 +1736,7 @@ static void shrink_block(arena *a, char *p, size_t old_size, size_t new_size)
 
 /* A headed value `p` whose block `h` holds `new_size` bytes keeps it; what
  * the value no longer needs past it goes back when it makes a block. */
-static void resize_headed(arena *a, char *p, const struct held *h, size_t old_size,
-                          size_t new_size)
+static void resize_headed(arena *a, char *p, const struct held *h, size_t old_size, size_t new_size)
 {
     char *end = h->from + h->len;
     char *to = (char *)arena__align_up((uintptr_t)p + new_size, ARENA_ALIGN);
@@ -1772,8 +1771,8 @@ static bool grow_headed_last(arena *a, char *p, const struct held *h, size_t old
  * shrink stays, but with `shrink_moves` (the adapters') for one that a
  * smaller block serves: to a smaller page class, or a large value's, not
  * the most recent, to a page.  Size 0 gives it back (`p` is returned). */
-static void *resize_held(arena *a, char *p, const struct held *h, size_t old_size,
-                         size_t new_size, unsigned how)
+static void *resize_held(arena *a, char *p, const struct held *h, size_t old_size, size_t new_size,
+                         unsigned how)
 {
     bool shrink_moves = (how & ARENA__RESIZE_SHRINK_MOVES) != 0;
     bool stays;
@@ -1901,7 +1900,7 @@ void *arena__realloc_as(arena *a, void *ptr, size_t old_size, size_t new_size, u
         return p;
     }
     q = (char *)(how & ARENA__RESIZE_NO_PAGES ? arena__reuse_alloc_as(a, new_size, false)
-                                               : arena_alloc_reuse(a, new_size));
+                                              : arena_alloc_reuse(a, new_size));
     if (q) {
         memcpy(q, p, old_size);
         free_value(a, p, old_size, false);

@@ -86,8 +86,8 @@ bool arena__page_refill(arena *a, struct arena__pages *pg, unsigned c, const cha
     struct arena__page_class *k = &pg->cls[c];
     if (k->free) { /* arena__page_take() could not decode its head */
         arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_CORRUPT,
-                      "%s: arena %p: the free block at %p was overwritten (a write after free)",
-                      fn, (void *)a, (void *)k->free);
+                      "%s: arena %p: the free block at %p was overwritten (a write after free)", fn,
+                      (void *)a, (void *)k->free);
         k->free = NULL;
     }
     return k->next != k->end || carve(a, pg, c);

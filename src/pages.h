@@ -68,15 +68,14 @@ struct arena__page_header {
     uint64_t saves;     /* the owner's marks taken when it was carved */
 };
 
-#define ARENA__PAGE_HDR                                                                            \
-    ((sizeof(struct arena__page_header) + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1))
+#define ARENA__PAGE_HDR  ((sizeof(struct arena__page_header) + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1))
 #define ARENA__PAGE_MASK ((uintptr_t)ARENA__PAGE - 1)
 /* The smallest class's blocks: a bit per block of their page says it is free. */
-#define ARENA__TINY         ((size_t)8)
-#define ARENA__TINY_BITMAP  ((ARENA__PAGE / ARENA__TINY + 7) / 8)
-#define ARENA__PAGE_MIX     ((uintptr_t)UINT64_C(0xD6E8FEB86659FD93))
-#define ARENA__PAGE_FREED   ((uintptr_t)UINT64_C(0x94D049BB133111EB))
-#define ARENA__PAGE_NODE    ((uintptr_t)UINT64_C(0xBF58476D1CE4E5B9))
+#define ARENA__TINY        ((size_t)8)
+#define ARENA__TINY_BITMAP ((ARENA__PAGE / ARENA__TINY + 7) / 8)
+#define ARENA__PAGE_MIX    ((uintptr_t)UINT64_C(0xD6E8FEB86659FD93))
+#define ARENA__PAGE_FREED  ((uintptr_t)UINT64_C(0x94D049BB133111EB))
+#define ARENA__PAGE_NODE   ((uintptr_t)UINT64_C(0xBF58476D1CE4E5B9))
 
 /* The per-process secret (pages.c): a static's address, mixed. */
 ARENA__HIDDEN uintptr_t arena__secret(void);
@@ -187,7 +186,7 @@ static ARENA__ALWAYS_INLINE char *arena__page_pop(struct arena__page_class *k, s
  * list (*reused set), or the next of its page; NULL when the list's head does
  * not decode (overwritten) or the class has no list and its page is used up. */
 static ARENA__ALWAYS_INLINE char *arena__page_take(struct arena__page_class *k, unsigned c,
-                                                    bool *reused)
+                                                   bool *reused)
 {
     size_t block = arena__page_block(c);
     char *b;
@@ -209,7 +208,7 @@ static ARENA__ALWAYS_INLINE char *arena__page_take(struct arena__page_class *k, 
 
 /* Gives the block `b` of `block` bytes back to its class's list `k`. */
 static ARENA__ALWAYS_INLINE void arena__page_give(struct arena__page_class *k, char *b,
-                                                   size_t block)
+                                                  size_t block)
 {
     arena__page_set_word(b, 0, (uintptr_t)k->free ^ (uintptr_t)b ^ ARENA__PAGE_NODE);
     arena__page_set_freed(b, block, true);
@@ -224,12 +223,12 @@ static inline bool arena__page_on_boundary(const char *p, uintptr_t page, size_t
  * (modulo 2^64), m being 2^64 / d rounded up; one m for each block size a
  * page has (8, and 16 c for the classes c of 1 to 16), at index block / 16. */
 #define ARENA__DIVIDES(d) (UINT64_MAX / (d) + 1)
-    static const uint64_t m[] = {
-        ARENA__DIVIDES(8),   ARENA__DIVIDES(16),  ARENA__DIVIDES(32),  ARENA__DIVIDES(48),
-        ARENA__DIVIDES(64),  ARENA__DIVIDES(80),  ARENA__DIVIDES(96),  ARENA__DIVIDES(112),
-        ARENA__DIVIDES(128), ARENA__DIVIDES(144), ARENA__DIVIDES(160), ARENA__DIVIDES(176),
-        ARENA__DIVIDES(192), ARENA__DIVIDES(208), ARENA__DIVIDES(224), ARENA__DIVIDES(240),
-        ARENA__DIVIDES(256)};
+    static const uint64_t m[] = {ARENA__DIVIDES(8),   ARENA__DIVIDES(16),  ARENA__DIVIDES(32),
+                                 ARENA__DIVIDES(48),  ARENA__DIVIDES(64),  ARENA__DIVIDES(80),
+                                 ARENA__DIVIDES(96),  ARENA__DIVIDES(112), ARENA__DIVIDES(128),
+                                 ARENA__DIVIDES(144), ARENA__DIVIDES(160), ARENA__DIVIDES(176),
+                                 ARENA__DIVIDES(192), ARENA__DIVIDES(208), ARENA__DIVIDES(224),
+                                 ARENA__DIVIDES(240), ARENA__DIVIDES(256)};
 #undef ARENA__DIVIDES
     size_t off = (size_t)((uintptr_t)p - page), i = block / 16;
     uint64_t x;

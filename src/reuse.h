@@ -181,7 +181,8 @@ static ARENA__ALWAYS_INLINE void *arena__small_take(arena *a, size_t n)
     unsigned c = arena__small_class(n);
     bool reused;
     char *b;
-    if (!arena__paging() || (a->pending & ARENA__PENDING_OVER) || (pg = arena__pages_live(a)) == NULL)
+    if (!arena__paging() || (a->pending & ARENA__PENDING_OVER) ||
+        (pg = arena__pages_live(a)) == NULL)
         return NULL;
     b = arena__page_take(&pg->cls[c], c, &reused);
     if (b) {

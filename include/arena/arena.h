@@ -498,12 +498,13 @@ static inline char *arena_strdup(arena *a, const char *s);
  * bytes to `new_size` bytes, keeping its first min(old_size, new_size) bytes.
  *   - Grow: in place (returns `ptr`) when ptr is the most recent value of
  *     the current chunk and the chunk has room; otherwise a new
- *     ARENA_ALIGN-aligned value of new_size bytes (a free block that holds
- *     it, as arena_alloc_reuse() takes one, or a new place) gets a copy of
- *     the old size's bytes and is returned, and the old one is given back
- *     as arena_free() gives it (as C's realloc frees it): `ptr` is dead.
+ *     ARENA_ALIGN-aligned value of new_size bytes, placed as
+ *     arena_alloc_reuse() places one, gets a copy of the old size's bytes
+ *     and is returned, and the old one is given back as arena_free() gives
+ *     it (as C's realloc frees it): `ptr` is dead.
  *   - Shrink (new_size <= old_size): returns `ptr`, never moves; the tail
- *     goes back to the arena when ptr is the most recent value, and stays
+ *     goes back to the arena when ptr is the most recent value or the
+ *     arena knows the block that holds it (see arena_free()), and stays
  *     with the batch otherwise.  Size 0 is the shrink to nothing: `ptr` is
  *     returned (arena_free() drops it).
  *   - ptr NULL: arena_alloc(a, new_size) (size 0: a non-NULL pointer that
@@ -526,25 +527,40 @@ ARENA__NODISCARD
 ARENA_API void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size);
 
 /**
- * Gives the value `ptr` of `size` bytes back before its batch ends.  The
- * most recent value of the current chunk goes back to the position (the
- * next allocation of any kind reuses its bytes); any other value becomes a
- * free block that the reusing allocations take before they bump: the
- * adapters of hooks.h, arena_alloc_reuse() and a moving arena_realloc() (not
- * arena_alloc(), whose inline path never looks).  So a program that frees
- * what it no longer needs holds about what it uses, not everything it ever
- * stored.  arena_size() drops by `size`.  A reset or a rewind forgets the
+ * Gives the value `ptr` of `size` bytes back before its batch ends.  One
+ * rule for every call told a size (this one, arena_realloc(), the adapters
+ * of hooks.h): a value holds the bytes it was asked for, whichever call
+ * stored it, and any of them may give it back or resize it.  The most
+ * recent value of the current chunk goes back to the position (the next
+ * allocation of any kind reuses its bytes); any other value becomes a free
+ * block that the reusing allocations take before they bump: the adapters,
+ * arena_alloc_reuse() and a moving arena_realloc() (not arena_alloc(),
+ * whose inline path never looks).  A value a reusing allocation placed
+ * gives back the whole block that holds it (its padding included: the
+ * arena knows it), so that what the arena holds follows what is live under
+ * any pattern of frees; any other value gives back its own bytes only
+ * (what follows its last byte may be a value stored at a lesser alignment,
+ * a string).  arena_size() drops by `size`.  A reset or a rewind forgets the
  * free blocks (O(1)); after a rewind, a block freed before its mark is not
  * reused until the next reset.  A fixed-size arena (a caller's buffer
  * without backing) reuses only its most recent value, as do blocks too small
  * to hold a free block's node (16 bytes, 48 in the checked build).
  *
- * Requires: `ptr` NULL (nothing happens) or a live value of this arena, and
- * `size` its size (a string's counts its NUL; 0: nothing happens).  A value
- * freed twice, or a wrong size, is undefined in a plain build, where an
- * overwritten free block is reported (ARENA_ERR_CORRUPT) when the lists
- * next read it.  Instrumented builds report a pointer in no chunk of the
- * arena (ARENA_ERR_FOREIGN_POINTER) and a second free
+ * Requires: `ptr` NULL (nothing happens) or a live value of this arena's
+ * current batch, and `size` its size (a string's counts its NUL; 0: nothing
+ * happens).  A value given back after the reset, rewind or release that
+ * ended its batch is reported in every build (ARENA_ERR_LATE_FREE, nothing
+ * given back) when it lies beyond what the batch has stored since (past the
+ * position of the current chunk, or in a spare chunk): the common case, a
+ * container destroyed just after the reset.  Where the new batch has
+ * stored over it already, no build can tell it from a value of the new
+ * batch, and giving it back then corrupts that value: end a batch after
+ * everything that gives its values back (in C++, declare the scope or the
+ * batch before the containers).  A value freed twice, or a wrong size, is
+ * undefined in a plain build, where an overwritten free block is reported
+ * (ARENA_ERR_CORRUPT) when the lists next read it.  Instrumented builds
+ * report a pointer in no chunk of the arena (ARENA_ERR_FOREIGN_POINTER)
+ * and a second free
  * (ARENA_ERR_DOUBLE_FREE: ASan and Valgrind see the value closed, the
  * checked build its header); the checked build also a pointer that is not
  * the start of a value (ARENA_ERR_FOREIGN_POINTER), a size above the
@@ -553,20 +569,28 @@ ARENA_API void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_s
  * it is reused or the batch ends).  A freed value is closed to the program
  * (poisoned, no-access, clobbered) until it is handed out again.  After a
  * report nothing happens.  Not warn_unused_result, so that it can serve as a
- * free hook.  O(1) (instrumented builds: O(chunks in use)).  Never fails.
+ * free hook.  O(1) for a value a reusing allocation placed; O(chunks in use)
+ * for any other that is not the most recent (the late-free check).  Never
+ * fails.
  */
 ARENA_API void arena_free(arena *a, void *ptr, size_t size);
 
 /**
- * arena_alloc() that first takes a block given back in this batch
- * (arena_free(), the adapters' frees, a moving arena_realloc()) that holds
- * `size` bytes: the allocation for values that are freed one by one.
- * ARENA_ALIGN-aligned, uninitialised.  The first free block that holds it
- * among a few of its size class, else one of a larger class (the rest of the
- * block becomes a free block again when it can hold one); no free block:
- * arena_alloc().  A call (a class computation and a bitmap scan when there
- * are free blocks; one test when there are none).  Size 0 and failure as
- * arena_alloc().
+ * The allocation for values that are freed one by one: `size`
+ * uninitialised bytes, ARENA_ALIGN-aligned.  While nothing was given back in
+ * the batch, arena_alloc() (one test, no call).  Once something was, the
+ * value goes where the arena can take it back whole when it is freed: a
+ * block given back in this batch (arena_free(), the adapters' frees, a
+ * moving arena_realloc()) that holds it, the smallest that does (a larger
+ * one is split); else a value of at most 256 bytes in a page of its size
+ * class (16-byte steps; in a plain build, once its class has had a few
+ * values in the batch), a larger one in a block of its size class (bounds
+ * at most 12.5% apart) after a 16-byte head; a value past the chunk budget
+ * in a chunk of its own.  Freed, each goes back whole, and pages whose
+ * blocks are all free are reused by any size.  Instrumented builds keep
+ * exact sizes (a guard after each value) and no pages.  O(1) but for a
+ * merge of the free blocks, amortized O(log n) per block given back.  Size 0
+ * and failure as arena_alloc().
  */
 ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) ARENA_API
     void *arena_alloc_reuse(arena *a, size_t size);

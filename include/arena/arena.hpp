@@ -311,7 +311,19 @@ private:
  * do_deallocate gives the block back (arena_free()), so a vector that grows
  * leaves its old buffers for the next allocation of their size.  A reset of
  * the arena drops everything at once: destroy (or forget, when their
- * elements' destructors do nothing that matters) the containers first.
+ * elements' destructors do nothing that matters) the containers first.  A
+ * container destroyed after the reset gives its block back into the next
+ * batch: reported (ARENA_ERR_LATE_FREE) where the new batch has not stored
+ * over it yet, undetectable where it has.  The shape that gets the order
+ * right by construction declares the scope first, so that it ends after
+ * the containers declared after it:
+ *
+ *     for (auto &req : requests) {
+ *         auto batch = a.scope();                 // ends last: drops the batch
+ *         std::pmr::vector<std::pmr::string> v(&res);
+ *         ...
+ *     }                                           // v, then batch
+ *
  * Two resources are equal only when they are the same object.
  */
 class resource : public std::pmr::memory_resource {
@@ -383,7 +395,8 @@ private:
 /**
  * An allocator over an arena it does not own, for the standard containers
  * that take an allocator type (std::vector<T, libarena::allocator<T>>).
- * Allocation and deallocation as resource's.  Two allocators are equal when
+ * Allocation and deallocation as resource's, late frees included (declare
+ * a scope before the containers: see resource).  Two allocators are equal when
  * they use the same arena.  A container moved or swapped takes its
  * allocator along (its memory is in that arena); one copy-assigned keeps its
  * own arena (select_on_container_copy_construction copies it).  No default

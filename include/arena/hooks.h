@@ -23,10 +23,14 @@
  * Values that come from an arena die with the arena's batch (its reset,
  * rewind or release), whatever the library does: a library's own free walk
  * may be skipped (drop the batch instead), but a block must not be used, or
- * freed through a hook, after its batch is gone.  The hooks that free with
- * a size, and the arena_cur_* family, give a block back for reuse within
- * the batch (see arena_free), so a library that frees holds about what it
- * uses.
+ * freed through a hook, after its batch is gone (where it lies beyond what
+ * the new batch has stored, arena_free() reports it: ARENA_ERR_LATE_FREE).
+ * The hooks that free with a size, and the arena_cur_* family, give a block
+ * back for reuse within the batch (see arena_free), so a library that frees
+ * holds about what it uses.  The hooks told sizes follow arena_free()'s one
+ * rule: a block holds the bytes asked, and any of them (and arena_free(),
+ * arena_realloc()) may give back or resize a block that any of them, or
+ * arena_alloc() and its kin, stored.
  *
  * Thread-safety: as for the arena itself.  The hooks with a context use that
  * arena, so one thread at a time per arena.  The current arena is per thread;
@@ -47,11 +51,13 @@ extern "C" {
 /* ---- Hooks with a context: the context is an arena * --------------------------- */
 
 /**
- * arena_alloc(arena_ctx, size) as a function: `size` uninitialised bytes,
- * ARENA_ALIGN-aligned, in the arena `arena_ctx` (an arena *).  Size 0, as
- * for arena_alloc, stores nothing and returns a pointer not to be
- * dereferenced.  NULL on out-of-memory or overflow, arena unchanged.  Fits
- * protobuf-c's ProtobufCAllocator.alloc.
+ * arena_alloc_reuse(arena_ctx, size) as a function: `size` uninitialised
+ * bytes, ARENA_ALIGN-aligned, in the arena `arena_ctx` (an arena *): a bump
+ * while the batch has given nothing back.  Size 0, as for arena_alloc,
+ * stores nothing and returns a pointer not to be dereferenced.  NULL on
+ * out-of-memory or overflow, arena unchanged.  Fits protobuf-c's
+ * ProtobufCAllocator.alloc, and yyjson's alc.malloc beside
+ * arena_hook_realloc().
  */
 ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) ARENA_API
     void *arena_hook_alloc(void *arena_ctx, size_t size);
@@ -76,7 +82,8 @@ ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_hook_zalloc(void *arena_ctx
  *   - new_size 0: gives `ptr` (old_size bytes; NULL is fine) back with
  *     arena_free, for the next block of its size to reuse, and returns NULL;
  *   - ptr NULL: a new block of new_size bytes (old_size is then Lua's type
- *     tag and is ignored);
+ *     tag and is ignored), placed as arena_alloc_reuse() places one once a
+ *     batch gives values back;
  *   - otherwise arena_realloc(arena_ctx, ptr, old_size, new_size): in place when
  *     it is the most recent value and its chunk has room, else a copy (the
  *     old block given back).
@@ -92,10 +99,13 @@ ARENA_API void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size
  * Realloc with the old size (yyjson_alc.realloc): arena_realloc(), except
  * for a shrink.  ptr NULL allocates new_size bytes.  A shrink (new_size <=
  * old_size) never fails and keeps the first new_size bytes: the most recent
- * value shrinks in place, giving its tail back; any other moves to a block
- * of the new size and its own goes back whole (in place when no block can
- * be had), as Lua's hook does; new_size 0 returns ptr, a block of no bytes
- * (not NULL).  NULL on out-of-memory, block and arena unchanged.
+ * value shrinks in place, giving its tail back; any other moves where a
+ * smaller block serves it (one of a page's smaller size class, or of a page
+ * for a value past 256 bytes that falls below), its own going back whole,
+ * and otherwise shrinks in place, its tail given back where the arena knows
+ * its block (see arena_free()), as Lua's hook does; new_size 0 returns ptr,
+ * a block of no bytes (not NULL).  NULL on out-of-memory, block and arena
+ * unchanged.
  * ARENA_ALIGN-aligned.
  */
 ARENA__NODISCARD

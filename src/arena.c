@@ -1353,6 +1353,25 @@ static char *take_free(arena *a, size_t need, size_t *len)
     return s;
 }
 
+/* A free block of `need` bytes at least whose rest is at most `spare` bytes,
+ * which the value's block then keeps, or with `split` one whose rest makes a
+ * block of its own (it holds `need` and a node after it, rounded up to
+ * ARENA_ALIGN); NULL when there is none.  So no remainder too small to file
+ * separates the blocks given back later by more than `spare`. */
+static char *take_fitting(arena *a, size_t need, size_t spare, bool split, size_t *len)
+{
+    char *s;
+    if (split &&
+        (s = take_free(a, (size_t)arena__align_up(need, ARENA_ALIGN) + arena__reuse_min(), len)))
+        return s;
+    s = take_free(a, need, len);
+    if (s && *len - need > spare) {
+        (void)arena__reuse_file(a, s, *len);
+        return NULL;
+    }
+    return s;
+}
+
 /* Files the part of the block [s, end) that a value leaves from `to` on,
  * when it can be a block of its own; returns where the value's block ends. */
 static char *file_rest(arena *a, char *to, char *end)
@@ -1366,7 +1385,10 @@ static char *file_rest(arena *a, char *to, char *end)
 /* A bare value of `n` (> 0) bytes, ARENA_ALIGN-aligned, in a free block of
  * this batch; NULL when no block holds it (with `tight`, none that it fills
  * but for less than ARENA_ALIGN bytes).  What the value leaves of the block
- * (rounded up to ARENA_ALIGN) is filed again.  Only where reuse_open(). */
+ * (rounded up to ARENA_ALIGN) is filed again where it makes a block; an
+ * instrumented build takes no block whose rest could not, but for what its
+ * merges join across (what no value fits in: see reuse.c), since a value
+ * freed gives back what its guard covers.  Only where reuse_open(). */
 static ARENA__NOINLINE void *take_listed(arena *a, size_t n, bool tight)
 {
     const struct arena__chunk *c = NULL;
@@ -1379,13 +1401,14 @@ static ARENA__NOINLINE void *take_listed(arena *a, size_t n, bool tight)
     if (logged && !arena__reuse_log_room(a))
         return NULL;
     need = block_need(n);
-    s = take_free(a, need, &len);
+    if (tight)
+        s = take_fitting(a, need, (size_t)arena__align_up(need, ARENA_ALIGN) - need, false, &len);
+    else if (arena__instrumented())
+        s = take_fitting(a, need, arena__hdr() + ARENA__GRANULE - 1, true, &len);
+    else
+        s = take_free(a, need, &len);
     if (!s)
         return NULL;
-    if (tight && len > (size_t)arena__align_up(need, ARENA_ALIGN)) {
-        (void)arena__reuse_file(a, s, len);
-        return NULL;
-    }
     sync(a);
     end = s + len;
     p = s + arena__hdr();

@@ -1209,9 +1209,8 @@ static bool is_last(const arena *a, const char *p, size_t n)
  * current epoch passes: a reset, a rewind or a release ends an epoch
  * (reuse.c: revive() draws each from one count for the process), so no
  * head outlives its batch, and the bytes before a bare value, whatever they
- * hold, pass only by forgery.  A head is read where it
- * lies in the value's own OS page, or in its chunk: reading it never
- * faults. */
+ * hold, pass only by forgery.  A head is read where it lies in the value's
+ * own OS page, or in its chunk: reading it never faults. */
 
 const struct arena__chunk *arena__chunk_of(const arena *a, const char *p)
 {
@@ -1307,6 +1306,11 @@ static bool held_by(const arena *a, const char *p, size_t n, const char *fn, str
             return !arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_DOUBLE_FREE,
                                    "%s: the value at %p of arena %p was freed already", fn,
                                    (const void *)p, (const void *)a);
+        if (n > block)
+            return !arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_BAD_SIZE,
+                                   "%s: size %zu exceeds the %zu-byte block of the value at %p "
+                                   "(arena %p)",
+                                   fn, n, block, (const void *)p, (const void *)a);
         h->kind = HELD_PAGE;
         h->from = (char *)(uintptr_t)p;
         h->len = block;
@@ -1333,10 +1337,10 @@ static size_t block_need(size_t n)
     return arena__hdr() + ((n + ARENA__GRANULE - 1) & ~(ARENA__GRANULE - 1)) + ARENA__GRANULE;
 }
 
-/* Whether take_block() may find a block of `n` bytes: the lists are valid
- * and the arena is under its limit.  Tested inline, so that a batch with no
- * free block (a client that never frees, as protobuf-c's unpack) pays a load
- * and a branch, not the call and the saved registers of the search. */
+/* Whether the lists may hold a block of `n` bytes: they are valid and the
+ * arena is under its limit.  Tested inline, so that a batch with no free
+ * block (a client that never frees, as protobuf-c's unpack) pays a load and
+ * a branch, not the call and the saved registers of the search. */
 static ARENA__ALWAYS_INLINE bool reuse_open(const arena *a, size_t n)
 {
     return (a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) == ARENA__PENDING_REUSE &&

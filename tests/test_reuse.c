@@ -63,6 +63,18 @@ static size_t draw(size_t below)
 
 /* ---- One rule for sizes: a value holds the bytes it was asked for --------------------- */
 
+/* Gives a value back that is not the most recent, so that the lists of
+ * free blocks open, as they are in a batch that frees. */
+static void open_lists(arena *a)
+{
+    void *p = arena_alloc(a, 32);
+    assert_non_null(p);
+    assert_non_null(arena_alloc(a, 16));
+    arena_free(a, p, 32);
+    assert_true((a->pending & 1u) != 0); /* ARENA__PENDING_REUSE */
+}
+
+
 /* Whether [p, p + n) and [q, q + m) share a byte. */
 static bool overlap(const void *p, size_t n, const void *q, size_t m)
 {
@@ -139,9 +151,7 @@ static void free_keeps_a_packed_neighbour(void **state)
         unsigned char *p, *q;
         char *s;
         init_tb(&a, 0);
-        /* The lists open, as they are in a batch that frees. */
-        arena_free(&a, arena_alloc(&a, 64), 64);
-        assert_non_null(arena_alloc(&a, 16));
+        open_lists(&a);
         for (k = 0; k < 4; k++) {
             p = (unsigned char *)(k == 0   ? arena_alloc(&a, sizes[i])
                                   : k == 1 ? arena_alloc_reuse(&a, sizes[i])
@@ -268,8 +278,7 @@ static void late_free_after_reset_reported(void **state)
         unsigned char *p, *x;
         int count;
         init_tb(&a, 0);
-        arena_free(&a, arena_alloc(&a, 32), 32); /* the lists open */
-        assert_non_null(arena_alloc(&a, 16));
+        open_lists(&a);
         p = (unsigned char *)(i == 0   ? arena_alloc(&a, 300)
                               : i == 1 ? arena_alloc_reuse(&a, 300)
                               : i == 2 ? arena_alloc_reuse(&a, 40)
@@ -294,6 +303,82 @@ static void late_free_after_reset_reported(void **state)
     }
     assert_int_equal(recorded_errors.count, recorded_errors.expected);
     restore_errors();
+}
+
+/* A plain build knows the block of a value a reusing allocation placed (its
+ * page, or its head): a size past that block, and a second free of a page's
+ * block, are reported there, and nothing is given back. */
+static void known_blocks_report_misuse(void **state)
+{
+    arena a;
+    char *small, *large, *keep[40];
+    size_t i, size;
+    int count;
+    (void)state;
+
+    if (!test_packed())
+        return; /* instrumented builds: see double_free_reported */
+    record_errors();
+    init_tb(&a, 0);
+    open_lists(&a);
+    for (i = 0; i < 40; i++) /* past the values a class takes before its page */
+        assert_non_null(keep[i] = (char *)arena_alloc_reuse(&a, 40));
+    small = keep[39];
+    large = (char *)arena_alloc_reuse(&a, 1000);
+    assert_non_null(large);
+    size = arena_size(&a);
+    count = recorded_errors.count;
+    arena_free(&a, large, 5000);
+    assert_true(test_misuse_reported(count, ARENA_ERR_BAD_SIZE));
+    arena_free(&a, small, 200);
+    assert_true(test_misuse_reported(count + 1, ARENA_ERR_BAD_SIZE));
+    assert_int_equal(arena_size(&a), size);
+    arena_free(&a, small, 40);
+    arena_free(&a, small, 40);
+    assert_true(test_misuse_reported(count + 2, ARENA_ERR_DOUBLE_FREE));
+    assert_int_equal(arena_size(&a), size - 40);
+    assert_int_equal(recorded_errors.count, recorded_errors.expected);
+    restore_errors();
+    release_tb(&a);
+}
+
+/* A value placed after a head before a rewind outlives it (it was stored
+ * before the mark): its head belongs to an epoch the rewind ended, so it is
+ * given back as its own bytes, never past them; and a value stored after
+ * the mark, given back after the rewind, lies past the position: reported. */
+static void rewind_ends_heads(void **state)
+{
+    arena a;
+    arena_mark m;
+    char *before, *after, *next;
+    int count;
+    (void)state;
+
+    record_errors();
+    init_tb(&a, 0);
+    open_lists(&a);
+    before = (char *)arena_alloc_reuse(&a, 600);
+    assert_non_null(before);
+    m = arena_save(&a);
+    after = (char *)arena_alloc_reuse(&a, 600);
+    assert_non_null(after);
+    arena_rewind(&a, m);
+    next = arena_strdup(&a, "packed after the rewind");
+    assert_non_null(next);
+    count = recorded_errors.count;
+    arena_free(&a, after, 600);
+    if (test_packed() || ARENA_CHECKED)
+        assert_true(test_misuse_reported(count, ARENA_ERR_LATE_FREE));
+    arena_free(&a, before, 600);
+    for (size_t i = 0; i < 8; i++) {
+        char *x = (char *)arena_alloc_reuse(&a, 600);
+        assert_non_null(x);
+        memset(x, 0x77, 600);
+    }
+    assert_string_equal(next, "packed after the rewind");
+    assert_int_equal(recorded_errors.count, recorded_errors.expected);
+    restore_errors();
+    release_tb(&a);
 }
 
 /* ---- Memory follows what is live ------------------------------------------------- */
@@ -1097,6 +1182,8 @@ int main(void)
         cmocka_unit_test(alloc_reuse_takes_a_larger_block),
         cmocka_unit_test(freeing_the_most_recent_keeps_memory_flat),
         cmocka_unit_test(late_free_after_reset_reported),
+        cmocka_unit_test(known_blocks_report_misuse),
+        cmocka_unit_test(rewind_ends_heads),
         cmocka_unit_test(lua_hook_churn_is_flat),
         cmocka_unit_test(cur_family_print_loop_is_flat),
         cmocka_unit_test(growing_value_reuses_what_it_left),

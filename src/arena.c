@@ -1364,16 +1364,12 @@ static char *take_free(arena *a, size_t need, size_t *len)
  * separates the blocks given back later by more than `spare`. */
 static char *take_fitting(arena *a, size_t need, size_t spare, bool split, size_t *len)
 {
-    char *s;
-    if (split &&
-        (s = take_free(a, (size_t)arena__align_up(need, ARENA_ALIGN) + arena__reuse_min(), len)))
+    size_t whole = (size_t)arena__align_up(need, ARENA_ALIGN) + arena__reuse_min();
+    char *s = take_free(a, need, len);
+    if (!s || *len - need <= spare || (split && *len >= whole))
         return s;
-    s = take_free(a, need, len);
-    if (s && *len - need > spare) {
-        (void)arena__reuse_file(a, s, *len);
-        return NULL;
-    }
-    return s;
+    (void)arena__reuse_file(a, s, *len);
+    return split ? take_free(a, whole, len) : NULL;
 }
 
 /* Files the part of the block [s, end) that a value leaves from `to` on,
@@ -1408,7 +1404,7 @@ static ARENA__NOINLINE void *take_listed(arena *a, size_t n, bool tight)
     if (tight)
         s = take_fitting(a, need, (size_t)arena__align_up(need, ARENA_ALIGN) - need, false, &len);
     else if (arena__instrumented())
-        s = take_fitting(a, need, arena__hdr() + ARENA__GRANULE - 1, true, &len);
+        s = take_fitting(a, need, arena__reuse_gap(), true, &len);
     else
         s = take_free(a, need, &len);
     if (!s)
@@ -1656,15 +1652,15 @@ static void give_block(arena *a, char *from, size_t len)
 }
 
 /* The most recent value `p` of the current chunk, `held` bytes as placed,
- * goes back to the position; in an instrumented build with its header
- * (the chunk `c`), so that a value freed as it was stored leaves nothing
- * behind.  (While a mark is live an instrumented arena keeps the header, a
- * value of no bytes: the rewind's cut finds the values stored after the
- * mark by their headers.) */
+ * goes back to the position; in an instrumented build with its header and
+ * guard (the chunk `c`), so that a value freed as it was stored leaves
+ * nothing behind.  (While a mark is live the checked build keeps the
+ * header, a value of no bytes: its rewind's cut finds the values stored
+ * after the mark by their headers.) */
 static void unplace_last(arena *a, char *p, size_t held, const struct arena__chunk *c)
 {
     char *from;
-    if (!arena__instrumented() || !c || a->saves > a->expired) {
+    if (!arena__instrumented() || !c || (arena__hdr() && a->saves > a->expired)) {
         resize_last(a, p, held, 0);
         return;
     }
@@ -1852,14 +1848,14 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
     if (h.kind != HELD_BARE)
         return resize_held(a, p, &h, old_size, new_size, how | ARENA__RESIZE_SHRINK_MOVES);
     arena__note_high(a);
-    if (is_last(a, p, old_size)) {
-        resize_last(a, p, old_size, new_size);
+    /* The shrink to nothing gives the value back: no value of no bytes is
+     * left in place. */
+    if (new_size == 0) {
+        free_value(a, p, old_size, false);
         return p;
     }
-    /* Nothing to move (instrumented builds' adapters ask for size 0): as
-     * arena_realloc()'s shrink of a value that is not the most recent. */
-    if (new_size == 0) {
-        shrink_block(a, p, old_size, 0);
+    if (is_last(a, p, old_size)) {
+        resize_last(a, p, old_size, new_size);
         return p;
     }
     q = (char *)arena__reuse_alloc_as(a, new_size, !(how & ARENA__RESIZE_NO_PAGES));
@@ -1916,7 +1912,9 @@ void *arena__realloc_as(arena *a, void *ptr, size_t old_size, size_t new_size, u
     sync(a);
     if (new_size <= old_size) {
         arena__note_high(a);
-        if (last)
+        if (new_size == 0) /* the shrink to nothing gives the value back */
+            free_value(a, p, old_size, false);
+        else if (last)
             resize_last(a, p, old_size, new_size);
         else if (new_size < old_size)
             shrink_block(a, p, old_size, new_size);

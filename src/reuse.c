@@ -487,13 +487,7 @@ static void gather(arena *a, struct arena__reuse *t, unsigned c, size_t bound, c
  * one chunk, which ends at `hi`); returns how many blocks it filed. */
 static size_t merge_chunk(arena *a, struct arena__reuse *t, char *list, uintptr_t hi)
 {
-    /* The bytes between two blocks that a run may take in: fewer than the
-     * smallest value takes with its header and guard in an instrumented
-     * build (a value shrunk to nothing: its header and one granule), so
-     * they hold none, only the padding before an aligned one; none in a
-     * plain build, where a value of one byte at alignment 1 may lie between
-     * two blocks. */
-    const uintptr_t gap = arena__instrumented() ? arena__hdr() + ARENA__GRANULE - 1 : 0;
+    const uintptr_t gap = arena__reuse_gap();
     char *s, *run = NULL;
     uintptr_t end = 0; /* where the run ends */
     size_t run_len = 0, kept = 0;

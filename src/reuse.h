@@ -24,6 +24,22 @@
  * with its header and guard when instrumented. */
 static inline size_t arena__reuse_min(void) { return arena__hdr() + 16; }
 
+/* The bytes between two free blocks that a merge joins across (reuse.c):
+ * fewer than any value takes in an instrumented build, so they hold none,
+ * only the padding before an aligned value and what a value's block kept
+ * past its guard (arena.c: take_fitting()).  The checked build may leave a
+ * value of no bytes, its header and a granule of guard; the builds without
+ * a header never do (a shrink to nothing gives the value back), and a value
+ * there takes a granule and its guard, ARENA_ALIGN bytes, at least.  None
+ * in a plain build, where a value of one byte at alignment 1 may lie
+ * between two blocks. */
+static inline size_t arena__reuse_gap(void)
+{
+    if (!arena__instrumented())
+        return 0;
+    return arena__hdr() ? arena__hdr() + ARENA__GRANULE - 1 : 2 * ARENA__GRANULE - 1;
+}
+
 /* The table of `a`, its lists made valid first: NULL when the arena keeps
  * no lists (a fixed-size arena, or its backing failed). */
 ARENA__HIDDEN struct arena__reuse *arena__reuse_live(arena *a);

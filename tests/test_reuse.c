@@ -74,7 +74,6 @@ static void open_lists(arena *a)
     assert_true((a->pending & 1u) != 0); /* ARENA__PENDING_REUSE */
 }
 
-
 /* Whether [p, p + n) and [q, q + m) share a byte. */
 static bool overlap(const void *p, size_t n, const void *q, size_t m)
 {
@@ -367,8 +366,7 @@ static void rewind_ends_heads(void **state)
     assert_non_null(next);
     count = recorded_errors.count;
     arena_free(&a, after, 600);
-    if (test_packed() || ARENA_CHECKED)
-        assert_true(test_misuse_reported(count, ARENA_ERR_LATE_FREE));
+    assert_true(test_misuse_reported(count, ARENA_ERR_LATE_FREE));
     arena_free(&a, before, 600);
     for (size_t i = 0; i < 8; i++) {
         char *x = (char *)arena_alloc_reuse(&a, 600);

@@ -1228,19 +1228,13 @@ struct head {
 
 #define HEAD ((size_t)sizeof(struct head))
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= UINT64_C(0xFF51AFD7ED558CCD);
-    x ^= x >> 33;
-    x *= UINT64_C(0xC4CEB9FE1A85EC53);
-    return x ^ (x >> 33);
-}
-
+/* Two odd multipliers and the secret: a head copied to another address, or
+ * read in another arena or epoch, or with another extent, has another key. */
 static uint64_t head_key(const char *h, const arena *a, uint64_t extent, uint64_t epoch)
 {
-    return mix64((uint64_t)(uintptr_t)h ^ (uint64_t)arena__secret()) ^
-           mix64((uint64_t)(uintptr_t)a + extent * UINT64_C(0x9E3779B97F4A7C15) + epoch);
+    uint64_t x = ((uint64_t)(uintptr_t)h ^ epoch) * UINT64_C(0xFF51AFD7ED558CCD);
+    uint64_t y = ((uint64_t)(uintptr_t)a ^ extent) * UINT64_C(0xC4CEB9FE1A85EC53);
+    return x ^ (y >> 17) ^ (y << 47) ^ (uint64_t)arena__secret();
 }
 
 static void head_write(arena *a, char *h, size_t extent)
@@ -1543,9 +1537,8 @@ static void *place_small(arena *a, size_t n)
     if ((p = place_headed(a, n, true)) != NULL)
         return p;
     /* Pages whose blocks are all free are recycled before one is carved. */
-    if (pg->cls[c].next == pg->cls[c].end && arena__reuse_merge(a) &&
-        (p = arena__small_take(a, n)) != NULL)
-        return p;
+    if (pg->cls[c].next == pg->cls[c].end)
+        (void)arena__pages_recycle(a);
     while (arena__page_refill(a, pg, c, "arena_alloc_reuse"))
         if ((p = arena__small_take(a, n)) != NULL)
             return p;

@@ -350,7 +350,7 @@ static ARENA__ALWAYS_INLINE void page_free(arena *a, char *b, size_t block)
 {
     /* A live page of `a` keeps its lists valid (reuse.c: revive()). */
     arena__page_give(page_class(a, block), b, block);
-    arena__cold(a)->reuse->filed++; /* a page may be free whole: a merge recycles it */
+    arena__cold(a)->reuse->page_frees++; /* its page may be free whole: see reuse.c */
     a->size -= block;
 }
 
@@ -394,7 +394,7 @@ static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
     struct arena__pages *pg;
     /* Pages whose blocks are all free are recycled before one is carved. */
     if (!a->lazy && (pg = arena__pages_of(a)) != NULL && pg->cls[c].next == pg->cls[c].end)
-        (void)arena__reuse_merge(a);
+        (void)arena__pages_recycle(a);
     while (!a->lazy && (pg = arena__pages_of(a)) != NULL &&
            arena__page_refill(a, pg, c, "arena_cur_malloc")) {
         void *p = cur_take(a, pg, c);

@@ -7,11 +7,8 @@
 
 /* Pages of the largest region carved at once (256 KiB). */
 #define REGION_PAGES 64
-#define SECRET_MUL   ((uintptr_t)UINT64_C(0x9E3779B97F4A7C15))
 
-static const char secret_anchor;
-
-uintptr_t arena__secret(void) { return (uintptr_t)&secret_anchor * SECRET_MUL; }
+const char arena__secret_anchor;
 
 /* A region of whole pages from a free block of the lists that holds one,
  * at most `most` pages; what the block has before and after it is filed

@@ -77,8 +77,14 @@ struct arena__page_header {
 #define ARENA__PAGE_FREED  ((uintptr_t)UINT64_C(0x94D049BB133111EB))
 #define ARENA__PAGE_NODE   ((uintptr_t)UINT64_C(0xBF58476D1CE4E5B9))
 
-/* The per-process secret (pages.c): a static's address, mixed. */
-ARENA__HIDDEN uintptr_t arena__secret(void);
+/* The per-process secret: the address of an object of the library's
+ * (pages.c), which address-space randomisation moves, mixed. */
+ARENA__HIDDEN extern const char arena__secret_anchor;
+
+static inline uintptr_t arena__secret(void)
+{
+    return (uintptr_t)&arena__secret_anchor * (uintptr_t)UINT64_C(0x9E3779B97F4A7C15);
+}
 
 static inline uintptr_t arena__page_check(uintptr_t page, const arena *owner, uintptr_t link)
 {

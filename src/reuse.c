@@ -235,7 +235,7 @@ static void revive(arena *a, struct arena__reuse *t)
     memset(t->map, 0, sizeof t->map);
     memset(&t->pages, 0, sizeof t->pages);
     t->pages.newest = newest;
-    t->filed = t->merged = 0;
+    t->filed = t->merged = t->page_frees = t->page_kept = 0;
     t->epoch = atomic_fetch_add_explicit(&epochs, 1, memory_order_relaxed) + 1;
     a->pending |= ARENA__PENDING_REUSE;
 }
@@ -604,11 +604,10 @@ static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count 
 
     if (!k->free)
         return 0;
-    memset(tab, 0, RECYCLE_SLOTS * sizeof *tab);
     for (b = k->free; b && ok; b = page_next(b, block, &ok))
         (void)count_of(tab, &used, (uintptr_t)b & ~ARENA__PAGE_MASK);
     if (!ok)
-        return 0;
+        goto clear;
     /* Each block to its page's chain (the table full: to the rest). */
     for (b = k->free; b; b = next) {
         struct page_count *pc = count_of(tab, &used, (uintptr_t)b & ~ARENA__PAGE_MASK);
@@ -650,15 +649,43 @@ static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count 
     else
         head = rest;
     k->free = head;
+clear: /* the table as it was, for the next class: only its used entries */
+    for (i = 0; i < RECYCLE_SLOTS && used > 0; i++)
+        if (tab[i].page) {
+            memset(&tab[i], 0, sizeof tab[i]);
+            used--;
+        }
     return found;
 }
 
-static void recycle_pages(arena *a, struct arena__reuse *t)
+/* The free blocks of the pages' lists, but for the 8-byte class's. */
+static size_t page_blocks_listed(const struct arena__pages *pg)
 {
+    size_t n = 0;
+    unsigned c;
+    for (c = 1; c < ARENA__PAGE_CLASSES; c++) {
+        const char *b;
+        bool ok = true;
+        for (b = pg->cls[c].free; b && ok; b = page_next(b, arena__page_block(c), &ok))
+            n++;
+    }
+    return n;
+}
+
+bool arena__pages_recycle(arena *a)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
     struct page_count tab[RECYCLE_SLOTS], *order[RECYCLE_SLOTS];
     char *full[RECYCLE_SLOTS], *page, *prev = NULL;
     size_t n = 0, i;
     unsigned c;
+
+    /* Amortized: a run reads every free page block, so it waits for as many
+     * page blocks given back since the last one as that one left. */
+    if (!arena__paging() || !live(a) || !t || t->page_frees < MERGE_MIN ||
+        t->page_frees < t->page_kept)
+        return false;
+    memset(tab, 0, sizeof tab);
 
     /* The pages of the current region not carved yet go back too: a class
      * that needs a page takes them from the lists again (pages.c). */
@@ -668,8 +695,10 @@ static void recycle_pages(arena *a, struct arena__reuse *t)
     }
     for (c = 1; c < ARENA__PAGE_CLASSES; c++)
         n += sort_class(&t->pages, c, tab, order, full + n, RECYCLE_SLOTS - n);
+    t->page_frees = 0;
+    t->page_kept = page_blocks_listed(&t->pages);
     if (!n)
-        return;
+        return false;
     for (i = 0; i < n; i++)
         arena__page_set_word(full[i], 0, 0); /* no longer a page */
     /* Out of the chain of live headers (newest first), whose links they
@@ -696,7 +725,7 @@ static void recycle_pages(arena *a, struct arena__reuse *t)
     }
     for (i = 0; i < n; i++)
         put(t, full[i], ARENA__PAGE);
-    (void)a;
+    return true;
 }
 
 bool arena__reuse_merge(arena *a)
@@ -713,8 +742,7 @@ bool arena__reuse_merge(arena *a)
     if (!live(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged || nused > MERGE_CHUNKS ||
         (arena__instrumented() && a->saves > a->expired)) /* a live mark */
         return false;
-    if (arena__paging())
-        recycle_pages(a, t);
+    (void)arena__pages_recycle(a);
     bound = most_blocks(a);
     for (c = 0; c < ARENA__NCLASS; c++)
         if (listed(t, c))

@@ -56,8 +56,13 @@ ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, size_t *len);
 /* Merges the filed blocks that lie side by side in a chunk into one (where
  * a value would otherwise take a new chunk), when enough blocks were filed
  * since the last merge: true when it ran.  O(n log n) in the blocks filed,
- * amortized over as many filings. */
+ * amortized over as many filings.  Pages are recycled first. */
 ARENA__HIDDEN bool arena__reuse_merge(arena *a);
+/* Recycles the pages whose blocks are all free (and orders the classes'
+ * lists so that nearly empty pages drain), when enough page blocks were
+ * given back since the last time: true when a page became a free block.
+ * O(free page blocks), amortized over as many frees. */
+ARENA__HIDDEN bool arena__pages_recycle(arena *a);
 /* Instrumented builds: room to log one more placement; then the placement
  * of the value `p` in the block [from, to) of the chunk at `base`, which a
  * rewind to a mark taken before it expires. */
@@ -101,6 +106,8 @@ struct arena__reuse {
     uint64_t epoch;                 /* drawn anew each time the lists become valid (revive()) */
     size_t filed;                   /* blocks filed since the last merge, or since revive() */
     size_t merged;                  /* blocks the last merge left filed */
+    size_t page_frees;              /* page blocks given back since pages were last recycled */
+    size_t page_kept;               /* free page blocks the last recycling left listed */
     size_t nlog, caplog;
     struct arena__placement log[]; /* caplog entries: LOG_CAP when instrumented, else none */
 };
@@ -226,7 +233,7 @@ static ARENA__ALWAYS_INLINE bool arena__small_give(arena *a, char *p, size_t n)
     arena__note_high(a);
     a->size -= n;
     arena__page_give(&pg->cls[arena__page_class_of(block)], p, block);
-    arena__cold(a)->reuse->filed++; /* a page may be free whole: a merge recycles it */
+    arena__cold(a)->reuse->page_frees++; /* its page may be free whole: see reuse.c */
     return true;
 }
 

@@ -1538,7 +1538,7 @@ static void *place_small(arena *a, size_t n)
         return p;
     /* Pages whose blocks are all free are recycled before one is carved. */
     if (pg->cls[c].next == pg->cls[c].end)
-        (void)arena__pages_recycle(a);
+        (void)(arena__pages_recycle(a) | arena__reuse_merge(a));
     while (arena__page_refill(a, pg, c, "arena_alloc_reuse"))
         if ((p = arena__small_take(a, n)) != NULL)
             return p;

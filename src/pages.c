@@ -16,7 +16,14 @@ const char arena__secret_anchor;
 static char *region_of_lists(arena *a, size_t most, size_t *got)
 {
     size_t len, n;
-    char *s = arena__reuse_take(a, 2 * ARENA__PAGE, &len), *r, *end;
+    /* A page recycled whole first (an aligned block of one page), else any
+     * block large enough to hold an aligned page wherever it starts. */
+    char *s = arena__reuse_take(a, ARENA__PAGE, &len), *r, *end;
+    if (s &&
+        (uintptr_t)arena__align_up((uintptr_t)s, ARENA__PAGE) + ARENA__PAGE > (uintptr_t)s + len) {
+        (void)arena__reuse_file(a, s, len);
+        s = arena__reuse_take(a, 2 * ARENA__PAGE, &len);
+    }
     if (!s)
         return NULL;
     r = (char *)arena__align_up((uintptr_t)s, ARENA__PAGE);

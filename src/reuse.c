@@ -672,19 +672,22 @@ static size_t page_blocks_listed(const struct arena__pages *pg)
     return n;
 }
 
+static bool recycle(arena *a, struct arena__reuse *t);
+
 bool arena__pages_recycle(arena *a)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
+    return arena__paging() && live(a) && t && t->page_frees >= MERGE_MIN && recycle(a, t);
+}
+
+static bool recycle(arena *a, struct arena__reuse *t)
+{
     struct page_count tab[RECYCLE_SLOTS], *order[RECYCLE_SLOTS];
     char *full[RECYCLE_SLOTS], *page, *prev = NULL;
     size_t n = 0, i;
     unsigned c;
 
-    /* Amortized: a run reads every free page block, so it waits for as many
-     * page blocks given back since the last one as that one left. */
-    if (!arena__paging() || !live(a) || !t || t->page_frees < MERGE_MIN ||
-        t->page_frees < t->page_kept)
-        return false;
+    (void)a;
     memset(tab, 0, sizeof tab);
 
     /* The pages of the current region not carved yet go back too: a class
@@ -742,7 +745,11 @@ bool arena__reuse_merge(arena *a)
     if (!live(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged || nused > MERGE_CHUNKS ||
         (arena__instrumented() && a->saves > a->expired)) /* a live mark */
         return false;
-    (void)arena__pages_recycle(a);
+    /* Pages first, amortized: a run reads every free page block, so here it
+     * waits for as many page blocks given back since the last one as that
+     * one left (before a page is carved it runs sooner: pages.c). */
+    if (arena__paging() && t->page_frees >= MERGE_MIN && t->page_frees >= t->page_kept)
+        (void)recycle(a, t);
     bound = most_blocks(a);
     for (c = 0; c < ARENA__NCLASS; c++)
         if (listed(t, c))

@@ -539,7 +539,7 @@ static size_t merge_chunk(arena *a, struct arena__reuse *t, char *list, uintptr_
  * among pages of the same count is the list's, so that a run is
  * repeatable.  Pages of 8-byte blocks (their free bits live in the page)
  * are left as they are. */
-#define RECYCLE_SLOTS 256
+#define RECYCLE_SLOTS 64
 
 struct page_count {
     uintptr_t page;
@@ -677,7 +677,8 @@ static bool recycle(arena *a, struct arena__reuse *t);
 bool arena__pages_recycle(arena *a)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
-    return arena__paging() && live(a) && t && t->page_frees >= MERGE_MIN && recycle(a, t);
+    return arena__paging() && live(a) && t && t->page_frees >= MERGE_MIN &&
+           t->page_frees >= t->page_kept / 4 && recycle(a, t);
 }
 
 static bool recycle(arena *a, struct arena__reuse *t)

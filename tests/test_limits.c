@@ -16,6 +16,7 @@
 #include <arena/report.h>
 #include <arena/thread.h>
 
+#include "cold.h"
 #include "support.h"
 
 static test_backing tb;
@@ -427,6 +428,127 @@ static void lowered_limit_refuses_until_a_reset(void **state)
     assert_int_equal(tb.live, 0);
 }
 
+/* The arena's struct as a failed allocation must leave it, `was` before:
+ * every byte the same but the two counters a failure moves, `hits`
+ * refusals more and `calls` backing calls more. */
+static void assert_unchanged_but_counts(const arena *a, const arena *was, uint64_t hits,
+                                        uint64_t calls)
+{
+    static arena now; /* static: the struct's bytes, not a register's */
+    const struct arena__counts *k = &arena__cold(was)->counts;
+    memcpy(&now, a, sizeof now);
+    assert_int_equal(arena__cold(&now)->counts.limit_hits, k->limit_hits + hits);
+    assert_int_equal(arena__cold(&now)->counts.calls, k->calls + calls);
+    arena__cold(&now)->counts.limit_hits = k->limit_hits;
+    arena__cold(&now)->counts.calls = k->calls;
+    assert_memory_equal(&now, was, sizeof now);
+}
+
+/* Every figure of arena_get_stats() the same but limit_hits and
+ * backing_calls (as above). */
+static void assert_stats_unchanged(const arena *a, const arena_stats *was, uint64_t hits,
+                                   uint64_t calls)
+{
+    arena_stats s;
+    arena_get_stats(a, &s);
+    assert_int_equal(s.limit_hits, was->limit_hits + hits);
+    assert_int_equal(s.backing_calls, was->backing_calls + calls);
+    s.limit_hits = was->limit_hits;
+    s.backing_calls = was->backing_calls;
+    assert_memory_equal(&s, was, sizeof s);
+}
+
+/* An allocation that needs a new chunk when the chunk index is full (8
+ * entries: the 9th chunk grows it to 16), refused by the limit or failed by
+ * the backing at each of its calls in turn: NULL, and the arena exactly as
+ * it was (every byte of the struct, every figure but the refusal counted
+ * and the calls made), the index not grown; a refusal makes no backing
+ * call, and a failure gives back whatever it took before it. */
+static void refused_growth_changes_nothing(void **state)
+{
+    static arena a, was;
+    arena_allocator al = tb_allocator(&tb);
+    arena_stats s;
+    size_t live, k;
+    uint64_t calls;
+    int i;
+    (void)state;
+    arena_init_with(&a, 4096, &al);
+    for (i = 0; i < 8; i++)
+        assert_non_null(arena_alloc(&a, 3000)); /* a chunk each */
+    assert_int_equal(a.nchunks, 8);
+    assert_int_equal(arena__cold(&a)->ncap, 8);
+    arena_get_stats(&a, &s);
+
+    /* Room under the limit for the grown index (512 bytes), not the chunk. */
+    arena_set_limit(&a, s.held + 1024);
+    arena_get_stats(&a, &s);
+    memcpy(&was, &a, sizeof a);
+    calls = tb.calls + tb.frees;
+    live = tb.live_bytes;
+    assert_null(arena_alloc(&a, 3000));
+    assert_int_equal(tb.calls + tb.frees, calls);
+    assert_int_equal(tb.live_bytes, live);
+    assert_unchanged_but_counts(&a, &was, 1, 0);
+    assert_stats_unchanged(&a, &s, 1, 0);
+
+    /* The backing fails the first call the growth makes, then the second... */
+    arena_set_limit(&a, SIZE_MAX);
+    for (k = 1;; k++) {
+        void *p;
+        arena_get_stats(&a, &s);
+        memcpy(&was, &a, sizeof a);
+        calls = tb.calls + tb.frees;
+        tb.fail_at = tb.calls + k;
+        p = arena_alloc(&a, 3000);
+        tb.fail_at = 0;
+        if (p)
+            break;
+        assert_int_equal(tb.live_bytes, live);
+        assert_unchanged_but_counts(&a, &was, 1, tb.calls + tb.frees - calls);
+        assert_stats_unchanged(&a, &s, 1, tb.calls + tb.frees - calls);
+    }
+    assert_true(k > 2); /* the chunk and the index, in some order */
+    assert_int_equal(a.nchunks, 9);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+/* A limit lowered to one byte under what the arena holds: the next reset
+ * brings it under the limit (its chunk's overhead counted, as in the
+ * checked build's), and allocations succeed again, in a chunk cut down to
+ * the room the limit leaves. */
+static void reset_brings_the_arena_under_a_lowered_limit(void **state)
+{
+    arena_allocator al = tb_allocator(&tb);
+    arena_stats s;
+    arena a;
+    int round;
+    (void)state;
+    for (round = 0; round < 2; round++) {
+        arena_init_with(&a, 0, &al);
+        assert_non_null(arena_alloc(&a, 100));
+        if (round) /* a second chunk, and the heap index */
+            assert_non_null(arena_alloc(&a, 65536));
+        arena_get_stats(&a, &s);
+        arena_set_limit(&a, s.held - 1);
+        assert_null(arena_alloc(&a, 100));
+        arena_reset(&a);
+        arena_get_stats(&a, &s);
+        assert_true(s.held <= arena_limit(&a));
+        assert_int_equal(s.held, tb.live_bytes);
+        assert_non_null(arena_alloc(&a, 100));
+        arena_reset(&a);
+        arena_get_stats(&a, &s);
+        assert_true(s.held <= arena_limit(&a));
+        assert_non_null(arena_alloc(&a, 100));
+        assert_true(arena_check(&a));
+        arena_release(&a);
+        assert_int_equal(tb.live, 0);
+    }
+}
+
 static void limit_zero_and_size_max(void **state)
 {
     static _Alignas(16) unsigned char buf[1024];
@@ -827,6 +949,8 @@ int main(void)
         cmocka_unit_test(peaks_of_a_parent_exact_through_a_child),
         cmocka_unit_test(limit_is_enforced_at_the_byte),
         cmocka_unit_test(lowered_limit_refuses_until_a_reset),
+        cmocka_unit_test(refused_growth_changes_nothing),
+        cmocka_unit_test(reset_brings_the_arena_under_a_lowered_limit),
         cmocka_unit_test(limit_zero_and_size_max),
         cmocka_unit_test(backing_failure_is_reported),
         cmocka_unit_test(budget_is_shared_and_given_back),

@@ -20,7 +20,9 @@
  *     rewind to a mark taken before it (rewinding to a mark leaves that mark
  *     valid).
  *   - Failure: out-of-memory is not an error: NULL (or the empty ref), and
- *     the arena exactly as it was.  Misuse (see arena_error) goes to the
+ *     the arena exactly as it was, every byte of it but the two counters
+ *     of arena_get_stats() that count the failure (`limit_hits`, and
+ *     `backing_calls` for the calls it made).  Misuse (see arena_error) goes to the
  *     process-wide error handler, whose default prints and aborts; if a
  *     handler returns, the faulty call does nothing.
  *   - Checked build (ARENA_CHECKED=1): every value gets a header and a guard;
@@ -643,16 +645,20 @@ typedef void arena_limit_fn(const arena_limit_event *event, void *ctx);
  * limit (the default).
  *
  * Enforced at the byte: a new chunk is cut down to the room left under the
- * limit (to no less than the value that needs it), so an allocation fails
- * only when no memory the limit allows could hold it, and then it returns
- * NULL with the arena unchanged, as on out-of-memory (arena_on_limit() is
- * told).  The inline fast path is unchanged: it stores into chunks already
- * held.  A limit below what the arena holds already frees nothing: every
- * allocation (inline ones included) fails until a reset, arena_reset_to(),
- * arena_trim() or release brings the arena under it; a reset then keeps
- * at most the limit's worth of chunks.  0 refuses every allocation that
- * needs memory.  The limit stays through resets, rewinds (it is not part of
- * a mark) and releases.  Never fails; O(1).
+ * limit (to no less than the value that needs it, and beside the growth of
+ * the chunk index it may need), so an allocation fails only when no memory
+ * the limit allows could hold it, and then it returns NULL with the arena
+ * unchanged, as on out-of-memory (arena_on_limit() is told): it asks the
+ * backing nothing, and every byte of the arena and every figure of
+ * arena_get_stats() but `limit_hits` is as it was.  The inline fast path is
+ * unchanged: it stores into chunks already held.  A limit below what the
+ * arena holds already frees nothing: every allocation (inline ones
+ * included) fails until a reset, arena_reset_to(), arena_trim() or release
+ * brings the arena under it; a reset does: it keeps only the chunks that
+ * fit under the limit beside the rest of what the arena holds (the chunks'
+ * overhead, its bookkeeping).  0 refuses every allocation that needs
+ * memory.  The limit stays through resets, rewinds (it is not part of a
+ * mark) and releases.  Never fails; O(1).
  */
 ARENA_API void arena_set_limit(arena *a, size_t limit);
 
@@ -727,7 +733,10 @@ typedef struct arena_stats {
  * zero, which is no peak.  The peaks of `held`
  * and `retained` are of memory, at any moment, within a call too: a call
  * that takes a larger chunk before it gives back the one that it outgrew
- * held both for that moment.
+ * held both for that moment.  A call that fails (out-of-memory, a limit)
+ * changes no figure but `limit_hits` and `backing_calls`: memory it took
+ * before a later step failed goes back uncounted, never having been the
+ * arena's.
  */
 ARENA_API void arena_get_stats(const arena *a, arena_stats *out);
 /* ---- Cleanups and child arenas ------------------------------------------------------ */

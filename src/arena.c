@@ -243,6 +243,17 @@ static size_t usable(const arena *a, const struct arena__chunk *c)
     return c->base == a->buf ? c->cap : arena__chunk_usable(c->cap, budget(a));
 }
 
+/* What values may fill of a chunk in use, as `inuse` counts it for
+ * arena_get_stats()'s waste: all of the caller's buffer; all of an
+ * allocated chunk but the room its first value's header takes (the checked
+ * build), so that the room an oversized chunk keeps for its value's guard
+ * (arena__chunk_extra()), which values fill where it serves as a current
+ * chunk, counts too. */
+static size_t fill_cap(const arena *a, const struct arena__chunk *c)
+{
+    return c->base == a->buf ? c->cap : c->cap - arena__hdr();
+}
+
 /* The largest capacity a chunk may have to serve as a current chunk (one
  * that small values are bumped through): twice the budget, so that a kept
  * chunk a little larger than the budget is not wasted, and at most
@@ -786,7 +797,7 @@ static size_t retire_chunks(arena *a, uint32_t from, uint32_t upto, int ending)
 static void retire_tail(arena *a, uint32_t i, char *pos)
 {
     struct arena__chunk *c = &a->chunks[i];
-    size_t before = usable(a, c), cut;
+    size_t before = usable(a, c), filled = fill_cap(a, c), cut;
     char *end = c->base + c->cap, *keep = arena__cold(a)->guard.keep, *at;
     struct arena__guard_why why;
     bool guard;
@@ -807,7 +818,7 @@ static void retire_tail(arena *a, uint32_t i, char *pos)
     slots(a)[i].paged = PAGED_CUT;
     discharge(a, cut);
     arena__cold(a)->retained -= before - usable(a, c);
-    arena__cold(a)->counts.inuse -= before - usable(a, c);
+    arena__cold(a)->counts.inuse -= filled - fill_cap(a, c);
     arena__guard_retire(at, cut, guard, &why);
 }
 
@@ -819,7 +830,7 @@ static void drop_chunks_from(arena *a, uint32_t from)
 
     for (i = from; i < a->nused; i++) {
         arena__expired(a, i, a->chunks[i].base);
-        arena__cold(a)->counts.inuse -= usable(a, &a->chunks[i]);
+        arena__cold(a)->counts.inuse -= fill_cap(a, &a->chunks[i]);
     }
     a->nused = from;
 }
@@ -844,7 +855,7 @@ static bool used_now(const arena *a, uint32_t i)
 static uint32_t take_spare(arena *a, uint32_t i)
 {
     slots(a)[i].last = arena__cold(a)->batch;
-    arena__cold(a)->counts.inuse += usable(a, &a->chunks[i]);
+    arena__cold(a)->counts.inuse += fill_cap(a, &a->chunks[i]);
     if (i != a->nused) {
         struct entry e = get_entry(a, i);
         move_entries(a, a->nused + 1, a->nused, i - a->nused);
@@ -2240,8 +2251,12 @@ void arena_get_stats(const arena *a, arena_stats *out)
     out->limit = arena_limit(a);
     out->chunks = a->nchunks;
     lim = current_lim(a);
-    if (lim)
+    if (lim) {
         room = (size_t)(lim - cursor(a));
+        /* An allocated chunk's room for a header is not capacity (fill_cap()). */
+        if (!a->lazy && a->chunks[a->cur].base != a->buf)
+            room = room > arena__hdr() ? room - arena__hdr() : 0;
+    }
     inuse = a->lazy ? a->first.cap : c->counts.inuse;
     out->waste = inuse - room - out->stored;
     out->peak_stored_batch = arena__higher(out->stored, a->high);

@@ -33,7 +33,8 @@ struct arena__counts {
     size_t held;                /* bytes taken from the backing now: chunks with their
                                    overhead, the index, the reuse table */
     size_t peak_held;           /* the most `held` has been since init */
-    size_t inuse;               /* usable capacity of the chunks in use, [0, nused) */
+    size_t inuse;               /* what values may fill of the chunks in use, [0, nused)
+                                   (fill_cap() in arena.c) */
     size_t peak_retained;       /* the largest arena_retained() since init */
     size_t peak_retained_batch; /* ... since the batch began */
     uint64_t reused;            /* bytes handed out again from blocks given back */

@@ -83,6 +83,8 @@ static void check_against_backing(const arena *a, size_t limit, uint64_t resets)
     assert_int_equal(s.retained, arena_retained(a));
     assert_int_equal(s.stored, arena_size(a));
     assert_int_equal(s.resets, resets);
+    /* The waste and the values lie in the chunks in use. */
+    assert_true(s.waste <= s.held && s.stored <= s.held - s.waste);
     assert_true(tb.live_bytes <= limit);
     assert_true(s.limit == limit);
 }
@@ -679,6 +681,44 @@ static void counters_of_reuse_resets_and_waste(void **state)
     arena_release(&a);
 }
 
+/* What holds no value, exact where a chunk carries room beside its
+ * capacity (the checked build's header; an oversized chunk's guard under
+ * ASan, Valgrind and in the checked build): none in an empty current chunk,
+ * after a reset and after a rewind that makes an oversized chunk current;
+ * and never more, with the values, than the chunks in use, as that chunk
+ * fills to its end. */
+static void waste_is_exact_where_chunks_carry_room(void **state)
+{
+    arena_allocator al = tb_allocator(&tb);
+    arena_stats s;
+    arena_mark m;
+    arena a;
+    (void)state;
+    arena_init_with(&a, 4096, &al);
+    assert_non_null(arena_alloc(&a, 10));
+    arena_reset(&a);
+    arena_get_stats(&a, &s);
+    assert_int_equal(s.stored, 0);
+    assert_int_equal(s.waste, 0);
+    arena_release(&a);
+
+    m = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 5000)); /* a chunk of its own */
+    arena_rewind(&a, m);                    /* ... kept current: it is a regular one's size */
+    arena_get_stats(&a, &s);
+    assert_int_equal(s.chunks, 1);
+    assert_int_equal(s.stored, 0);
+    assert_int_equal(s.waste, 0);
+    while (s.chunks == 1) {
+        assert_non_null(arena_alloc(&a, 100));
+        arena_get_stats(&a, &s);
+        assert_true(s.waste <= s.held && s.stored <= s.held - s.waste);
+        assert_true(s.stored + s.waste <= arena_retained(&a) + 2 * (size_t)ARENA_ALIGN);
+    }
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
 static void names(void **state)
 {
     static _Alignas(16) unsigned char buf[256];
@@ -955,6 +995,7 @@ int main(void)
         cmocka_unit_test(backing_failure_is_reported),
         cmocka_unit_test(budget_is_shared_and_given_back),
         cmocka_unit_test(counters_of_reuse_resets_and_waste),
+        cmocka_unit_test(waste_is_exact_where_chunks_carry_room),
         cmocka_unit_test(names),
         cmocka_unit_test(report_formats_and_truncation),
         cmocka_unit_test(pool_figures_match_a_shadow),

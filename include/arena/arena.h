@@ -699,7 +699,10 @@ typedef struct arena_stats {
                                      with their overhead, and bookkeeping */
     size_t waste;               /**< of the chunks in use, what holds no value:
                                      chunk tails, alignment padding, blocks given
-                                     back and not reused yet */
+                                     back and not reused yet (and, under ASan or
+                                     Valgrind and in the checked build, the
+                                     values' guards and headers; not the room a
+                                     chunk keeps for its first header) */
     size_t limit;               /**< arena_limit() */
     size_t peak_stored;         /**< the largest `stored` since init ... */
     size_t peak_stored_batch;   /**< ... and since the batch began (see below) */

@@ -2186,18 +2186,45 @@ size_t arena_limit(const arena *a)
     return arena__cold(a)->set.limit;
 }
 
-void arena_set_budget(arena *a, arena_budget *b)
+/* Charges `n` bytes to `b`: false, nothing charged, when that would cross
+ * its limit (nothing is ever refused to no bytes). */
+static bool join_charge(arena_budget *b, size_t n) { return n == 0 || arena__budget_charge(b, n); }
+
+/* The bytes of the arena's spares but the caller's buffer: what
+ * arena_trim(a, 0) gives back (and the heap index, if that leaves the
+ * arena one chunk or none). */
+static size_t spare_bytes(const arena *a)
+{
+    size_t n = 0;
+    uint32_t i;
+    for (i = a->nused; i < a->nchunks; i++)
+        if (a->chunks[i].base != a->buf)
+            n += a->chunks[i].cap;
+    return n;
+}
+
+bool arena_set_budget(arena *a, arena_budget *b)
 {
     struct arena__cold *c;
-    wake(a);
+    size_t need;
+
+    wake(a); /* a lazy arena holds nothing: it joins */
     c = arena__cold(a);
     if (c->set.budget == b)
-        return;
+        return true;
+    if (b && !join_charge(b, c->counts.held)) {
+        /* Without its spares, charged first so that no other arena takes
+         * the room meanwhile. */
+        need = c->counts.held - spare_bytes(a);
+        if (need == c->counts.held || !join_charge(b, need))
+            return false;
+        arena_trim(a, 0);
+        arena__budget_refund(b, need - c->counts.held);
+    }
     if (c->set.budget)
         arena__budget_refund(c->set.budget, c->counts.held);
     c->set.budget = b;
-    if (b && c->counts.held && !arena__budget_charge(b, c->counts.held))
-        arena__budget_force(b, c->counts.held);
+    return true;
 }
 
 void arena_on_limit(arena *a, arena_limit_fn *fn, void *ctx)

@@ -909,9 +909,18 @@ static void model_op_limit(model *m)
         return;
     case 5:
         if (m->group) {
+            bool join = !m->charged;
             m->op = "set_budget";
-            m->charged = !m->charged;
-            arena_set_budget(m->a, m->charged ? m->group : NULL);
+            /* A join may give back spares first (arena_set_budget()); one
+             * refused changes nothing. */
+            if (arena_set_budget(m->a, join ? m->group : NULL))
+                m->charged = join;
+            else
+                MCHECK(m, join && arena_retained(m->a) == retained);
+            arena_get_stats(m->a, &s);
+            MCHECK(m, !m->charged || arena_budget_used(m->group) <= arena_budget_limit(m->group) ||
+                          s.held == 0);
+            m->dropped = true;
             return;
         }
         limit = SIZE_MAX;

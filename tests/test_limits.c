@@ -641,6 +641,84 @@ static void budget_is_shared_and_given_back(void **state)
     assert_int_equal(tb.live, 0);
 }
 
+/* An arena that holds memory joins a budget only when what it holds fits
+ * under the budget's limit, after it gives back its spare chunks if it must
+ * (and only then); otherwise it stays as it was, with the budget it had, and
+ * the budget is not charged: what the arenas charging a budget hold never
+ * exceeds its limit. */
+static void budget_joined_only_when_the_charge_fits(void **state)
+{
+    static arena a, was;
+    arena_budget *b = arena_budget_create(SIZE_MAX, "join"), *c = arena_budget_create(0, "full");
+    arena_allocator al = tb_allocator(&tb);
+    unsigned char *v[3];
+    arena_stats s, spares;
+    arena_mark m;
+    size_t calls;
+    int i;
+    (void)state;
+    assert_non_null(b);
+    assert_non_null(c);
+    arena_init_with(&a, 4096, &al);
+    for (i = 0; i < 3; i++) { /* a chunk each, in use */
+        v[i] = (unsigned char *)arena_alloc(&a, 3000);
+        assert_non_null(v[i]);
+        memset(v[i], i + 1, 3000);
+    }
+    m = arena_save(&a);
+    for (i = 0; i < 3; i++) /* three more, spares after the rewind */
+        assert_non_null(arena_alloc(&a, 3000));
+    arena_rewind(&a, m);
+    arena_get_stats(&a, &spares);
+
+    /* What it holds fits: charged whole, nothing given back. */
+    arena_budget_set_limit(b, spares.held);
+    assert_true(arena_set_budget(&a, b));
+    assert_int_equal(arena_budget_used(b), spares.held);
+    arena_get_stats(&a, &s);
+    assert_int_equal(s.held, spares.held);
+    assert_true(arena_set_budget(&a, b)); /* the budget it has */
+    assert_true(arena_set_budget(&a, NULL));
+    assert_int_equal(arena_budget_used(b), 0);
+
+    /* Only without its spares: they go back first. */
+    arena_budget_set_limit(b, spares.held - 1);
+    assert_true(arena_set_budget(&a, b));
+    arena_get_stats(&a, &s);
+    assert_true(s.held < spares.held);
+    assert_int_equal(s.chunks, 3);
+    assert_int_equal(arena_budget_used(b), s.held);
+    assert_int_equal(tb.live_bytes, s.held);
+    for (i = 0; i < 3; i++)
+        assert_int_equal(v[i][2999], i + 1);
+
+    /* Not even then: nothing changes, and it keeps the budget it had. */
+    arena_get_stats(&a, &s);
+    memcpy(&was, &a, sizeof a);
+    calls = tb.calls + tb.frees;
+    assert_false(arena_set_budget(&a, c));
+    assert_memory_equal(&a, &was, sizeof a);
+    assert_int_equal(tb.calls + tb.frees, calls);
+    assert_int_equal(arena_budget_used(c), 0);
+    assert_int_equal(arena_budget_used(b), s.held);
+    arena_budget_set_limit(c, s.held);
+    assert_true(arena_set_budget(&a, c)); /* from one budget to another */
+    assert_int_equal(arena_budget_used(b), 0);
+    assert_int_equal(arena_budget_used(c), s.held);
+    arena_release(&a);
+    assert_int_equal(arena_budget_used(c), 0);
+
+    /* An arena that holds nothing joins a budget at or over its limit. */
+    arena_budget_set_limit(c, 0);
+    assert_true(arena_set_budget(&a, b));
+    assert_true(arena_set_budget(&a, c));
+    assert_null(arena_alloc(&a, 1));
+    assert_true(arena_set_budget(&a, NULL));
+    arena_budget_destroy(b);
+    arena_budget_destroy(c);
+    assert_int_equal(tb.live, 0);
+}
+
 /* ---- Counters ---------------------------------------------------------------------------- */
 
 static void counters_of_reuse_resets_and_waste(void **state)
@@ -994,6 +1072,7 @@ int main(void)
         cmocka_unit_test(limit_zero_and_size_max),
         cmocka_unit_test(backing_failure_is_reported),
         cmocka_unit_test(budget_is_shared_and_given_back),
+        cmocka_unit_test(budget_joined_only_when_the_charge_fits),
         cmocka_unit_test(counters_of_reuse_resets_and_waste),
         cmocka_unit_test(waste_is_exact_where_chunks_carry_room),
         cmocka_unit_test(names),

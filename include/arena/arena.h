@@ -665,14 +665,24 @@ ARENA_API void arena_set_limit(arena *a, size_t limit);
 /** The arena's limit (arena_set_limit()); SIZE_MAX when none. */
 ARENA_API size_t arena_limit(const arena *a);
 
-/** Charges what the arena takes from its backing from now on (and what it
- *  holds already) against the group limit `b` (NULL: none), which must
- *  outlive the arena or be detached (arena_set_budget(a, NULL)) first.  A
- *  charge that would cross the budget's limit fails as the arena's own
- *  limit does, but only new memory is refused: values still fit the chunks
- *  the arena holds.  The bytes go back to the budget as the arena frees
- *  chunks.  Never fails. */
-ARENA_API void arena_set_budget(arena *a, arena_budget *b);
+/**
+ * Charges what the arena holds and what it takes from its backing from now
+ * on against the group limit `b` (NULL: none), instead of the budget it
+ * charged (whose bytes go back to it); `b` must outlive the arena or be
+ * left (arena_set_budget(a, NULL)) first.  Joining charges what the arena
+ * holds at once, and only if it fits under the budget's limit: if it does
+ * not, the arena first gives back its spare chunks (arena_trim(a, 0)), and
+ * if what it holds still does not fit, nothing changes (the arena keeps
+ * the budget it had, and every byte of it is as it was) and false is
+ * returned.  True otherwise: always for NULL, for the budget it has, and
+ * for an arena that holds nothing.  Once joined, a charge that would cross
+ * the budget's limit fails as the arena's own limit does, but only new
+ * memory is refused: values still fit the chunks the arena holds.  The
+ * bytes go back to the budget as the arena frees chunks.  Thread-safe
+ * towards the budget (arenas on other threads charging it meanwhile); the
+ * arena is its thread's.  O(chunks) when it gives back spares, else O(1).
+ */
+ARENA_API bool arena_set_budget(arena *a, arena_budget *b);
 
 /** Installs `fn` (with `ctx`; NULL: none) to be told of every allocation of
  *  this arena that a limit or the backing allocator refuses (see

@@ -1159,6 +1159,7 @@ static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
     if (ARENA__UNLIKELY(g->flags & ARENA__GUARD_NOW) && new_size < old_size &&
         (!g->keep || cursor(a) > g->keep))
         g->keep = cursor(a);
+    arena__value_resizing(a, p, old_size);
     set_cursor(a, p + arena__guarded_len(p, new_size, arena__cold(a)->lim));
     a->size = a->size - old_size + new_size;
     arena__value_resized(&a->chunks[a->cur], p, old_size, new_size);

@@ -317,10 +317,15 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * A value stored before `m` is the most recent one again once nothing stored
  * after `m` remains, so it may be resized after `m` was taken: grown in place
  * past the mark's position, it is cut back to end there (the bytes it grew by
- * are forgotten; under ASan or Valgrind and in the checked build, where
- * values have guards, the 8 bytes before the position were a guard at the
- * mark: grown into them, it ends 8 bytes before, which are its guard again,
- * and everything from the position on is poisoned); freed or shrunk below
+ * are forgotten).  Under ASan or Valgrind and in the checked build, where
+ * values have guards, it is cut back to the size it had at `m`, its guard
+ * closed (poisoned, clobbered and verified) again and everything from the
+ * position on poisoned, also where it grew only into its guard.  The
+ * library notes that size at the first in-place resize after a mark, for
+ * the marks since the previous one: where it does not know it (values were
+ * resized in place after `m` and again after a later mark, or two values
+ * after one mark), a value grown into the 8 bytes before the position, a
+ * guard at the mark, ends 8 bytes before instead.  Freed or shrunk below
  * that position (arena_free(), arena_realloc()), the bytes it gave back
  * count again after the rewind, as they did at `m` (the next reset, or a
  * rewind to an earlier mark, reclaims them), and whatever was stored after

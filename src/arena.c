@@ -2207,7 +2207,6 @@ static size_t spare_bytes(const arena *a)
 bool arena_set_budget(arena *a, arena_budget *b)
 {
     struct arena__cold *c;
-    size_t need;
 
     wake(a); /* a lazy arena holds nothing: it joins */
     c = arena__cold(a);
@@ -2216,7 +2215,7 @@ bool arena_set_budget(arena *a, arena_budget *b)
     if (b && !join_charge(b, c->counts.held)) {
         /* Without its spares, charged first so that no other arena takes
          * the room meanwhile. */
-        need = c->counts.held - spare_bytes(a);
+        size_t need = c->counts.held - spare_bytes(a);
         if (need == c->counts.held || !join_charge(b, need))
             return false;
         arena_trim(a, 0);

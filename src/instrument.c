@@ -324,12 +324,13 @@ static size_t vg_run(const char *p, size_t n)
  * less); SIZE_MAX when they cannot tell. */
 ARENA__NO_ASAN static size_t tool_size(const arena *a, const char *p, size_t old_size)
 {
-    const char *pos = a->ptr ? a->ptr : a->pos;
+    const char *pos;
     if (ARENA_CHECKED) {
         uint32_t tag;
         uint64_t n;
         return header_load(p - HDR, &tag, &n) ? (size_t)n : SIZE_MAX;
     }
+    pos = a->ptr ? a->ptr : a->pos;
     if (pos < p || (size_t)(pos - p) < old_size)
         return SIZE_MAX;
 #if ARENA__ASAN

@@ -4,9 +4,10 @@
 
     scripts/amalgamate.py [OUT_DIR]        (default: build-amalgamation)
 
-arena.h is every public header (arena.h, pool.h, hooks.h, thread.h, the
-version macros and the inline code of arena/internal/) in the order the
-compiler would read them; arena.c is `#include "arena.h"` and every source of
+arena.h is every public C header the library installs (every
+include/arena/*.h, arena.h first: pool.h, hooks.h, thread.h, report.h,
+guard.h, ..., the version macros and the inline code of arena/internal/) in
+the order the compiler would read them; arena.c is `#include "arena.h"` and every source of
 src/, in the order of ARENA_SOURCES in CMakeLists.txt, with the private
 headers inlined once.  Compile arena.c once as C11 with -pthread, include
 arena.h anywhere: `cc -std=c11 -O2 -c arena.c`.  The version comes from
@@ -31,7 +32,6 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PUBLIC = ["arena/arena.h", "arena/pool.h", "arena/hooks.h", "arena/thread.h", "arena/guard.h"]
 # Macros a source sets before its first include: the feature-test macros,
 # and arena.c's ARENA__OUT_OF_LINE pair (the exported copies of the inline
 # arena_rewind() and arena_scope_end(); see arena/internal/compiler.h).  They
@@ -46,6 +46,15 @@ INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[^\n]*$', re.M)
 def read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
+
+
+def public_headers():
+    """Every public C header, arena.h first (the others include it): read
+    from the directory, so that a header added there is never left out."""
+    names = sorted(n for n in os.listdir(os.path.join(ROOT, "include", "arena")) if n.endswith(".h"))
+    if "arena.h" not in names:
+        sys.exit("amalgamate: no include/arena/arena.h")
+    return ["arena/arena.h"] + ["arena/" + n for n in names if n != "arena.h"]
 
 
 def version():
@@ -140,7 +149,7 @@ def main():
     header = [banner % (ver, rev, "every public header"),
               "#ifndef ARENA_AMALGAMATION_H\n#define ARENA_AMALGAMATION_H\n",
               "#define ARENA_AMALGAMATION 1\n"]
-    for h in PUBLIC:
+    for h in public_headers():
         header.append(inl.inline(os.path.join(ROOT, "include", h)))
     header.append("#endif /* ARENA_AMALGAMATION_H */\n")
     with open(os.path.join(out, "arena.h"), "w", encoding="utf-8") as f:

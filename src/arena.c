@@ -158,21 +158,20 @@ static bool charge(arena *a, size_t n)
     return true;
 }
 
-/* `p`, the memory of `n` bytes charged, obtained (NULL: refused by its
- * provider, the charge undone); the arena holds it from now on. */
-static void *charged(arena *a, void *p, size_t n)
+/* Gives back a charge of `n` bytes whose memory did not come. */
+static void uncharge(arena *a, size_t n)
+{
+    if (arena__cold(a)->set.budget)
+        arena__budget_refund(arena__cold(a)->set.budget, n);
+}
+
+/* The arena holds `n` bytes more, charged and obtained. */
+static void hold(arena *a, size_t n)
 {
     struct arena__cold *c = arena__cold(a);
-    if (!p) {
-        if (c->set.budget)
-            arena__budget_refund(c->set.budget, n);
-        refused(a, ARENA_LIMIT_BACKING, n);
-        return NULL;
-    }
     c->counts.held += n;
     if (c->counts.held > c->counts.peak_held)
         c->counts.peak_held = c->counts.held;
-    return p;
 }
 
 /* The arena no longer holds `n` bytes. */
@@ -184,13 +183,26 @@ static void discharge(arena *a, size_t n)
         arena__budget_refund(c->set.budget, n);
 }
 
+/* `n` bytes from the backing: a counted call, neither charged nor held. */
+static void *back_call(arena *a, size_t n)
+{
+    arena__cold(a)->counts.calls++;
+    return arena__back_alloc(&arena__cold(a)->backing, n);
+}
+
 void *arena__take_backing(arena *a, size_t n)
 {
-    struct arena__cold *c = arena__cold(a);
+    void *p;
     if (!charge(a, n))
         return NULL;
-    c->counts.calls++;
-    return charged(a, arena__back_alloc(&c->backing, n), n);
+    p = back_call(a, n);
+    if (!p) {
+        uncharge(a, n);
+        refused(a, ARENA_LIMIT_BACKING, n);
+        return NULL;
+    }
+    hold(a, n);
+    return p;
 }
 
 void arena__give_backing(arena *a, void *p, size_t n)
@@ -199,15 +211,6 @@ void arena__give_backing(arena *a, void *p, size_t n)
     c->counts.calls++;
     arena__back_free(&c->backing, p, n);
     discharge(a, n);
-}
-
-/* A guarded chunk's `n` bytes (whole pages) from the page layer, charged as
- * a backing allocation is but no backing call. */
-static char *take_pages(arena *a, size_t n)
-{
-    if (!charge(a, n))
-        return NULL;
-    return (char *)charged(a, arena__guard_map(n), n);
 }
 
 /* A slot's `paged`: a chunk of the page layer's (PAGED), whose pages past a
@@ -220,8 +223,6 @@ static bool guarded_now(const arena *a)
 {
     return (arena__cold(a)->guard.flags & ARENA__GUARD_NOW) != 0;
 }
-
-static void *back_alloc(arena *a, size_t n) { return arena__take_backing(a, n); }
 
 /* The peaks of arena_retained(), after it grew. */
 static void note_retained(arena *a)
@@ -246,6 +247,17 @@ static size_t budget(const arena *a)
 static size_t usable(const arena *a, const struct arena__chunk *c)
 {
     return c->base == a->buf ? c->cap : arena__chunk_usable(c->cap, budget(a));
+}
+
+/* What values may fill of a chunk in use, as `inuse` counts it for
+ * arena_get_stats()'s waste: all of the caller's buffer; all of an
+ * allocated chunk but the room its first value's header takes (the checked
+ * build), so that the room an oversized chunk keeps for its value's guard
+ * (arena__chunk_extra()), which values fill where it serves as a current
+ * chunk, counts too. */
+static size_t fill_cap(const arena *a, const struct arena__chunk *c)
+{
+    return c->base == a->buf ? c->cap : c->cap - arena__hdr();
 }
 
 /* The largest capacity a chunk may have to serve as a current chunk (one
@@ -541,35 +553,45 @@ static void free_index(arena *a)
         back_free(a, a->chunks, index_bytes(arena__cold(a)->ncap));
 }
 
-/* Makes room for one more entry.  False (arena unchanged) on failure. */
-static bool index_reserve(arena *a)
+/* What one more entry needs: the index's capacity then (*ncap), and the
+ * bytes of the block that takes (0: none, it has room or moves into the
+ * struct); SIZE_MAX when it cannot grow.  Reads only: add_chunk() obtains
+ * the block with the chunk, and index_install() moves into it. */
+static size_t index_growth(const arena *a, uint32_t *ncap)
 {
-    struct arena__chunk *grown;
-    uint32_t ncap;
+    uint32_t n = arena__cold(a)->ncap;
     size_t bytes;
 
-    if (a->nchunks < arena__cold(a)->ncap)
-        return true;
-    if (arena__cold(a)->ncap == 0) {
+    *ncap = n;
+    if (a->nchunks < n)
+        return 0;
+    if (n == 0) {
+        *ncap = 1;
+        return 0;
+    }
+    if (n > UINT32_MAX / 2)
+        return SIZE_MAX;
+    *ncap = n < 8 ? 8 : n * 2;
+    bytes = index_bytes(*ncap);
+    return bytes ? bytes : SIZE_MAX;
+}
+
+/* Makes the index `ncap` entries (index_growth()): in the struct, or in
+ * `grown`, where its entries and slots move, the old block going back. */
+static void index_install(arena *a, struct arena__chunk *grown, uint32_t ncap)
+{
+    if (ncap == arena__cold(a)->ncap)
+        return;
+    if (!grown) {
         a->chunks = &a->first;
         arena__cold(a)->ncap = 1;
-        return true;
+        return;
     }
-    if (arena__cold(a)->ncap > UINT32_MAX / 2)
-        return false;
-    ncap = arena__cold(a)->ncap < 8 ? 8 : arena__cold(a)->ncap * 2;
-    bytes = index_bytes(ncap);
-    if (!bytes)
-        return false;
-    grown = (struct arena__chunk *)back_alloc(a, bytes);
-    if (!grown)
-        return false;
     memcpy(grown, a->chunks, a->nchunks * sizeof *grown);
     memcpy(grown + ncap, slots(a), a->nchunks * sizeof(struct arena__slot));
     free_index(a);
     a->chunks = grown;
     arena__cold(a)->ncap = ncap;
-    return true;
 }
 
 /* Gives the heap index back, the one entry left (if any) moving into the
@@ -624,24 +646,52 @@ static void move_entries(arena *a, uint32_t to, uint32_t from, uint32_t n)
 
 static uint32_t take_spare(arena *a, uint32_t i);
 
+/* A new chunk's `n` bytes, from the page layer for a guarded batch (whole
+ * pages; no backing call), else from the backing (a counted call): neither
+ * charged nor held yet.  unobtain() gives them back as they came. */
+static char *obtain(arena *a, size_t n)
+{
+    return guarded_now(a) ? (char *)arena__guard_map(n) : (char *)back_call(a, n);
+}
+
+static void unobtain(arena *a, char *p, size_t n)
+{
+    if (guarded_now(a)) {
+        arena__guard_unmap(p, n);
+    } else {
+        arena__cold(a)->counts.calls++;
+        arena__back_free(&arena__cold(a)->backing, p, n);
+    }
+}
+
 /* Allocates a chunk of `cap` bytes and takes it into use at index nused (see
  * take_spare()).  Returns its index, or UINT32_MAX (arena unchanged).
- * The index has at most 2^31 slots (index_reserve()), so an index is below
+ * The index has at most 2^31 slots (index_growth()), so an index is below
  * 2^31 (which refs rely on: see make_ref()).  No object can exceed
  * PTRDIFF_MAX bytes, so such a chunk is refused before the backing sees it
- * (a sanitizer or Valgrind would flag the request). */
+ * (a sanitizer or Valgrind would flag the request).  The index block that
+ * a full index needs is charged with the chunk, before either is obtained,
+ * and installed once both came: a refusal makes no backing call, and a
+ * failure gives back what came and leaves every figure but the calls and
+ * the refusal as it was. */
 static uint32_t add_chunk(arena *a, size_t cap, size_t least)
 {
-    size_t extra = arena__chunk_extra(cap, budget(a)), room, held;
+    size_t extra = arena__chunk_extra(cap, budget(a)), room, held, grow, failed;
+    struct arena__chunk *index = NULL;
     struct arena__slot *s;
+    uint32_t ncap;
     char *base;
 
-    if ((arena__cold(a)->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra ||
-        !index_reserve(a))
+    if ((arena__cold(a)->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra)
         return UINT32_MAX;
-    /* Under a limit, a chunk cut down to the room left (no less than
-     * `least`): what the limit allows then still serves values. */
+    grow = index_growth(a, &ncap);
+    if (grow == SIZE_MAX)
+        return UINT32_MAX;
+    /* Under a limit, a chunk cut down to the room left beside the index's
+     * growth (no less than `least`): what the limit allows then still
+     * serves values. */
     room = arena__backing_room(a);
+    room = room > grow ? room - grow : 0;
     if (cap + extra > room && least < cap) {
         size_t fit = room > extra ? room - extra : 0;
         if (fit >= least) {
@@ -650,9 +700,22 @@ static uint32_t add_chunk(arena *a, size_t cap, size_t least)
         }
     }
     held = cap + extra;
-    base = guarded_now(a) ? take_pages(a, held) : (char *)back_alloc(a, held);
-    if (!base)
+    if (held > SIZE_MAX - grow || !charge(a, held + grow))
         return UINT32_MAX;
+    base = obtain(a, held);
+    failed = base ? 0 : held;
+    if (base && grow && !(index = (struct arena__chunk *)back_call(a, grow))) {
+        unobtain(a, base, held);
+        base = NULL;
+        failed = grow;
+    }
+    if (!base) {
+        uncharge(a, held + grow);
+        refused(a, ARENA_LIMIT_BACKING, failed);
+        return UINT32_MAX;
+    }
+    hold(a, held + grow);
+    index_install(a, index, ncap);
     arena__chunk_made(base, held);
     a->chunks[a->nchunks].base = base;
     a->chunks[a->nchunks].cap = held;
@@ -746,7 +809,7 @@ static size_t retire_chunks(arena *a, uint32_t from, uint32_t upto, int ending)
 static void retire_tail(arena *a, uint32_t i, char *pos)
 {
     struct arena__chunk *c = &a->chunks[i];
-    size_t before = usable(a, c), cut;
+    size_t before = usable(a, c), filled = fill_cap(a, c), cut;
     char *end = c->base + c->cap, *keep = arena__cold(a)->guard.keep, *at;
     struct arena__guard_why why;
     bool guard;
@@ -767,7 +830,7 @@ static void retire_tail(arena *a, uint32_t i, char *pos)
     slots(a)[i].paged = PAGED_CUT;
     discharge(a, cut);
     arena__cold(a)->retained -= before - usable(a, c);
-    arena__cold(a)->counts.inuse -= before - usable(a, c);
+    arena__cold(a)->counts.inuse -= filled - fill_cap(a, c);
     arena__guard_retire(at, cut, guard, &why);
 }
 
@@ -779,7 +842,7 @@ static void drop_chunks_from(arena *a, uint32_t from)
 
     for (i = from; i < a->nused; i++) {
         arena__expired(a, i, a->chunks[i].base);
-        arena__cold(a)->counts.inuse -= usable(a, &a->chunks[i]);
+        arena__cold(a)->counts.inuse -= fill_cap(a, &a->chunks[i]);
     }
     a->nused = from;
 }
@@ -804,7 +867,7 @@ static bool used_now(const arena *a, uint32_t i)
 static uint32_t take_spare(arena *a, uint32_t i)
 {
     slots(a)[i].last = arena__cold(a)->batch;
-    arena__cold(a)->counts.inuse += usable(a, &a->chunks[i]);
+    arena__cold(a)->counts.inuse += fill_cap(a, &a->chunks[i]);
     if (i != a->nused) {
         struct entry e = get_entry(a, i);
         move_entries(a, a->nused + 1, a->nused, i - a->nused);
@@ -1108,6 +1171,7 @@ static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
     if (ARENA__UNLIKELY(g->flags & ARENA__GUARD_NOW) && new_size < old_size &&
         (!g->keep || cursor(a) > g->keep))
         g->keep = cursor(a);
+    arena__value_resizing(a, p, old_size);
     set_cursor(a, p + arena__guarded_len(p, new_size, arena__cold(a)->lim));
     a->size = a->size - old_size + new_size;
     arena__value_resized(&a->chunks[a->cur], p, old_size, new_size);
@@ -2342,8 +2406,8 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
     guard_end(a, true);
     reopen(a);
     check_over(a);
-    if (a->pending & ARENA__PENDING_OVER) { /* the index and overhead count too */
-        free_spares(a, 0, false);
+    if (a->pending & ARENA__PENDING_OVER) { /* the reuse table alone exceeds the limit */
+        arena__reuse_release(a);
         check_over(a);
     }
     arena__child_idle(a);
@@ -2568,13 +2632,22 @@ static void check_over(arena *a)
         set_cursor(a, cursor(a));
 }
 
-/* The retention a reset may keep under the arena's limit. */
+/* The retention (arena_retained()'s capacity) a reset may keep under the
+ * arena's limit, which counts what it holds: the limit less what it holds
+ * beside its chunks' capacities (their overhead, the index, the reuse
+ * table), which keeping fewer chunks can only lower, and with the caller's
+ * buffer, which it does not hold. */
 static size_t limited_retention(const arena *a, size_t retain_limit)
 {
     const struct arena__cold *c = arena__cold(a);
-    if ((c->flags & ARENA__LIMITED) && c->set.limit < retain_limit)
-        return c->set.limit;
-    return retain_limit;
+    size_t buf = a->buf && a->nchunks ? a->chunks[0].cap : 0, beside, room;
+    if (!(c->flags & ARENA__LIMITED))
+        return retain_limit;
+    beside = c->counts.held - (c->retained - buf);
+    room = c->set.limit > beside ? c->set.limit - beside : 0;
+    if (room > retain_limit - buf || retain_limit < buf)
+        return retain_limit;
+    return room + buf;
 }
 
 void arena_set_limit(arena *a, size_t limit)
@@ -2596,18 +2669,44 @@ size_t arena_limit(const arena *a)
     return arena__cold(a)->set.limit;
 }
 
-void arena_set_budget(arena *a, arena_budget *b)
+/* Charges `n` bytes to `b`: false, nothing charged, when that would cross
+ * its limit (nothing is ever refused to no bytes). */
+static bool join_charge(arena_budget *b, size_t n) { return n == 0 || arena__budget_charge(b, n); }
+
+/* The bytes of the arena's spares but the caller's buffer: what
+ * arena_trim(a, 0) gives back (and the heap index, if that leaves the
+ * arena one chunk or none). */
+static size_t spare_bytes(const arena *a)
+{
+    size_t n = 0;
+    uint32_t i;
+    for (i = a->nused; i < a->nchunks; i++)
+        if (a->chunks[i].base != a->buf)
+            n += a->chunks[i].cap;
+    return n;
+}
+
+bool arena_set_budget(arena *a, arena_budget *b)
 {
     struct arena__cold *c;
-    wake(a);
+
+    wake(a); /* a lazy arena holds nothing: it joins */
     c = arena__cold(a);
     if (c->set.budget == b)
-        return;
+        return true;
+    if (b && !join_charge(b, c->counts.held)) {
+        /* Without its spares, charged first so that no other arena takes
+         * the room meanwhile. */
+        size_t need = c->counts.held - spare_bytes(a);
+        if (need == c->counts.held || !join_charge(b, need))
+            return false;
+        arena_trim(a, 0);
+        arena__budget_refund(b, need - c->counts.held);
+    }
     if (c->set.budget)
         arena__budget_refund(c->set.budget, c->counts.held);
     c->set.budget = b;
-    if (b && c->counts.held && !arena__budget_charge(b, c->counts.held))
-        arena__budget_force(b, c->counts.held);
+    return true;
 }
 
 void arena_on_limit(arena *a, arena_limit_fn *fn, void *ctx)
@@ -2661,8 +2760,12 @@ void arena_get_stats(const arena *a, arena_stats *out)
     out->limit = arena_limit(a);
     out->chunks = a->nchunks;
     lim = current_lim(a);
-    if (lim)
+    if (lim) {
         room = (size_t)(lim - cursor(a));
+        /* An allocated chunk's room for a header is not capacity (fill_cap()). */
+        if (!a->lazy && a->chunks[a->cur].base != a->buf)
+            room = room > arena__hdr() ? room - arena__hdr() : 0;
+    }
     inuse = a->lazy ? a->first.cap : c->counts.inuse;
     out->waste = inuse - room - out->stored;
     out->peak_stored_batch = arena__higher(out->stored, a->high);

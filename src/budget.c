@@ -56,11 +56,6 @@ bool arena__budget_charge(arena_budget *b, size_t n)
     return true;
 }
 
-void arena__budget_force(arena_budget *b, size_t n)
-{
-    atomic_fetch_add_explicit(&b->used, n, memory_order_relaxed);
-}
-
 void arena__budget_refund(arena_budget *b, size_t n)
 {
     atomic_fetch_sub_explicit(&b->used, n, memory_order_relaxed);

@@ -80,17 +80,18 @@ arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void *ctx)
                       (void *)a);
         return NULL;
     }
-    /* The head is in the bookkeeping, which a lazy arena has not written. */
-    if (a->lazy)
-        arena__wake(a);
     /* A free block first (a cancelled record's, say) only where there are
-     * any: otherwise the inline bump, with no call. */
+     * any: otherwise the inline bump, with no call.  (A lazy arena has none,
+     * and a record that does not fit leaves it as it was, unwritten.) */
     if (a->pending & ARENA__PENDING_REUSE)
         c = (struct arena_cleanup *)arena_alloc_reuse(a, sizeof *c);
     else
         c = (struct arena_cleanup *)arena_alloc(a, sizeof *c);
     if (!c)
         return NULL;
+    /* The head is in the bookkeeping, which a lazy arena has not written. */
+    if (a->lazy)
+        arena__wake(a);
     head = &arena__cold(a)->cleanups;
     c->fn = fn;
     c->ctx = ctx;

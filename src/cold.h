@@ -33,7 +33,8 @@ struct arena__counts {
     size_t held;                /* bytes taken from the backing now: chunks with their
                                    overhead, the index, the reuse table */
     size_t peak_held;           /* the most `held` has been since init */
-    size_t inuse;               /* usable capacity of the chunks in use, [0, nused) */
+    size_t inuse;               /* what values may fill of the chunks in use, [0, nused)
+                                   (fill_cap() in arena.c) */
     size_t peak_retained;       /* the largest arena_retained() since init */
     size_t peak_retained_batch; /* ... since the batch began */
     uint64_t reused;            /* bytes handed out again from blocks given back */
@@ -84,6 +85,16 @@ struct arena__guard_state {
                        there, so no rewind retires below it; NULL: none */
 };
 
+/* Instrumented builds: what a rewind needs to cut a value grown in place
+ * after its mark back to the size it had at the mark (instrument.c). */
+struct arena__sizes {
+    uint64_t calm; /* no value was resized in place since marks above this serial */
+    char *at;      /* the value noted (NULL: none, or its size unknown) ... */
+    size_t size;   /* ... had this size, as the tools saw it, ... */
+    uint64_t from; /* ... at every mark of a serial in (from, to] */
+    uint64_t to;
+};
+
 /* What only the library reads, in the public struct's `cold` bytes (the
  * inline functions never touch it, so its layout may change in any 2.x
  * release as long as it fits). */
@@ -112,6 +123,7 @@ struct arena__cold {
     struct arena_cleanup *tie;      /* the child's cleanup on its parent while it holds
                                        memory of the parent's; NULL: none */
     struct arena__guard_state guard;
+    struct arena__sizes sizes;
 };
 
 /* The arena's bookkeeping.  Access is through this one accessor, which

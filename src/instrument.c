@@ -285,17 +285,109 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
     return true;
 }
 
-/* A rewind to the mark of serial `serial` at `pos` in chunk `i`: returns
- * where the values stored after the mark begin, which is `pos` unless a value
- * stored before the mark was freed or shrunk below pos after it (it was the
- * most recent value then): those stored since lie below pos, from the first
- * header that counts `serial` marks or more on (values lie in the order they
- * were placed).  Outside Valgrind (whose pools the expiry trims), it also
- * cuts a value stored before the mark that grew in place across pos (its
- * bytes past the mark are forgotten): its guard is verified, then its header
- * is cut to end one granule before pos and the rest of it clobbered, so that
- * the walks still find a header, a value and a guard, then clobbered bytes. */
-ARENA__NO_ASAN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t serial)
+/* ---- Values grown in place after a mark ------------------------------------------------ *
+ *
+ * A value stored before a mark is the most recent one again once nothing
+ * stored after the mark remains, and may then be resized in place; the
+ * rewind to the mark gives it back the size it had there.  The arena notes
+ * (arena__sizes, cold.h) the serial `calm` above which no value was resized
+ * in place, and at the first resize after a mark (a serial above `calm`) the
+ * size that the value had at every mark since `calm`: its size as the tools
+ * see it (the checked build's header; under ASan, where its guard begins),
+ * which may exceed what the caller counts.  A second value resized before
+ * the next mark leaves the sizes at that mark unknown.  A rewind to a mark
+ * of a noted serial cuts the value back to the size noted; any other rewind
+ * cuts a value that grew across the mark's position to end a granule before
+ * it (the checked build, and arena__instr_expired() for ASan and Valgrind).
+ * A rewind resizes no value as the tools see it but the one it cuts (a
+ * value shrunk after the mark stays shrunk to them), so it leaves `calm`
+ * and the note as they are: the note still tells the sizes at its marks. */
+
+/* Valgrind: true when the byte at p is addressable (part of a value). */
+static bool vg_addressable(const char *p)
+{
+    char v;
+    return VALGRIND_GET_VBITS(p, &v, 1) == 1;
+}
+
+/* Valgrind: how many bytes from `p` on, up to `n`, are addressable. */
+static size_t vg_run(const char *p, size_t n)
+{
+    char bits[64];
+    size_t i = 0;
+    while (n - i >= sizeof bits && VALGRIND_GET_VBITS(p + i, bits, sizeof bits) == 1)
+        i += sizeof bits;
+    while (i < n && vg_addressable(p + i))
+        i++;
+    return i;
+}
+
+/* The size of the most recent value `p`, of at least `old_size` bytes, as
+ * the tools see it (it reaches past `old_size` where its caller counted
+ * less); SIZE_MAX when they cannot tell. */
+ARENA__NO_ASAN static size_t tool_size(const arena *a, const char *p, size_t old_size)
+{
+    const char *pos;
+    if (ARENA_CHECKED) {
+        uint32_t tag;
+        uint64_t n;
+        return header_load(p - HDR, &tag, &n) ? (size_t)n : SIZE_MAX;
+    }
+    pos = a->ptr ? a->ptr : a->pos;
+    if (pos < p || (size_t)(pos - p) < old_size)
+        return SIZE_MAX;
+#if ARENA__ASAN
+    {
+        const char *q = (const char *)__asan_region_is_poisoned((void *)(uintptr_t)(p + old_size),
+                                                                (size_t)(pos - p) - old_size);
+        return (size_t)((q ? q : pos) - p);
+    }
+#endif
+    if (ARENA__VALGRIND)
+        return old_size + vg_run(p + old_size, (size_t)(pos - p) - old_size);
+    return SIZE_MAX;
+}
+
+void arena__instr_resizing(arena *a, char *p, size_t old_size)
+{
+    struct arena__sizes *z = &arena__cold(a)->sizes;
+    if (z->calm < a->saves) {
+        z->size = tool_size(a, p, old_size);
+        z->at = z->size == SIZE_MAX ? NULL : p;
+        z->from = z->calm;
+        z->to = z->calm = a->saves;
+    } else if (z->at != p) {
+        z->at = NULL;
+    }
+}
+
+/* The value of chunk [base, end) whose size at the mark of serial `serial`
+ * at `pos` was noted (its size in arena__cold(a)->sizes), or NULL. */
+static char *noted(const arena *a, const char *base, const char *pos, const char *end,
+                   uint64_t serial)
+{
+    const struct arena__sizes *z = &arena__cold(a)->sizes;
+    char *at = z->at;
+    /* (A value at the chunk's end has no guard, and cannot grow.) */
+    if (!at || serial <= z->from || serial > z->to || at < base || at >= pos || pos >= end ||
+        arena__guarded_len(at, z->size, end) != (size_t)(pos - at))
+        return NULL;
+    return at;
+}
+
+/* Checked build: see arena__instr_cut().  Returns where the values stored
+ * after the mark begin, which is `pos` unless a value stored before the mark
+ * was freed or shrunk below pos after it (it was the most recent value
+ * then): those stored since lie below pos, from the first header that
+ * counts `serial` marks or more on (values lie in the order they were
+ * placed).  Outside Valgrind (whose pools the expiry trims), it also cuts a
+ * value stored before the mark that grew in place after it: back to its
+ * size at the mark where that was noted (`at`, of `keep` bytes), else, if it
+ * grew across pos, to end one granule before pos; its guard is verified,
+ * then its header cut and the rest of it clobbered, so that the walks still
+ * find a header, a value and a guard, then clobbered bytes. */
+ARENA__NO_ASAN static char *checked_cut(arena *a, uint32_t i, char *pos, uint64_t serial,
+                                        const char *at, size_t keep)
 {
     char *q = a->chunks[i].base;
     const char *end = q + a->chunks[i].cap;
@@ -333,7 +425,7 @@ ARENA__NO_ASAN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t 
         }
         q += HDR;
         reach = arena__guarded_len(q, (size_t)n, end);
-        if (q + reach > pos) {
+        if (q + reach > pos || (q == at && n > keep)) {
             if (ARENA__VALGRIND)
                 return pos;
             if (!all_clobbered(q + n, reach - (size_t)n))
@@ -341,7 +433,8 @@ ARENA__NO_ASAN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t 
                               "arena: arena %p: the %llu-byte value at %p (chunk %u) wrote past "
                               "its end",
                               (const void *)a, (unsigned long long)n, (const void *)q, (unsigned)i);
-            n = (size_t)(pos - q) - GRANULE; /* both on granules, a value's end before */
+            /* (Else both on granules, a value's end before.) */
+            n = q == at ? keep : (size_t)(pos - q) - GRANULE;
             header_store(q, tag, (size_t)n, header_saves(q - HDR));
             arena__open(q + n, reach - (size_t)n);
             memset(q + n, ARENA__CLOBBER, reach - (size_t)n);
@@ -353,6 +446,24 @@ ARENA__NO_ASAN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t 
     return pos;
 }
 
+char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t serial)
+{
+    struct arena__sizes *z = &arena__cold(a)->sizes;
+    char *base = a->chunks[i].base, *from = pos;
+    char *at = noted(a, base, pos, base + a->chunks[i].cap, serial);
+
+    if (ARENA_CHECKED)
+        from = checked_cut(a, i, pos, serial, at, at ? z->size : SIZE_MAX);
+    else if (at) /* ASan: its guard at the mark, closed again */
+        arena__poison(at + z->size, (size_t)(pos - at) - z->size);
+    /* Valgrind: the block, where it grew past that size, cut back to it. */
+    if (ARENA__VALGRIND && at && vg_run(at, z->size + 1) == z->size + 1) {
+        VALGRIND_MEMPOOL_CHANGE(base, at, at, z->size);
+        VALGRIND_MAKE_MEM_NOACCESS(at + z->size, (size_t)(pos - at) - z->size);
+    }
+    return from;
+}
+
 void arena__instr_chunk_made(char *base, size_t cap)
 {
     if (ARENA__VALGRIND)
@@ -360,13 +471,6 @@ void arena__instr_chunk_made(char *base, size_t cap)
     if (ARENA_CHECKED)
         memset(base, ARENA__CLOBBER, cap);
     arena__close(base, cap);
-}
-
-/* Valgrind: true when the byte at p is addressable (part of a value). */
-static bool vg_addressable(const char *p)
-{
-    char v;
-    return VALGRIND_GET_VBITS(p, &v, 1) == 1;
 }
 
 /* Valgrind, before trimming chunk `base` to [base, pos): memcheck 3.19 marks

@@ -189,6 +189,7 @@ ARENA__HIDDEN void arena__instr_resized(const struct arena__chunk *c, char *p, s
                                         size_t new_size);
 ARENA__HIDDEN void arena__instr_expired(arena *a, uint32_t i, char *from);
 ARENA__HIDDEN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t serial);
+ARENA__HIDDEN void arena__instr_resizing(arena *a, char *p, size_t old_size);
 ARENA__HIDDEN void arena__instr_buffer_released(arena *a, size_t cap);
 ARENA__HIDDEN bool arena__instr_verify(const arena *a, uint32_t i, const char *from,
                                        const char *to);
@@ -246,15 +247,26 @@ static inline void arena__expired(arena *a, uint32_t i, char *from)
         arena__instr_expired(a, i, from);
 }
 
+/* The most recent value `p`, of at least `old_size` bytes, is about to be
+ * resized in place: the first resize since the latest mark notes its size
+ * as the tools see it, which a rewind to a mark taken since the sizes last
+ * changed cuts it back to (arena__cut()). */
+static inline void arena__value_resizing(arena *a, char *p, size_t old_size)
+{
+    if (arena__instrumented())
+        arena__instr_resizing(a, p, old_size);
+}
+
 /* A rewind to the mark of serial `serial` at `pos` in chunk i, before
  * arena__expired(): where the values stored after the mark begin (pos, or in
  * the checked build below it, after a value before the mark was freed or
- * shrunk below it), having cut a value stored before the mark and grown past
- * pos to end before it (checked build, outside Valgrind, whose pools the
- * expiry trims): see arena__instr_cut(). */
+ * shrunk below it), having cut a value stored before the mark and grown in
+ * place after it back to its size at the mark, where noted, else (checked
+ * build, outside Valgrind, whose pools the expiry trims) to end a granule
+ * before pos: see arena__instr_cut(). */
 static inline char *arena__cut(arena *a, uint32_t i, char *pos, uint64_t serial)
 {
-    return ARENA_CHECKED ? arena__instr_cut(a, i, pos, serial) : pos;
+    return arena__instrumented() ? arena__instr_cut(a, i, pos, serial) : pos;
 }
 
 /* A release hands the caller's buffer (of `cap` bytes) back open: the caller

@@ -132,7 +132,6 @@ ARENA__HIDDEN void arena__budget_init(arena_budget *b, size_t limit, const char 
 ARENA__HIDDEN bool arena__budget_charge(arena_budget *b, size_t n);
 ARENA__HIDDEN void arena__budget_refund(arena_budget *b, size_t n);
 ARENA__HIDDEN size_t arena__budget_room(const arena_budget *b);
-ARENA__HIDDEN void arena__budget_force(arena_budget *b, size_t n); /* past the limit */
 
 /* ---- Arithmetic --------------------------------------------------------------- */
 

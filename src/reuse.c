@@ -168,7 +168,7 @@ ARENA__NO_ASAN static void node_store(char *s, size_t len, const char *next)
 }
 
 /* The node at `s`: its length and successor; false when it does not decode
- * to a block (overwritten). */
+ * to a block (overwritten), with no length and no successor then. */
 ARENA__NO_ASAN static bool node_load(const char *s, size_t *len, char **next)
 {
     uintptr_t link, n;
@@ -189,9 +189,14 @@ ARENA__NO_ASAN static bool node_load(const char *s, size_t *len, char **next)
     }
     if (ARENA__VALGRIND)
         VALGRIND_MAKE_MEM_NOACCESS(s, node_bytes());
+    if (!ok) { /* a checked build's node, or a canary, overwritten: no length, no successor */
+        *len = 0;
+        *next = NULL;
+        return false;
+    }
     n = arena__link(link, *len);
     *next = (char *)n;
-    return ok && *len >= arena__reuse_min() && (n & (ARENA_ALIGN - 1)) == 0;
+    return *len >= arena__reuse_min() && (n & (ARENA_ALIGN - 1)) == 0;
 }
 
 static void corrupt(const arena *a, const char *s)

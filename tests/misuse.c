@@ -118,6 +118,31 @@ static int grown_past_rewind(void)
     return 1;
 }
 
+/* The same with a value whose end is inside a granule (13 bytes): the
+ * rewind cuts it back to its size at the mark, and a write one byte past
+ * that is reported. */
+static int grown_past_rewind_odd(void)
+{
+    arena a;
+    arena_mark m;
+    char *x, *grown, *next;
+    char *volatile hidden;
+    arena_init(&a, 4096);
+    x = (char *)arena_alloc(&a, 13);
+    memset(x, 1, 13);
+    m = arena_save(&a);
+    grown = (char *)arena_realloc(&a, x, 13, 1500); /* in place */
+    if (grown)
+        memset(grown, 1, 1500);
+    arena_rewind(&a, m);
+    next = (char *)arena_alloc(&a, 16);
+    memset(next, 1, 16);
+    hidden = x + 13; /* see touch() */
+    *hidden = 2;
+    arena_release(&a);
+    return 1;
+}
+
 static int string_past_end(void)
 {
     arena a = {0};
@@ -191,6 +216,7 @@ static const struct {
     {"chunk_tail", chunk_tail},
     {"past_end", past_end},
     {"grown_past_rewind", grown_past_rewind},
+    {"grown_past_rewind_odd", grown_past_rewind_odd},
     {"string_past_end", string_past_end},
     {"buffer_tail", buffer_tail},
     {"uninitialised", uninitialised},

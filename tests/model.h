@@ -914,9 +914,18 @@ static void model_op_limit(model *m)
         return;
     case 5:
         if (m->group) {
+            bool join = !m->charged;
             m->op = "set_budget";
-            m->charged = !m->charged;
-            arena_set_budget(m->a, m->charged ? m->group : NULL);
+            /* A join may give back spares first (arena_set_budget()); one
+             * refused changes nothing. */
+            if (arena_set_budget(m->a, join ? m->group : NULL))
+                m->charged = join;
+            else
+                MCHECK(m, join && arena_retained(m->a) == retained);
+            arena_get_stats(m->a, &s);
+            MCHECK(m, !m->charged || arena_budget_used(m->group) <= arena_budget_limit(m->group) ||
+                          s.held == 0);
+            m->dropped = true;
             return;
         }
         limit = SIZE_MAX;
@@ -1165,11 +1174,11 @@ static size_t model_grow_size(model *m, size_t old)
     return want <= PATTERN_SPAN ? want : old; /* repeated growth stays in a pattern */
 }
 
-/* Value i is about to grow in place, so it ends at the arena's position.  A
- * mark taken while the model did not know which value ended there learns it
- * now, with the value as it was, when the value ended exactly at the mark's
- * position (white-box), so that a rewind to the mark forgets the growth, as
- * the arena does. */
+/* Value i is about to be resized in place (grown, so that it ends at the
+ * arena's position, or shrunk).  A mark taken while the model did not know
+ * which value ended there learns it now, with the value as it was, when the
+ * value ended exactly at the mark's position (white-box), so that a rewind
+ * to the mark forgets the growth, as the arena does. */
 static void model_learn_tail(model *m, size_t i)
 {
     size_t j;
@@ -1213,6 +1222,10 @@ static void model_op_grow(model *m, model_before *b)
         MCHECK(m, arena_size(m->a) == m->size - (old - want));
         m->size -= old - want;
         if (want < old) {
+            /* A mark at its end learns its size there: the arena notes it
+             * at the first resize after a mark, shrinks too, and a rewind
+             * to the mark gives it back that size if it grew since. */
+            model_learn_tail(m, (size_t)i);
             v->stored = want;
             if (!is_tail || !certain)
                 m->reusable = true;

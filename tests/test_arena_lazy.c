@@ -405,6 +405,40 @@ static void test_failed_calls_change_no_byte(void **state)
     assert_int_equal(recorded_errors.count, recorded_errors.expected);
 }
 
+static void never_run(void *ctx)
+{
+    (void)ctx;
+    fail_msg("a cleanup whose push failed ran");
+}
+
+static void count_run(void *ctx) { ++*(int *)ctx; }
+
+/* A cleanup push whose record does not fit the full buffer fails as an
+ * allocation does: NULL, nothing registered, every byte of the arena as it
+ * was (a lazy one's bookkeeping still unwritten); the next push that fits
+ * registers, and runs at the release. */
+static void test_failed_cleanup_push_changes_no_byte(void **state)
+{
+    static alignas(64) char small[256];
+    static arena a, was;
+    int ran = 0;
+    (void)state;
+    arena_init_buffer(&a, small, sizeof small, NULL);
+    assert_int_equal(a.lazy != 0, inline_expected());
+    while (arena_alloc(&a, 8)) /* nothing left for a record */
+        ;
+    assert_int_equal(a.lazy != 0, inline_expected());
+    memcpy(&was, &a, sizeof a);
+    assert_null(arena_cleanup_push(&a, never_run, NULL));
+    assert_unchanged(&a, &was);
+    assert_int_equal(recorded_errors.count, 0);
+    arena_release(&a);
+    assert_non_null(arena_cleanup_push(&a, count_run, &ran));
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    assert_int_equal(ran, 1);
+}
+
 /* The inline init is taken wherever it may be: a plain build outside
  * Valgrind (which preloads its own objects); otherwise the library's. */
 static void test_inline_init_is_taken(void **state)
@@ -440,7 +474,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_every_call_right_after_init), T(test_queries_right_after_init),
         T(test_misuse_right_after_init),     T(test_failed_calls_change_no_byte),
-        T(test_inline_init_is_taken),
+        T(test_inline_init_is_taken),        T(test_failed_cleanup_push_changes_no_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -160,6 +160,61 @@ static void test_arena_make_runs_destructors(void **)
     assert_int_equal(destroyed[3], 4);
 }
 
+/* A T whose destructor matters and whose constructor throws: make<T>()
+ * cancels the cleanup it pushed before it gives the bytes back, so the
+ * destructor of the object never made runs at no reset, rewind or
+ * destruction; the record's bytes go back too. */
+static int unmade_destroyed;
+
+struct throws_noted {
+    int id;
+    explicit throws_noted(int i) : id(i)
+    {
+        if (i < 0)
+            throw std::invalid_argument("negative");
+    }
+    ~throws_noted() { ++unmade_destroyed; }
+    throws_noted(const throws_noted &) = delete;
+    throws_noted &operator=(const throws_noted &) = delete;
+};
+
+static void test_arena_make_throws_cancels_cleanup(void **)
+{
+    unmade_destroyed = 0;
+    {
+        libarena::arena a;
+        assert_non_null(a.make<int>(1));
+        std::size_t before = a.size();
+        bool caught = false;
+        try {
+            (void)a.make<throws_noted>(-1);
+        } catch (const std::invalid_argument &) {
+            caught = true;
+        }
+        assert_true(caught);
+        assert_int_equal(a.size(), before); // the value's and the record's bytes
+        a.reset();
+        assert_int_equal(unmade_destroyed, 0);
+        {
+            auto s = a.scope();
+            caught = false;
+            try {
+                (void)a.make<throws_noted>(-2);
+            } catch (const std::invalid_argument &) {
+                caught = true;
+            }
+            assert_true(caught);
+        }
+        assert_int_equal(unmade_destroyed, 0);
+        try {
+            (void)a.make<throws_noted>(-3);
+        } catch (const std::invalid_argument &) {
+        }
+        assert_non_null(a.make<throws_noted>(4)); // made: destroyed once, below
+    }
+    assert_int_equal(unmade_destroyed, 1);
+}
+
 static void test_arena_move(void **)
 {
     libarena::arena a(4096);
@@ -489,10 +544,17 @@ static void test_allocator_traits(void **)
 {
     libarena::arena a, b;
     libarena::allocator<int> x(a), y(a.get()), z(b);
-    libarena::allocator<double> xd(x); // rebind by conversion
+    libarena::allocator<double> xd(x), zd(z); // rebind by conversion
     assert_true(x == y);
+    assert_false(x != y);
     assert_true(x != z);
+    assert_false(x == z); // two arenas: never equal, either way round
+    assert_false(z == x);
     assert_true(xd == x);
+    assert_false(xd != x);
+    assert_false(xd == z);
+    assert_true(zd != x);
+    assert_true(zd == z);
     assert_ptr_equal(xd.get(), a.get());
     using traits = std::allocator_traits<libarena::allocator<int>>;
     static_assert(std::is_same_v<traits::rebind_alloc<long>, libarena::allocator<long>>);
@@ -621,6 +683,7 @@ int main()
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arena_make_reset),
         cmocka_unit_test(test_arena_make_throws),
+        cmocka_unit_test(test_arena_make_throws_cancels_cleanup),
         cmocka_unit_test(test_arena_make_runs_destructors),
         cmocka_unit_test(test_arena_move),
         cmocka_unit_test(test_arena_scope),

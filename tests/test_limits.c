@@ -16,6 +16,7 @@
 #include <arena/report.h>
 #include <arena/thread.h>
 
+#include "cold.h"
 #include "support.h"
 
 static test_backing tb;
@@ -82,6 +83,8 @@ static void check_against_backing(const arena *a, size_t limit, uint64_t resets)
     assert_int_equal(s.retained, arena_retained(a));
     assert_int_equal(s.stored, arena_size(a));
     assert_int_equal(s.resets, resets);
+    /* The waste and the values lie in the chunks in use. */
+    assert_true(s.waste <= s.held && s.stored <= s.held - s.waste);
     assert_true(tb.live_bytes <= limit);
     assert_true(s.limit == limit);
 }
@@ -427,6 +430,127 @@ static void lowered_limit_refuses_until_a_reset(void **state)
     assert_int_equal(tb.live, 0);
 }
 
+/* The arena's struct as a failed allocation must leave it, `was` before:
+ * every byte the same but the two counters a failure moves, `hits`
+ * refusals more and `calls` backing calls more. */
+static void assert_unchanged_but_counts(const arena *a, const arena *was, uint64_t hits,
+                                        uint64_t calls)
+{
+    static arena now; /* static: the struct's bytes, not a register's */
+    const struct arena__counts *k = &arena__cold(was)->counts;
+    memcpy(&now, a, sizeof now);
+    assert_int_equal(arena__cold(&now)->counts.limit_hits, k->limit_hits + hits);
+    assert_int_equal(arena__cold(&now)->counts.calls, k->calls + calls);
+    arena__cold(&now)->counts.limit_hits = k->limit_hits;
+    arena__cold(&now)->counts.calls = k->calls;
+    assert_memory_equal(&now, was, sizeof now);
+}
+
+/* Every figure of arena_get_stats() the same but limit_hits and
+ * backing_calls (as above). */
+static void assert_stats_unchanged(const arena *a, const arena_stats *was, uint64_t hits,
+                                   uint64_t calls)
+{
+    arena_stats s;
+    arena_get_stats(a, &s);
+    assert_int_equal(s.limit_hits, was->limit_hits + hits);
+    assert_int_equal(s.backing_calls, was->backing_calls + calls);
+    s.limit_hits = was->limit_hits;
+    s.backing_calls = was->backing_calls;
+    assert_memory_equal(&s, was, sizeof s);
+}
+
+/* An allocation that needs a new chunk when the chunk index is full (8
+ * entries: the 9th chunk grows it to 16), refused by the limit or failed by
+ * the backing at each of its calls in turn: NULL, and the arena exactly as
+ * it was (every byte of the struct, every figure but the refusal counted
+ * and the calls made), the index not grown; a refusal makes no backing
+ * call, and a failure gives back whatever it took before it. */
+static void refused_growth_changes_nothing(void **state)
+{
+    static arena a, was;
+    arena_allocator al = tb_allocator(&tb);
+    arena_stats s;
+    size_t live, k;
+    uint64_t calls;
+    int i;
+    (void)state;
+    arena_init_with(&a, 4096, &al);
+    for (i = 0; i < 8; i++)
+        assert_non_null(arena_alloc(&a, 3000)); /* a chunk each */
+    assert_int_equal(a.nchunks, 8);
+    assert_int_equal(arena__cold(&a)->ncap, 8);
+    arena_get_stats(&a, &s);
+
+    /* Room under the limit for the grown index (512 bytes), not the chunk. */
+    arena_set_limit(&a, s.held + 1024);
+    arena_get_stats(&a, &s);
+    memcpy(&was, &a, sizeof a);
+    calls = tb.calls + tb.frees;
+    live = tb.live_bytes;
+    assert_null(arena_alloc(&a, 3000));
+    assert_int_equal(tb.calls + tb.frees, calls);
+    assert_int_equal(tb.live_bytes, live);
+    assert_unchanged_but_counts(&a, &was, 1, 0);
+    assert_stats_unchanged(&a, &s, 1, 0);
+
+    /* The backing fails the first call the growth makes, then the second... */
+    arena_set_limit(&a, SIZE_MAX);
+    for (k = 1;; k++) {
+        void *p;
+        arena_get_stats(&a, &s);
+        memcpy(&was, &a, sizeof a);
+        calls = tb.calls + tb.frees;
+        tb.fail_at = tb.calls + k;
+        p = arena_alloc(&a, 3000);
+        tb.fail_at = 0;
+        if (p)
+            break;
+        assert_int_equal(tb.live_bytes, live);
+        assert_unchanged_but_counts(&a, &was, 1, tb.calls + tb.frees - calls);
+        assert_stats_unchanged(&a, &s, 1, tb.calls + tb.frees - calls);
+    }
+    assert_true(k > 2); /* the chunk and the index, in some order */
+    assert_int_equal(a.nchunks, 9);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
+}
+
+/* A limit lowered to one byte under what the arena holds: the next reset
+ * brings it under the limit (its chunk's overhead counted, as in the
+ * checked build's), and allocations succeed again, in a chunk cut down to
+ * the room the limit leaves. */
+static void reset_brings_the_arena_under_a_lowered_limit(void **state)
+{
+    arena_allocator al = tb_allocator(&tb);
+    arena_stats s;
+    arena a;
+    int round;
+    (void)state;
+    for (round = 0; round < 2; round++) {
+        arena_init_with(&a, 0, &al);
+        assert_non_null(arena_alloc(&a, 100));
+        if (round) /* a second chunk, and the heap index */
+            assert_non_null(arena_alloc(&a, 65536));
+        arena_get_stats(&a, &s);
+        arena_set_limit(&a, s.held - 1);
+        assert_null(arena_alloc(&a, 100));
+        arena_reset(&a);
+        arena_get_stats(&a, &s);
+        assert_true(s.held <= arena_limit(&a));
+        assert_int_equal(s.held, tb.live_bytes);
+        assert_non_null(arena_alloc(&a, 100));
+        arena_reset(&a);
+        arena_get_stats(&a, &s);
+        assert_true(s.held <= arena_limit(&a));
+        assert_non_null(arena_alloc(&a, 100));
+        assert_true(arena_check(&a));
+        arena_release(&a);
+        assert_int_equal(tb.live, 0);
+    }
+}
+
 static void limit_zero_and_size_max(void **state)
 {
     static _Alignas(16) unsigned char buf[1024];
@@ -517,6 +641,84 @@ static void budget_is_shared_and_given_back(void **state)
     assert_int_equal(tb.live, 0);
 }
 
+/* An arena that holds memory joins a budget only when what it holds fits
+ * under the budget's limit, after it gives back its spare chunks if it must
+ * (and only then); otherwise it stays as it was, with the budget it had, and
+ * the budget is not charged: what the arenas charging a budget hold never
+ * exceeds its limit. */
+static void budget_joined_only_when_the_charge_fits(void **state)
+{
+    static arena a, was;
+    arena_budget *b = arena_budget_create(SIZE_MAX, "join"), *c = arena_budget_create(0, "full");
+    arena_allocator al = tb_allocator(&tb);
+    unsigned char *v[3];
+    arena_stats s, spares;
+    arena_mark m;
+    size_t calls;
+    int i;
+    (void)state;
+    assert_non_null(b);
+    assert_non_null(c);
+    arena_init_with(&a, 4096, &al);
+    for (i = 0; i < 3; i++) { /* a chunk each, in use */
+        v[i] = (unsigned char *)arena_alloc(&a, 3000);
+        assert_non_null(v[i]);
+        memset(v[i], i + 1, 3000);
+    }
+    m = arena_save(&a);
+    for (i = 0; i < 3; i++) /* three more, spares after the rewind */
+        assert_non_null(arena_alloc(&a, 3000));
+    arena_rewind(&a, m);
+    arena_get_stats(&a, &spares);
+
+    /* What it holds fits: charged whole, nothing given back. */
+    arena_budget_set_limit(b, spares.held);
+    assert_true(arena_set_budget(&a, b));
+    assert_int_equal(arena_budget_used(b), spares.held);
+    arena_get_stats(&a, &s);
+    assert_int_equal(s.held, spares.held);
+    assert_true(arena_set_budget(&a, b)); /* the budget it has */
+    assert_true(arena_set_budget(&a, NULL));
+    assert_int_equal(arena_budget_used(b), 0);
+
+    /* Only without its spares: they go back first. */
+    arena_budget_set_limit(b, spares.held - 1);
+    assert_true(arena_set_budget(&a, b));
+    arena_get_stats(&a, &s);
+    assert_true(s.held < spares.held);
+    assert_int_equal(s.chunks, 3);
+    assert_int_equal(arena_budget_used(b), s.held);
+    assert_int_equal(tb.live_bytes, s.held);
+    for (i = 0; i < 3; i++)
+        assert_int_equal(v[i][2999], i + 1);
+
+    /* Not even then: nothing changes, and it keeps the budget it had. */
+    arena_get_stats(&a, &s);
+    memcpy(&was, &a, sizeof a);
+    calls = tb.calls + tb.frees;
+    assert_false(arena_set_budget(&a, c));
+    assert_memory_equal(&a, &was, sizeof a);
+    assert_int_equal(tb.calls + tb.frees, calls);
+    assert_int_equal(arena_budget_used(c), 0);
+    assert_int_equal(arena_budget_used(b), s.held);
+    arena_budget_set_limit(c, s.held);
+    assert_true(arena_set_budget(&a, c)); /* from one budget to another */
+    assert_int_equal(arena_budget_used(b), 0);
+    assert_int_equal(arena_budget_used(c), s.held);
+    arena_release(&a);
+    assert_int_equal(arena_budget_used(c), 0);
+
+    /* An arena that holds nothing joins a budget at or over its limit. */
+    arena_budget_set_limit(c, 0);
+    assert_true(arena_set_budget(&a, b));
+    assert_true(arena_set_budget(&a, c));
+    assert_null(arena_alloc(&a, 1));
+    assert_true(arena_set_budget(&a, NULL));
+    arena_budget_destroy(b);
+    arena_budget_destroy(c);
+    assert_int_equal(tb.live, 0);
+}
+
 /* ---- Counters ---------------------------------------------------------------------------- */
 
 static void counters_of_reuse_resets_and_waste(void **state)
@@ -555,6 +757,44 @@ static void counters_of_reuse_resets_and_waste(void **state)
         assert_int_equal(s.waste, ARENA_ALIGN - 1);
     }
     arena_release(&a);
+}
+
+/* What holds no value, exact where a chunk carries room beside its
+ * capacity (the checked build's header; an oversized chunk's guard under
+ * ASan, Valgrind and in the checked build): none in an empty current chunk,
+ * after a reset and after a rewind that makes an oversized chunk current;
+ * and never more, with the values, than the chunks in use, as that chunk
+ * fills to its end. */
+static void waste_is_exact_where_chunks_carry_room(void **state)
+{
+    arena_allocator al = tb_allocator(&tb);
+    arena_stats s;
+    arena_mark m;
+    arena a;
+    (void)state;
+    arena_init_with(&a, 4096, &al);
+    assert_non_null(arena_alloc(&a, 10));
+    arena_reset(&a);
+    arena_get_stats(&a, &s);
+    assert_int_equal(s.stored, 0);
+    assert_int_equal(s.waste, 0);
+    arena_release(&a);
+
+    m = arena_save(&a);
+    assert_non_null(arena_alloc(&a, 5000)); /* a chunk of its own */
+    arena_rewind(&a, m);                    /* ... kept current: it is a regular one's size */
+    arena_get_stats(&a, &s);
+    assert_int_equal(s.chunks, 1);
+    assert_int_equal(s.stored, 0);
+    assert_int_equal(s.waste, 0);
+    while (s.chunks == 1) {
+        assert_non_null(arena_alloc(&a, 100));
+        arena_get_stats(&a, &s);
+        assert_true(s.waste <= s.held && s.stored <= s.held - s.waste);
+        assert_true(s.stored + s.waste <= arena_retained(&a) + 2 * (size_t)ARENA_ALIGN);
+    }
+    arena_release(&a);
+    assert_int_equal(tb.live, 0);
 }
 
 static void names(void **state)
@@ -827,10 +1067,14 @@ int main(void)
         cmocka_unit_test(peaks_of_a_parent_exact_through_a_child),
         cmocka_unit_test(limit_is_enforced_at_the_byte),
         cmocka_unit_test(lowered_limit_refuses_until_a_reset),
+        cmocka_unit_test(refused_growth_changes_nothing),
+        cmocka_unit_test(reset_brings_the_arena_under_a_lowered_limit),
         cmocka_unit_test(limit_zero_and_size_max),
         cmocka_unit_test(backing_failure_is_reported),
         cmocka_unit_test(budget_is_shared_and_given_back),
+        cmocka_unit_test(budget_joined_only_when_the_charge_fits),
         cmocka_unit_test(counters_of_reuse_resets_and_waste),
+        cmocka_unit_test(waste_is_exact_where_chunks_carry_room),
         cmocka_unit_test(names),
         cmocka_unit_test(report_formats_and_truncation),
         cmocka_unit_test(pool_figures_match_a_shadow),

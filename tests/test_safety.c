@@ -419,43 +419,48 @@ static void test_asan_poisoning(void **state)
     arena_release(&a);
 }
 
-/* Under ASan: a value stored before a mark and grown in place past the
- * mark's position is cut back by the rewind to the granule before the mark,
- * which is poisoned again as its guard, and everything from the mark on is
- * poisoned: a write past the value is reported, also once the next value
- * takes the mark's place. */
+/* Under ASan: a value stored before a mark and grown in place after it is
+ * cut back by the rewind to its size at the mark, whose guard is poisoned
+ * again from its last byte on, as is everything from the mark on: a write
+ * past the value is reported, also once the next value takes the mark's
+ * place.  Sizes that end on a granule and inside one; grown past the mark,
+ * and only within its guard (the position unmoved); the mark taken after a
+ * resize, and a second mark at the same place. */
 static void test_asan_rewind_cuts_grown_value(void **state)
 {
     arena a;
     arena_mark m;
     char *first, *x, *grown, *next;
-    size_t sizes[] = {96, 100}, i;
+    size_t sizes[] = {96, 100, 1, 13}, grow[] = {1500, 0}, i, j;
     (void)state;
     for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        /* the end of the granule that holds the value's last byte */
-        size_t end = (sizes[i] + 7) / 8 * 8;
-        arena_init(&a, 4096);
-        first = (char *)arena_alloc(&a, 40);
-        x = (char *)arena_alloc(&a, sizes[i]);
-        m = arena_save(&a);
-        assert_ptr_equal(m.pos, x + end + 8); /* after the value's guard */
-        grown = (char *)arena_realloc(&a, x, sizes[i], 1500);
-        assert_ptr_equal(grown, x);
-        memset(grown, 4, 1500);
-        arena_rewind(&a, m);
-        assert_null(__asan_region_is_poisoned(first, 40));
-        assert_null(__asan_region_is_poisoned(x, sizes[i]));
-        assert_true(__asan_address_is_poisoned(x + end)); /* its guard */
-        assert_true(__asan_address_is_poisoned(x + end + 7));
-        for (char *q = x + end; q < x + 1500; q++)
-            assert_true(__asan_address_is_poisoned(q));
-        next = (char *)arena_alloc_aligned(&a, 64, 8);
-        /* right after the guard (and a checked build's header), as at the mark */
-        assert_ptr_equal(next, m.pos + TEST_LEAD);
-        assert_true(__asan_address_is_poisoned(next - 1));
-        assert_true(__asan_address_is_poisoned(next + 64));
-        assert_true(arena_check(&a));
-        arena_release(&a);
+        for (j = 0; j < 2; j++) {
+            /* the end of the granule that holds the value's last byte */
+            size_t end = (sizes[i] + 7) / 8 * 8, to = grow[j] ? grow[j] : end;
+            arena_init(&a, 4096);
+            first = (char *)arena_alloc(&a, 40);
+            x = (char *)arena_alloc(&a, sizes[i] + 1);
+            x = (char *)arena_realloc(&a, x, sizes[i] + 1, sizes[i]); /* a resize before */
+            m = arena_save(&a);
+            if (j)
+                (void)arena_save(&a);             /* a later mark, rewound past */
+            assert_ptr_equal(m.pos, x + end + 8); /* after the value's guard */
+            grown = (char *)arena_realloc(&a, x, sizes[i], to);
+            assert_ptr_equal(grown, x);
+            memset(grown, 4, to);
+            arena_rewind(&a, m);
+            assert_null(__asan_region_is_poisoned(first, 40));
+            assert_null(__asan_region_is_poisoned(x, sizes[i]));
+            for (char *q = x + sizes[i]; q < x + (to > end + 8 ? to : end + 8); q++)
+                assert_true(__asan_address_is_poisoned(q)); /* its guard, and past */
+            next = (char *)arena_alloc_aligned(&a, 64, 8);
+            /* right after the guard (and a checked build's header), as at the mark */
+            assert_ptr_equal(next, m.pos + TEST_LEAD);
+            assert_true(__asan_address_is_poisoned(next - 1));
+            assert_true(__asan_address_is_poisoned(next + 64));
+            assert_true(arena_check(&a));
+            arena_release(&a);
+        }
     }
 }
 #endif
@@ -551,6 +556,46 @@ static void test_checked_clobber_and_sentinels(void **state)
     arena_set_error_handler(NULL, NULL);
 }
 
+/* A value grown in place after a mark (past its position, or only into
+ * its guard) is cut back by the rewind to its size at the mark, whose guard
+ * is clobbered and verified again: a write one byte past it is reported by
+ * the next arena_check(), for sizes that end inside a granule too. */
+static void test_checked_rewind_cuts_grown_value(void **state)
+{
+    size_t sizes[] = {96, 100, 13}, grow[] = {1500, 0}, i, j;
+    (void)state;
+    if (test_on_valgrind())
+        return; /* memcheck reports these writes itself */
+    record_errors();
+    for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        for (j = 0; j < 2; j++) {
+            size_t to = grow[j] ? grow[j] : (sizes[i] + 7) / 8 * 8;
+            arena a;
+            arena_mark m;
+            char *x;
+            int before = recorded_errors.count;
+            arena_init(&a, 4096);
+            x = (char *)arena_alloc(&a, sizes[i]);
+            memset(x, 1, sizes[i]);
+            m = arena_save(&a);
+            if (j)
+                (void)arena_save(&a); /* a later mark, rewound past */
+            assert_ptr_equal(arena_realloc(&a, x, sizes[i], to), x);
+            memset(x, 2, to);
+            arena_rewind(&a, m);
+            assert_int_equal(arena_size(&a), sizes[i]);
+            assert_true(arena_check(&a));
+            assert_int_equal(recorded_errors.count, before);
+            x[sizes[i]] = 3; /* one past its end at the mark */
+            assert_false(arena_check(&a));
+            assert_true(test_misuse_reported(before, ARENA_ERR_CORRUPT));
+            x[sizes[i]] = (char)0xDD; /* (the clobber byte) */
+            arena_release(&a);
+        }
+    }
+    arena_set_error_handler(NULL, NULL);
+}
+
 /* A stray write of one byte into expired memory is reported by the next
  * arena_check(), wherever the byte lies: at each offset of three 64-byte
  * blocks (the walk tests a block at a time), from an aligned and from an
@@ -621,6 +666,7 @@ int main(void)
 #if ARENA_CHECKED && !TEST_ASAN
         cmocka_unit_test(test_checked_clobber_and_sentinels),
         cmocka_unit_test(test_checked_stray_write_anywhere),
+        cmocka_unit_test(test_checked_rewind_cuts_grown_value),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

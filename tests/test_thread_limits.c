@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Group limits and the registry under threads (run under TSan too): 16
- * threads racing for the last bytes of one budget and of a cache's limit
- * never take more than the limit; the report reads while threads allocate,
- * register and release.
+ * threads racing for the last bytes of one budget and of a cache's limit,
+ * or joining a budget with what their arenas hold, never take more than the
+ * limit; the report reads while threads allocate, register and release.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -89,6 +89,76 @@ static void budget_holds_under_16_threads(void **state)
     assert_true(atomic_load(&most_seen) > LIMIT / 2); /* the threads did reach it */
     assert_true(atomic_load(&refusals) > 0);
     assert_int_equal(arena_budget_used(budget), 0); /* every byte given back */
+    arena_budget_destroy(budget);
+}
+
+/* Arenas that hold memory join one budget at once, from 16 threads: a
+ * join takes the room it needs whole or not at all, so what the budget
+ * holds is exactly what the joined arenas hold, never more than its limit,
+ * and an arena refused is as it was, charging nothing. */
+static arena joiners[THREADS];
+static bool joined[THREADS];
+static size_t held_before[THREADS];
+static pthread_barrier_t all_ready;
+
+static void *join_worker(void *arg)
+{
+    uintptr_t i = (uintptr_t)arg;
+    arena *a = &joiners[i];
+    arena_stats s;
+    arena_mark m;
+    uintptr_t k;
+    arena_init(a, 16384);
+    for (k = 0; k < 2 + i % 3; k++)
+        assert_non_null(arena_alloc(a, 10000)); /* a chunk each */
+    m = arena_save(a);
+    for (k = 0; k < i % 2; k++) /* a spare, which a join may give back */
+        assert_non_null(arena_alloc(a, 10000));
+    arena_rewind(a, m);
+    arena_get_stats(a, &s);
+    held_before[i] = s.held;
+    pthread_barrier_wait(&all_ready);
+    joined[i] = arena_set_budget(a, budget);
+    note_used(arena_budget_used(budget));
+    return NULL;
+}
+
+static void joins_hold_under_16_threads(void **state)
+{
+    pthread_t t[THREADS];
+    size_t held = 0, limit = (size_t)THREADS * 16384 * 3 / 2;
+    int n_joined = 0;
+    uintptr_t i;
+    (void)state;
+    budget = arena_budget_create(limit, "joins");
+    assert_non_null(budget);
+    atomic_store(&most_seen, 0);
+    assert_int_equal(pthread_barrier_init(&all_ready, NULL, THREADS), 0);
+    for (i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, join_worker, (void *)i), 0);
+    for (i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&all_ready);
+    for (i = 0; i < THREADS; i++) {
+        arena_stats s;
+        arena_get_stats(&joiners[i], &s);
+        if (joined[i]) {
+            held += s.held;
+            n_joined++;
+            assert_true(s.held <= held_before[i]);
+        } else {
+            assert_int_equal(s.held, held_before[i]);
+        }
+    }
+    assert_int_equal(arena_budget_used(budget), held);
+    assert_true(held <= limit);
+    assert_true(atomic_load(&most_seen) <= limit);
+    assert_true(n_joined > 0 && n_joined < THREADS);
+    for (i = 0; i < THREADS; i++)
+        arena_release(&joiners[i]);
+    assert_int_equal(arena_budget_used(budget), 0);
+    for (i = 0; i < THREADS; i++)
+        assert_true(arena_set_budget(&joiners[i], NULL));
     arena_budget_destroy(budget);
 }
 
@@ -252,6 +322,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(budget_holds_under_16_threads),
+        cmocka_unit_test(joins_hold_under_16_threads),
         cmocka_unit_test(cache_limit_holds_under_16_threads),
         cmocka_unit_test(report_while_threads_register_and_allocate),
         cmocka_unit_test(report_of_ten_thousand_arenas),

@@ -20,7 +20,9 @@
  *     rewind to a mark taken before it (rewinding to a mark leaves that mark
  *     valid).
  *   - Failure: out-of-memory is not an error: NULL (or the empty ref), and
- *     the arena exactly as it was.  Misuse (see arena_error) goes to the
+ *     the arena exactly as it was, every byte of it but the two counters
+ *     of arena_get_stats() that count the failure (`limit_hits`, and
+ *     `backing_calls` for the calls it made).  Misuse (see arena_error) goes to the
  *     process-wide error handler, whose default prints and aborts; if a
  *     handler returns, the faulty call does nothing.
  *   - Checked build (ARENA_CHECKED=1): every value gets a header and a guard;
@@ -351,10 +353,15 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
  * A value stored before `m` is the most recent one again once nothing stored
  * after `m` remains, so it may be resized after `m` was taken: grown in place
  * past the mark's position, it is cut back to end there (the bytes it grew by
- * are forgotten; under ASan or Valgrind and in the checked build, where
- * values have guards, the 8 bytes before the position were a guard at the
- * mark: grown into them, it ends 8 bytes before, which are its guard again,
- * and everything from the position on is poisoned); freed or shrunk below
+ * are forgotten).  Under ASan or Valgrind and in the checked build, where
+ * values have guards, it is cut back to the size it had at `m`, its guard
+ * closed (poisoned, clobbered and verified) again and everything from the
+ * position on poisoned, also where it grew only into its guard.  The
+ * library notes that size at the first in-place resize after a mark, for
+ * the marks since the previous one: where it does not know it (values were
+ * resized in place after `m` and again after a later mark, or two values
+ * after one mark), a value grown into the 8 bytes before the position, a
+ * guard at the mark, ends 8 bytes before instead.  Freed or shrunk below
  * that position (arena_free(), arena_realloc()), the bytes it gave back
  * count again after the rewind, as they did at `m` (the next reset, or a
  * rewind to an earlier mark, reclaims them), and whatever was stored after
@@ -703,30 +710,44 @@ typedef void arena_limit_fn(const arena_limit_event *event, void *ctx);
  * limit (the default).
  *
  * Enforced at the byte: a new chunk is cut down to the room left under the
- * limit (to no less than the value that needs it), so an allocation fails
- * only when no memory the limit allows could hold it, and then it returns
- * NULL with the arena unchanged, as on out-of-memory (arena_on_limit() is
- * told).  The inline fast path is unchanged: it stores into chunks already
- * held.  A limit below what the arena holds already frees nothing: every
- * allocation (inline ones included) fails until a reset, arena_reset_to(),
- * arena_trim() or release brings the arena under it; a reset then keeps
- * at most the limit's worth of chunks.  0 refuses every allocation that
- * needs memory.  The limit stays through resets, rewinds (it is not part of
- * a mark) and releases.  Never fails; O(1).
+ * limit (to no less than the value that needs it, and beside the growth of
+ * the chunk index it may need), so an allocation fails only when no memory
+ * the limit allows could hold it, and then it returns NULL with the arena
+ * unchanged, as on out-of-memory (arena_on_limit() is told): it asks the
+ * backing nothing, and every byte of the arena and every figure of
+ * arena_get_stats() but `limit_hits` is as it was.  The inline fast path is
+ * unchanged: it stores into chunks already held.  A limit below what the
+ * arena holds already frees nothing: every allocation (inline ones
+ * included) fails until a reset, arena_reset_to(), arena_trim() or release
+ * brings the arena under it; a reset does: it keeps only the chunks that
+ * fit under the limit beside the rest of what the arena holds (the chunks'
+ * overhead, its bookkeeping).  0 refuses every allocation that needs
+ * memory.  The limit stays through resets, rewinds (it is not part of a
+ * mark) and releases.  Never fails; O(1).
  */
 ARENA_API void arena_set_limit(arena *a, size_t limit);
 
 /** The arena's limit (arena_set_limit()); SIZE_MAX when none. */
 ARENA_API size_t arena_limit(const arena *a);
 
-/** Charges what the arena takes from its backing from now on (and what it
- *  holds already) against the group limit `b` (NULL: none), which must
- *  outlive the arena or be detached (arena_set_budget(a, NULL)) first.  A
- *  charge that would cross the budget's limit fails as the arena's own
- *  limit does, but only new memory is refused: values still fit the chunks
- *  the arena holds.  The bytes go back to the budget as the arena frees
- *  chunks.  Never fails. */
-ARENA_API void arena_set_budget(arena *a, arena_budget *b);
+/**
+ * Charges what the arena holds and what it takes from its backing from now
+ * on against the group limit `b` (NULL: none), instead of the budget it
+ * charged (whose bytes go back to it); `b` must outlive the arena or be
+ * left (arena_set_budget(a, NULL)) first.  Joining charges what the arena
+ * holds at once, and only if it fits under the budget's limit: if it does
+ * not, the arena first gives back its spare chunks (arena_trim(a, 0)), and
+ * if what it holds still does not fit, nothing changes (the arena keeps
+ * the budget it had, and every byte of it is as it was) and false is
+ * returned.  True otherwise: always for NULL, for the budget it has, and
+ * for an arena that holds nothing.  Once joined, a charge that would cross
+ * the budget's limit fails as the arena's own limit does, but only new
+ * memory is refused: values still fit the chunks the arena holds.  The
+ * bytes go back to the budget as the arena frees chunks.  Thread-safe
+ * towards the budget (arenas on other threads charging it meanwhile); the
+ * arena is its thread's.  O(chunks) when it gives back spares, else O(1).
+ */
+ARENA_API bool arena_set_budget(arena *a, arena_budget *b);
 
 /** Installs `fn` (with `ctx`; NULL: none) to be told of every allocation of
  *  this arena that a limit or the backing allocator refuses (see
@@ -759,7 +780,10 @@ typedef struct arena_stats {
                                      with their overhead, and bookkeeping */
     size_t waste;               /**< of the chunks in use, what holds no value:
                                      chunk tails, alignment padding, blocks given
-                                     back and not reused yet */
+                                     back and not reused yet (and, under ASan or
+                                     Valgrind and in the checked build, the
+                                     values' guards and headers; not the room a
+                                     chunk keeps for its first header) */
     size_t limit;               /**< arena_limit() */
     size_t peak_stored;         /**< the largest `stored` since init ... */
     size_t peak_stored_batch;   /**< ... and since the batch began (see below) */
@@ -793,7 +817,10 @@ typedef struct arena_stats {
  * zero, which is no peak.  The peaks of `held`
  * and `retained` are of memory, at any moment, within a call too: a call
  * that takes a larger chunk before it gives back the one that it outgrew
- * held both for that moment.
+ * held both for that moment.  A call that fails (out-of-memory, a limit)
+ * changes no figure but `limit_hits` and `backing_calls`: memory it took
+ * before a later step failed goes back uncounted, never having been the
+ * arena's.
  */
 ARENA_API void arena_get_stats(const arena *a, arena_stats *out);
 /* ---- Cleanups and child arenas ------------------------------------------------------ */

@@ -36,11 +36,12 @@ extern "C" {
  * A group limit (arena_budget, arena.h) of `limit` bytes (SIZE_MAX: none,
  * a counter only), named `name` (the caller's string, kept alive while the
  * budget is; NULL: none) for limit events and reports.  Arenas charge it
- * through arena_set_budget().  NULL on out-of-memory.  Thread-safe: any
- * number of arenas on any threads charge one budget at once, and what they
- * hold together never exceeds its limit (a charge that would cross it
- * fails whole).  Destroy it after every arena charging it is released or
- * detached.
+ * through arena_set_budget(), which joins an arena only when what it holds
+ * fits.  NULL on out-of-memory.  Thread-safe: any number of arenas on any
+ * threads charge one budget at once, and what they hold together never
+ * exceeds its limit (a charge that would cross it fails whole; only
+ * arena_budget_set_limit() below what is charged puts the budget over it).
+ * Destroy it after every arena charging it is released or detached.
  */
 ARENA__NODISCARD ARENA_API arena_budget *arena_budget_create(size_t limit, const char *name);
 

@@ -38,6 +38,12 @@
  * a backing written for one thread (a counter, a region) then works.  The
  * default backing, malloc, is thread-safe and called directly.
  *
+ * A recycled arena goes back to the settings the cache gives every arena
+ * (its name, limit, limit callback, budget, registration; no guard of its
+ * own) after its reset, so that whatever a request set dies with it: the
+ * next request's arena is the one acquire promises.  Each setting is
+ * compared first, so a request that changed none pays a few compares.
+ *
  * Costs: acquire and recycle through the slot are a few loads and stores plus
  * arena_reset_to() (O(chunks)); the stack adds one lock; a fresh arena is one
  * allocation for its struct.  A caller's backing costs a lock per call.
@@ -45,10 +51,12 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
-#include "arena/thread.h"
+#include "arena/guard.h"
 #include "arena/report.h"
+#include "arena/thread.h"
 #include "thread_state.h"
 
 enum { ACQUIRED = 1, STACKED, PARKED, RELEASED };
@@ -77,6 +85,14 @@ struct arena_cache {
     pthread_mutex_t back_lock;
     arena_budget budget;      /* what every arena charges: the group limit, the totals */
     struct arena__node *node; /* its record in the registry (report.h), under lock */
+    /* `node` once it is made, for recycle, which takes no lock */
+    _Atomic(struct arena__node *) listed;
+    /* What every arena it hands out has (arena_cache_set_arena_name() and the
+     * like): set before threads use the cache, read by them without a lock. */
+    const char *arena_name;
+    size_t arena_limit;
+    arena_limit_fn *on_limit;
+    void *on_limit_ctx;
 };
 
 /* This thread's slot: an arena recycled into `gen`'s cache, or NULL.  A
@@ -211,6 +227,8 @@ arena_cache *arena_cache_create(const arena_cache_config *config)
     }
     c->gen = arena__new_gen();
     arena__budget_init(&c->budget, SIZE_MAX, NULL);
+    c->arena_limit = SIZE_MAX;
+    atomic_init(&c->listed, NULL);
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         arena__back_free(&backing, c, sizeof *c);
         return NULL;
@@ -251,6 +269,29 @@ void arena_cache_destroy(arena_cache *c)
     arena__back_free(&backing, c, sizeof *c);
 }
 
+/* Gives `a` the settings the cache hands its arenas out with, whatever the
+ * request that used it set.  Requires a reset arena (nothing stored): a
+ * limit below what it kept frees its chunks, so that it can store again. */
+static void restore(arena_cache *c, arena *a)
+{
+    const struct arena__settings *set = &arena__cold(a)->set;
+    struct arena__node *listed = atomic_load_explicit(&c->listed, memory_order_acquire);
+
+    if (set->name != c->arena_name)
+        arena_set_name(a, c->arena_name);
+    if (set->on_limit != c->on_limit || set->on_limit_ctx != c->on_limit_ctx)
+        arena_on_limit(a, c->on_limit, c->on_limit_ctx);
+    if (set->budget != &c->budget)
+        arena_set_budget(a, &c->budget);
+    if (arena_limit(a) != c->arena_limit) {
+        arena_set_limit(a, c->arena_limit);
+        if (a->pending & ARENA__PENDING_OVER)
+            arena_reset_to(a, 0);
+    }
+    if (set->node || listed)
+        arena__register_as(a, listed);
+}
+
 /* An arena from the stack, else a spare (released, so with no chunks: the
  * stack's arenas go first for theirs), else a fresh one.  Out of line, so
  * that the slot path saves no registers. */
@@ -283,7 +324,7 @@ static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
     if (!n)
         return NULL;
     arena_init_with(&n->a, c->chunk_bytes, &c->serial);
-    arena_set_budget(&n->a, &c->budget);
+    restore(c, &n->a);
     n->owner = c;
     n->next = NULL;
     n->state = ACQUIRED;
@@ -293,8 +334,6 @@ static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
     c->all.next_all->prev_all = n;
     c->all.next_all = n;
     pthread_mutex_unlock(&c->lock);
-    if (parent)
-        (void)arena__register_under(&n->a, parent);
     return &n->a;
 }
 
@@ -332,6 +371,10 @@ void arena_cache_recycle(arena_cache *c, arena *a)
                       (void *)c);
         return;
     }
+    /* Before the reset, which decides whether the next batch is guarded;
+     * the batch under way stays guarded until it ends. */
+    if (arena__cold(a)->guard.flags & ARENA__GUARD_ON)
+        (void)arena_set_guard(a, false);
     if (n->a.pending & ARENA__PENDING_GUARD) {
         arena__guard_cause(ARENA__END_RECYCLE);
         arena_reset_to(&n->a, c->max_retained);
@@ -339,6 +382,7 @@ void arena_cache_recycle(arena_cache *c, arena *a)
     } else {
         arena_reset_to(&n->a, c->max_retained);
     }
+    restore(c, a);
     sl = tls_slot;
     /* A slot taken by another cache's arena (one this thread recycled there
      * last, or that of a destroyed cache) is given up: this thread now
@@ -361,11 +405,25 @@ void arena_cache_set_limit(arena_cache *c, size_t limit)
 
 void arena_cache_set_name(arena_cache *c, const char *name) { c->budget.name = name; }
 
+void arena_cache_set_arena_name(arena_cache *c, const char *name) { c->arena_name = name; }
+
+void arena_cache_set_arena_limit(arena_cache *c, size_t limit) { c->arena_limit = limit; }
+
+void arena_cache_on_limit(arena_cache *c, arena_limit_fn *fn, void *ctx)
+{
+    c->on_limit = fn;
+    c->on_limit_ctx = fn ? ctx : NULL;
+}
+
 const char *arena__cache_name(arena_cache *c) { return c->budget.name; }
 
 bool arena_cache_register(arena_cache *c)
 {
-    return arena__register_once(&c->lock, &c->node, ARENA__NODE_CACHE, c);
+    if (!arena__register_once(&c->lock, &c->node, ARENA__NODE_CACHE, c))
+        return false;
+    /* Set once, under the lock, before this thread read it there. */
+    atomic_store_explicit(&c->listed, c->node, memory_order_release);
+    return true;
 }
 
 void arena_cache_get_stats(arena_cache *c, arena_cache_stats *out)

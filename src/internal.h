@@ -96,6 +96,9 @@ ARENA__HIDDEN void arena__publish(arena *a);
 /* Sets ARENA__PENDING_HOLDS as the reuse table and the registry record say. */
 ARENA__HIDDEN void arena__note_holds(arena *a);
 ARENA__HIDDEN bool arena__register_under(arena *a, struct arena__node *parent);
+/* Registers `a` under `parent` if it is not (out-of-memory: not at all), or
+ * unregisters it when `parent` is NULL: an arena a cache hands out again. */
+ARENA__HIDDEN void arena__register_as(arena *a, struct arena__node *parent);
 /* What a record of the registry stands for. */
 enum { ARENA__NODE_ARENA, ARENA__NODE_CACHE, ARENA__NODE_SHARED, ARENA__NODE_POOL };
 ARENA__HIDDEN struct arena__node *arena__register_object(int kind, void *obj);

@@ -113,6 +113,17 @@ bool arena__register_under(arena *a, struct arena__node *parent)
 
 bool arena_register(arena *a) { return arena__register_under(a, NULL); }
 
+void arena__register_as(arena *a, struct arena__node *parent)
+{
+    struct arena__node *n = arena__cold(a)->set.node;
+    if (n && parent && n->parent == parent)
+        return;
+    if (n)
+        arena_unregister(a);
+    if (parent)
+        (void)arena__register_under(a, parent);
+}
+
 void arena_unregister(arena *a)
 {
     struct arena__node *n;

@@ -259,6 +259,10 @@ ARENA__HIDDEN void arena__guard_cause(int ending);
 ARENA__HIDDEN int arena__guard_caused(void);
 /* Test hook: the mapping after `after` more succeed fails (0: none fails). */
 ARENA__HIDDEN void arena__guard_fail_map(unsigned long after);
+/* Test hook: what the fault reporter would write of a fault at `addr`, into
+ * `buf` (NUL-terminated, cut to `len`); its length, 0 when it would write
+ * nothing. */
+ARENA__HIDDEN size_t arena__guard_describe(const void *addr, char *buf, size_t len);
 
 /* ---- Errors --------------------------------------------------------------------- */
 

@@ -203,6 +203,7 @@ arena_cache *arena_cache_create(const arena_cache_config *config)
     arena_allocator backing = {NULL, NULL, NULL};
     arena_cache *c;
 
+    arena__fork_ready();
     if (config)
         cfg = *config;
     if (cfg.backing && cfg.backing->alloc)
@@ -290,6 +291,33 @@ static void restore(arena_cache *c, arena *a)
     }
     if (set->node || listed)
         arena__register_as(a, listed);
+}
+
+void arena__cache_fork_registry(bool hold)
+{
+    if (hold)
+        pthread_mutex_lock(&registry_lock);
+    else
+        pthread_mutex_unlock(&registry_lock);
+}
+
+/* Every live cache's locks (the registry held): the backing locks first,
+ * newest cache first (see fork.c), then the stores' locks. */
+void arena__cache_fork_caches(bool hold)
+{
+    arena_cache *c;
+    for (c = registry; c; c = c->next_live) {
+        if (hold)
+            pthread_mutex_lock(&c->back_lock);
+        else
+            pthread_mutex_unlock(&c->back_lock);
+    }
+    for (c = registry; c; c = c->next_live) {
+        if (hold)
+            pthread_mutex_lock(&c->lock);
+        else
+            pthread_mutex_unlock(&c->lock);
+    }
 }
 
 /* An arena from the stack, else a spare (released, so with no chunks: the

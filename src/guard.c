@@ -71,6 +71,7 @@
 
 #include "arena/guard.h"
 #include "instrument.h"
+#include "thread_state.h"
 
 #if defined(_WIN32)
 #  define GUARD_WINDOWS 1
@@ -384,6 +385,7 @@ void arena__guard_retire(char *p, size_t n, bool guard, const struct arena__guar
 
     p = (char *)lo;
     n = (size_t)(hi - lo);
+    arena__fork_ready();
     ok = protect_range(p, n);
     atomic_fetch_sub(&n_mapped, n);
     pthread_mutex_lock(&lock);
@@ -406,6 +408,7 @@ void arena__guard_retire(char *p, size_t n, bool guard, const struct arena__guar
 
 void arena_guard_set_quarantine(size_t n)
 {
+    arena__fork_ready();
     pthread_mutex_lock(&lock);
     bound = n;
     make_room(0);
@@ -437,8 +440,10 @@ static unsigned long parse_every(const char *s)
 unsigned long arena__guard_every(void)
 {
     if (ARENA__UNLIKELY(!atomic_load_explicit(&every_read, memory_order_acquire))) {
-        unsigned long v = parse_every(getenv("ARENA_GUARD"));
+        unsigned long v;
         int expected = 0;
+        arena__fork_ready(); /* a fork amid the read would leave it unfinished */
+        v = parse_every(getenv("ARENA_GUARD"));
         /* A racing arena_guard_sample() wins: its value stays. */
         if (atomic_compare_exchange_strong(&every_read, &expected, 2)) {
             atomic_store(&every, v);
@@ -457,6 +462,19 @@ void arena_guard_sample(unsigned long n)
 }
 
 unsigned long arena_guard_sampling(void) { return arena__guard_every(); }
+
+void arena__guard_fork(bool hold)
+{
+    if (!hold) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    /* A thread amid the first read of the rate finishes it before the fork
+     * (in the child, no thread would, and every arena would wait). */
+    while (atomic_load_explicit(&every_read, memory_order_acquire) == 2)
+        ;
+    pthread_mutex_lock(&lock);
+}
 
 static ARENA__TLS uint64_t draws; /* xorshift64* state; 0: not seeded */
 
@@ -761,6 +779,7 @@ bool arena_guard_report_faults(void)
     /* cppcheck-suppress knownConditionTrueFalse ; (see arena_guard_available()) */
     if (!arena_guard_available())
         return false;
+    arena__fork_ready();
     pthread_mutex_lock(&lock);
     if (!atomic_load(&reporting)) {
         ok = install();

@@ -47,7 +47,9 @@ static struct arena__node registry = {.prev = &registry, .next = &registry};
 
 static struct arena__node *new_node(enum kind kind, void *obj, struct arena__node *parent)
 {
-    struct arena__node *n = (struct arena__node *)calloc(1, sizeof *n);
+    struct arena__node *n;
+    arena__fork_ready();
+    n = (struct arena__node *)calloc(1, sizeof *n);
     if (!n)
         return NULL;
     n->kind = kind;
@@ -75,6 +77,14 @@ static void unlink_node(struct arena__node *n)
     n->next->prev = n->prev;
     pthread_mutex_unlock(&registry_lock);
     free(n);
+}
+
+void arena__report_fork(bool hold)
+{
+    if (hold)
+        pthread_mutex_lock(&registry_lock);
+    else
+        pthread_mutex_unlock(&registry_lock);
 }
 
 /* ---- Arenas ------------------------------------------------------------------------------ */
@@ -476,6 +486,7 @@ size_t arena_report(char *buf, size_t len, int format)
 
     if (buf && len)
         buf[0] = '\0';
+    arena__fork_ready();
     pthread_mutex_lock(&registry_lock);
     if (json)
         put(&o, "{\"entries\": [");

@@ -169,7 +169,7 @@ static int overflow(void)
 }
 
 /* A request's value read long after its batch: meanwhile its range left the
- * quarantine (which holds one range here), and later batches of another
+ * quarantine (which holds that one range here), and later batches of another
  * arena mapped chunks until one took the same addresses and ended.  The
  * read faults in that later batch's range: the report may say so, but must
  * not blame that batch, or its ending, for the pointer. */
@@ -178,21 +178,22 @@ static int reused(void)
     static arena first, later;
     static const char data[64] = "a value of a guarded batch";
     struct value v = {"ptr", NULL, {0, 0, 0}};
+    arena_guard_stats s;
     char *q = NULL;
     int i;
 
-    arena_init(&first, 4096);
-    arena_init(&later, 4096);
+    arena_init(&first, 1024);
+    arena_init(&later, 1024);
     arena_set_name(&first, name);
     arena_set_name(&later, "later");
     if (!arena_set_guard(&first, true) || !arena_set_guard(&later, true))
         return 2;
-    /* A 4 KiB chunk and its guard page: one range of two pages. */
-    arena_guard_set_quarantine(2 * 4096);
     v.p = (char *)arena_copy(&first, data, sizeof data, 0);
     if (!v.p)
         return 2;
     arena_release(&first);
+    arena_guard_get_stats(&s);
+    arena_guard_set_quarantine(s.quarantined); /* this range, and no second one */
     for (i = 0; i < 100000 && q != v.p; i++) {
         q = (char *)arena_copy(&later, data, sizeof data, 0);
         if (!q)

@@ -403,7 +403,7 @@ static void test_report_of_a_reused_range(void **state)
     range = quarantined();
     assert_true(range > 0);
     arena_guard_set_quarantine(range); /* this range, and no second one */
-    for (i = 0; i < 10000 && q != p; i++) {
+    for (i = 0; i < 1000 && q != p; i++) {
         q = (char *)arena_copy(&later, data, sizeof data, 0);
         assert_non_null(q);
         arena_reset(&later);

@@ -20,6 +20,20 @@
  * pkg-config do it).  This header includes only arena.h: the cache and the
  * shared arena are opaque, so no pthread or atomic type shows here, and it is
  * usable from C++.
+ *
+ * fork(): the library takes every lock it has (the caches', the shared
+ * arenas', the registry's of report.h, the quarantine's of guard.h) before
+ * a fork and releases them after it, in the parent and in the child
+ * (pthread_atfork(), registered at the first call that takes a lock), so
+ * the child of a process whose other threads use the library can use it
+ * too: allocate, reset, acquire and recycle, use a shared arena, report.
+ * What other threads held at the fork stays theirs in the child (an arena
+ * they had acquired, or that waited in their slot, is freed by
+ * arena_cache_destroy(); their runs of a shared arena go unused), and a
+ * shared arena's or a cache's values are the parent's copy.  A fork from
+ * inside a callback that the library makes under a lock (a cache's or
+ * shared arena's backing allocator, a shared arena's limit callback) waits
+ * for that lock for ever.  No fork() on Windows: nothing to do there.
  */
 #ifndef ARENA_THREAD_H
 #define ARENA_THREAD_H

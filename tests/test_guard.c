@@ -311,12 +311,21 @@ static const char *report_of(const void *p)
     return buf;
 }
 
-/* The report's start for a fault at `p`. */
+/* The report's start for a fault at `p` (its address in hex, written out:
+ * no printf format prints a uintptr_t the same way everywhere). */
 static const char *report_start(const void *p)
 {
     static char buf[120];
-    snprintf(buf, sizeof buf, "arena: guarded memory accessed after its batch ended: address 0x%lx",
-             (unsigned long)(uintptr_t)p);
+    char digits[2 * sizeof(uintptr_t) + 1];
+    uintptr_t v = (uintptr_t)p;
+    size_t k = sizeof digits - 1;
+    digits[k] = '\0';
+    do {
+        digits[--k] = "0123456789abcdef"[v % 16];
+        v /= 16;
+    } while (v);
+    snprintf(buf, sizeof buf, "arena: guarded memory accessed after its batch ended: address 0x%s",
+             digits + k);
     return buf;
 }
 
@@ -451,7 +460,7 @@ static void test_a_range_larger_than_the_bound(void **state)
     assert_true(arena_set_guard(&small, true));
     assert_true(arena_set_guard(&big, true));
     q0 = guard_stats();
-    b = (char *)arena_alloc(&big, 64 << 10);
+    b = (char *)arena_alloc(&big, 256 << 10);
     assert_non_null(b);
     range = guard_stats().mapped - q0.mapped; /* what its reset retires */
     assert_string_equal(report_of(b), "");    /* no range has left the quarantine */
@@ -487,7 +496,7 @@ static void test_a_range_larger_than_the_bound(void **state)
         assert_non_null(strstr(report_of(s[i]), ") of arena \"small\", expired by arena_reset"));
 
     arena_guard_set_quarantine(range);
-    b = (char *)arena_alloc(&big, 64 << 10);
+    b = (char *)arena_alloc(&big, 256 << 10);
     assert_non_null(b);
     arena_reset(&big);
     s2 = guard_stats();

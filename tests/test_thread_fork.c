@@ -112,7 +112,8 @@ static arena_cache *cache;   /* its backing is `slow`; registered */
 static arena_shared *shared; /* likewise */
 
 /* Every facility once, each lock taken at least once; the report to `fd`.
- * 0, or the number of the step that failed. */
+ * 0, or the number of the step that failed (from 11: Valgrind's errors
+ * make 1). */
 static int child_work(int fd)
 {
     static char report[4096];
@@ -122,7 +123,7 @@ static int child_work(int fd)
 
     arena_init(&a, 0);
     if (!arena_alloc(&a, 100) || !arena_alloc(&a, (size_t)1 << 20))
-        return 1;
+        return 11;
     arena_reset(&a);
     arena_release(&a);
     /* The cache: its backing's lock, then its store's (two recycles). */
@@ -130,23 +131,23 @@ static int child_work(int fd)
     r2 = arena_cache_acquire(cache);
     if (!r1 || !r2 || !arena_alloc(r1, 3 * ARENA_DEFAULT_CHUNK) ||
         !arena_alloc(r2, 3 * ARENA_DEFAULT_CHUNK))
-        return 2;
+        return 12;
     arena_cache_recycle(cache, r1);
     arena_cache_recycle(cache, r2);
     /* The caches' registry: a new cache, whose recycle evicts the slot. */
     fresh = arena_cache_create(NULL);
     if (!fresh || !(r1 = arena_cache_acquire(fresh)) || !arena_alloc(r1, 100))
-        return 3;
+        return 13;
     arena_cache_recycle(fresh, r1);
     arena_cache_destroy(fresh);
     /* The shared arena: a value under its lock, and a run. */
     if (!arena_shared_alloc(shared, 64 << 10) || !arena_shared_alloc(shared, 100))
-        return 4;
+        return 14;
     /* The quarantine's lock: a guarded batch ends. */
     arena_init(&a, 0);
     if (arena_guard_available()) {
         if (!arena_set_guard(&a, true) || !arena_alloc(&a, 100))
-            return 5;
+            return 15;
         arena_reset(&a);
         arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
     }
@@ -154,21 +155,25 @@ static int child_work(int fd)
     /* The key maker: this thread's first scratch arena. */
     sc = arena_scratch_begin(NULL, 0);
     if (!sc.arena || !arena_alloc(sc.arena, 100))
-        return 6;
+        return 16;
     arena_scope_end(&sc);
     arena_scratch_release_thread();
     /* The report's registry, and the cache's and shared arena's locks. */
     if (arena_report(report, sizeof report, ARENA_REPORT_TEXT) == 0)
-        return 7;
+        return 17;
     if (write(fd, report, strlen(report)) < 0)
-        return 8;
+        return 18;
     return 0;
 }
 
 /* Forks; the child runs child_work() under an alarm.  The parent waits for
  * it with a deadline (killing it then), and checks that it exited 0 and
  * printed the report with the cache and the shared arena in it.  NULL, or
- * what went wrong (the caller joins its threads before it fails). */
+ * what went wrong (the caller joins its threads before it fails).
+ * Under Valgrind, the child's exit finds as leaks what the parent's other
+ * threads held (their per-thread blocks: those threads do not exist in the
+ * child), and exits 1: the child then says it was done with no error
+ * before, which the parent accepts. */
 static const char *fork_child(void)
 {
     static char out[8192], why[200];
@@ -184,9 +189,17 @@ static const char *fork_child(void)
     if (pid < 0)
         return "fork() failed";
     if (pid == 0) {
+        int step;
         close(fds[0]);
         alarm(CHILD_SECONDS);
-        _exit(child_work(fds[1]));
+        step = child_work(fds[1]);
+#ifdef RUNNING_ON_VALGRIND
+        if (step == 0 && VALGRIND_COUNT_ERRORS > 0)
+            step = 19;
+#endif
+        if (step == 0 && write(fds[1], "child: done\n", 12) < 0)
+            step = 20;
+        _exit(step);
     }
     close(fds[1]);
     for (waited = 0; waited < 2 * CHILD_SECONDS * 100 && done == 0; waited++) {
@@ -209,6 +222,9 @@ static const char *fork_child(void)
                  WTERMSIG(status) == SIGALRM ? "deadlocked" : "crashed");
         return why;
     }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && test_on_valgrind() &&
+        strstr(out, "child: done\n"))
+        status = 0; /* leaks of threads that are not in the child */
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         snprintf(why, sizeof why, "the child's step %d failed", WEXITSTATUS(status));
         return why;
@@ -499,8 +515,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fork_while_the_quarantine_is_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork_while_the_key_maker_is_held, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fork_while_threads_hammer_every_lock, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fork_while_threads_hammer_every_lock, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

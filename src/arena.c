@@ -2099,6 +2099,7 @@ void arena_set_limit(arena *a, size_t limit)
 {
     sync(a);
     arena__cold(a)->set.limit = limit;
+    arena__cold(a)->set.changed = 1;
     if (limit == SIZE_MAX)
         arena__cold(a)->flags &= ~(uint32_t)ARENA__LIMITED;
     else
@@ -2124,6 +2125,7 @@ void arena_set_budget(arena *a, arena_budget *b)
     if (c->set.budget)
         arena__budget_refund(c->set.budget, c->counts.held);
     c->set.budget = b;
+    c->set.changed = 1;
     if (b && c->counts.held && !arena__budget_charge(b, c->counts.held))
         arena__budget_force(b, c->counts.held);
 }
@@ -2133,12 +2135,14 @@ void arena_on_limit(arena *a, arena_limit_fn *fn, void *ctx)
     wake(a);
     arena__cold(a)->set.on_limit = fn;
     arena__cold(a)->set.on_limit_ctx = fn ? ctx : NULL;
+    arena__cold(a)->set.changed = 1;
 }
 
 void arena_set_name(arena *a, const char *name)
 {
     wake(a);
     arena__cold(a)->set.name = name;
+    arena__cold(a)->set.changed = 1;
     published(a);
 }
 

@@ -41,8 +41,9 @@
  * A recycled arena goes back to the settings the cache gives every arena
  * (its name, limit, limit callback, budget, registration; no guard of its
  * own) after its reset, so that whatever a request set dies with it: the
- * next request's arena is the one acquire promises.  Each setting is
- * compared first, so a request that changed none pays a few compares.
+ * next request's arena is the one acquire promises.  Every setter marks the
+ * arena's settings changed, so a request that changed none pays a load and
+ * a test for them (two where the cache is registered).
  *
  * Costs: acquire and recycle through the slot are a few loads and stores plus
  * arena_reset_to() (O(chunks)); the stack adds one lock; a fresh arena is one
@@ -270,12 +271,22 @@ void arena_cache_destroy(arena_cache *c)
     arena__back_free(&backing, c, sizeof *c);
 }
 
+/* Whether `a` may lack the settings the cache hands its arenas out with:
+ * a setter ran since restore() (its `changed`), or the cache was registered
+ * since (or the arena left the registry). */
+static inline bool maybe_changed(const arena_cache *c, const arena *a)
+{
+    const struct arena__settings *set = &arena__cold(a)->set;
+    return set->changed ||
+           (atomic_load_explicit(&c->listed, memory_order_relaxed) != NULL && !set->node);
+}
+
 /* Gives `a` the settings the cache hands its arenas out with, whatever the
  * request that used it set.  Requires a reset arena (nothing stored): a
  * limit below what it kept frees its chunks, so that it can store again. */
-static void restore(arena_cache *c, arena *a)
+static ARENA__NOINLINE void restore(arena_cache *c, arena *a)
 {
-    const struct arena__settings *set = &arena__cold(a)->set;
+    struct arena__settings *set = &arena__cold(a)->set;
     struct arena__node *listed = atomic_load_explicit(&c->listed, memory_order_acquire);
 
     if (set->name != c->arena_name)
@@ -291,6 +302,7 @@ static void restore(arena_cache *c, arena *a)
     }
     if (set->node || listed)
         arena__register_as(a, listed);
+    set->changed = 0;
 }
 
 void arena__cache_fork_registry(bool hold)
@@ -326,7 +338,6 @@ void arena__cache_fork_caches(bool hold)
 static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
 {
     struct node *n;
-    struct arena__node *parent;
 
     pthread_mutex_lock(&c->lock);
     n = c->stack;
@@ -338,12 +349,12 @@ static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
         if (n)
             c->spare = n->next;
     }
-    parent = c->node;
     if (n) {
         n->state = ACQUIRED;
         pthread_mutex_unlock(&c->lock);
-        if (parent)
-            (void)arena__register_under(&n->a, parent); /* a released one left */
+        /* A released one left the registry; the cache may have joined it. */
+        if (maybe_changed(c, &n->a))
+            restore(c, &n->a);
         return &n->a;
     }
     pthread_mutex_unlock(&c->lock);
@@ -399,18 +410,20 @@ void arena_cache_recycle(arena_cache *c, arena *a)
                       (void *)c);
         return;
     }
-    /* Before the reset, which decides whether the next batch is guarded;
-     * the batch under way stays guarded until it ends. */
-    if (arena__cold(a)->guard.flags & ARENA__GUARD_ON)
-        (void)arena_set_guard(a, false);
-    if (n->a.pending & ARENA__PENDING_GUARD) {
+    if (ARENA__UNLIKELY(n->a.pending & ARENA__PENDING_GUARD)) { /* (set where the guard is on) */
+        /* The cache's arenas guard no batch of their own accord: off before
+         * the reset, which decides the next batch (the batch under way
+         * stays guarded until it ends). */
+        if (arena__cold(a)->guard.flags & ARENA__GUARD_ON)
+            (void)arena_set_guard(a, false);
         arena__guard_cause(ARENA__END_RECYCLE);
         arena_reset_to(&n->a, c->max_retained);
         arena__guard_cause(0);
     } else {
         arena_reset_to(&n->a, c->max_retained);
     }
-    restore(c, a);
+    if (ARENA__UNLIKELY(maybe_changed(c, a)))
+        restore(c, a);
     sl = tls_slot;
     /* A slot taken by another cache's arena (one this thread recycled there
      * last, or that of a destroyed cache) is given up: this thread now

@@ -115,6 +115,7 @@ bool arena__register_under(arena *a, struct arena__node *parent)
     if (!n)
         return false;
     arena__cold(a)->set.node = n;
+    arena__cold(a)->set.changed = 1;
     arena__note_holds(a);
     arena__publish(a);
     link_node(n);

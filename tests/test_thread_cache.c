@@ -4,6 +4,8 @@
 #include <pthread.h>
 
 #include "support.h"
+/* White-box: the arena's bookkeeping. */
+#include "cold.h"
 
 #include <arena/report.h>
 #include <arena/thread.h>
@@ -424,6 +426,9 @@ static void assert_defaults(arena_cache *c, arena *a, test_backing *tb,
     int seen = refusals_seen.count, told = d->told ? d->told->count : 0;
 
     assert_int_equal(arena_size(a), 0);
+    /* White-box: marked as the cache's, so that its next recycle compares
+     * nothing more (src/cold.h). */
+    assert_int_equal(arena__cold(a)->set.changed, 0);
     if (d->name)
         assert_string_equal(arena_name(a), d->name);
     else
@@ -451,7 +456,10 @@ static void assert_defaults(arena_cache *c, arena *a, test_backing *tb,
     if (!d->listed) {
         assert_null(strstr(report, "\"kind\": \"arena\""));
     } else {
-        snprintf(entry, sizeof entry, "\"kind\": \"arena\", \"name\": \"%s\"", d->name);
+        if (d->name)
+            snprintf(entry, sizeof entry, "\"kind\": \"arena\", \"name\": \"%s\"", d->name);
+        else
+            snprintf(entry, sizeof entry, "\"kind\": \"arena\", \"name\": null");
         assert_non_null(strstr(report, "\"arenas_registered\": [\n    {"));
         assert_non_null(strstr(report, entry));
         assert_null(strstr(report, "upload (big)"));
@@ -515,6 +523,54 @@ static void test_recycle_forgets_every_setting(void **state)
     }
     for (i = 0; i < 3; i++)
         arena_cache_recycle(c, a[i]);
+    arena_cache_destroy(c);
+    arena_budget_destroy(other_budget);
+    assert_int_equal(tb_settings.live, 0);
+}
+
+/* Each setting alone: the recycle notices any one of them.  Then the cache
+ * is registered after its arena was made: the arena's next recycle
+ * registers it under the cache. */
+static void test_recycle_forgets_each_setting_alone(void **state)
+{
+    arena_allocator al = tb_allocator(&tb_settings);
+    arena_cache_config cfg = {0, 1, 0, &al};
+    struct arena_defaults none = {NULL, SIZE_MAX, NULL, false};
+    struct arena_defaults listed = {NULL, SIZE_MAX, NULL, true};
+    arena_cache *c = arena_cache_create(&cfg);
+    arena *a, *b;
+    int k;
+    (void)state;
+
+    assert_non_null(c);
+    arena_guard_sample(0);
+    other_budget = arena_budget_create(SIZE_MAX, "other");
+    assert_non_null(other_budget);
+    for (k = 0; k < 6; k++) {
+        a = arena_cache_acquire(c);
+        assert_non_null(a);
+        assert_non_null(arena_alloc(a, 100));
+        switch (k) {
+        case 0: arena_set_name(a, "upload (big)"); break;
+        case 1: arena_set_limit(a, 4096); break;
+        case 2: arena_on_limit(a, count_refusal, &refusals_seen); break;
+        case 3: arena_set_budget(a, other_budget); break;
+        case 4: assert_true(arena_set_guard(a, true)); break;
+        default: assert_true(arena_register(a)); break;
+        }
+        arena_cache_recycle(c, a);
+        b = arena_cache_acquire(c);
+        assert_ptr_equal(b, a); /* from the slot */
+        assert_defaults(c, b, &tb_settings, &none);
+        arena_cache_recycle(c, b);
+    }
+    assert_true(arena_cache_register(c));
+    a = arena_cache_acquire(c);
+    arena_cache_recycle(c, a);
+    b = arena_cache_acquire(c);
+    assert_ptr_equal(b, a);
+    assert_defaults(c, b, &tb_settings, &listed);
+    arena_cache_recycle(c, b);
     arena_cache_destroy(c);
     arena_budget_destroy(other_budget);
     assert_int_equal(tb_settings.live, 0);
@@ -1141,6 +1197,7 @@ int main(void)
         cmocka_unit_test(test_two_caches_on_one_thread),
         cmocka_unit_test(test_the_next_request_does_not_inherit_a_name_or_a_cap),
         cmocka_unit_test(test_recycle_forgets_every_setting),
+        cmocka_unit_test(test_recycle_forgets_each_setting_alone),
         cmocka_unit_test(test_the_caches_settings_for_its_arenas),
         cmocka_unit_test(test_double_recycle_after_the_store_was_full),
         cmocka_unit_test(test_double_recycle_after_a_thread_exit_with_the_store_full),

@@ -446,14 +446,35 @@ void arena_cache_set_limit(arena_cache *c, size_t limit)
 
 void arena_cache_set_name(arena_cache *c, const char *name) { c->budget.name = name; }
 
-void arena_cache_set_arena_name(arena_cache *c, const char *name) { c->arena_name = name; }
+/* Marks every arena of the cache, so that each takes the cache's settings
+ * at its next recycle (or acquire from the store).  No thread uses them
+ * meanwhile (the setters' contract). */
+static void mark_all(arena_cache *c)
+{
+    struct node *n;
+    pthread_mutex_lock(&c->lock);
+    for (n = c->all.next_all; n != &c->all; n = n->next_all)
+        arena__cold(&n->a)->set.changed = 1;
+    pthread_mutex_unlock(&c->lock);
+}
 
-void arena_cache_set_arena_limit(arena_cache *c, size_t limit) { c->arena_limit = limit; }
+void arena_cache_set_arena_name(arena_cache *c, const char *name)
+{
+    c->arena_name = name;
+    mark_all(c);
+}
+
+void arena_cache_set_arena_limit(arena_cache *c, size_t limit)
+{
+    c->arena_limit = limit;
+    mark_all(c);
+}
 
 void arena_cache_on_limit(arena_cache *c, arena_limit_fn *fn, void *ctx)
 {
     c->on_limit = fn;
     c->on_limit_ctx = fn ? ctx : NULL;
+    mark_all(c);
 }
 
 const char *arena__cache_name(arena_cache *c) { return c->budget.name; }

@@ -529,8 +529,8 @@ static void test_recycle_forgets_every_setting(void **state)
 }
 
 /* Each setting alone: the recycle notices any one of them.  Then the cache
- * is registered after its arena was made: the arena's next recycle
- * registers it under the cache. */
+ * is registered, and renames its arenas, after its arena was made: the
+ * arena's next recycle registers it under the cache, and renames it. */
 static void test_recycle_forgets_each_setting_alone(void **state)
 {
     arena_allocator al = tb_allocator(&tb_settings);
@@ -565,6 +565,16 @@ static void test_recycle_forgets_each_setting_alone(void **state)
         arena_cache_recycle(c, b);
     }
     assert_true(arena_cache_register(c));
+    a = arena_cache_acquire(c);
+    arena_cache_recycle(c, a);
+    b = arena_cache_acquire(c);
+    assert_ptr_equal(b, a);
+    assert_defaults(c, b, &tb_settings, &listed);
+    arena_cache_recycle(c, b);
+    /* The cache's settings changed after the arena was made: it takes them
+     * at its next recycle. */
+    arena_cache_set_arena_name(c, "renamed");
+    listed.name = "renamed";
     a = arena_cache_acquire(c);
     arena_cache_recycle(c, a);
     b = arena_cache_acquire(c);

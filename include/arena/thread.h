@@ -220,7 +220,7 @@ ARENA_API void arena_cache_set_name(arena_cache *c, const char *name);
 /** The name (arena_set_name()) of every arena the cache hands out: the
  *  caller's string, which must outlive the cache; NULL (the default): none.
  *  Set it before threads use the cache (it is read without a lock); arenas
- *  already made take it at their next recycle. */
+ *  already made take it at their next recycle.  O(arenas). */
 ARENA_API void arena_cache_set_arena_name(arena_cache *c, const char *name);
 
 /** The limit (arena_set_limit()) of every arena the cache hands out, each
@@ -228,7 +228,7 @@ ARENA_API void arena_cache_set_arena_name(arena_cache *c, const char *name);
  *  (arena_cache_set_limit()); SIZE_MAX (the default): none.  A request may
  *  set its arena's limit otherwise until its recycle.  Set it before
  *  threads use the cache (it is read without a lock); arenas already made
- *  take it at their next recycle. */
+ *  take it at their next recycle.  O(arenas). */
 ARENA_API void arena_cache_set_arena_limit(arena_cache *c, size_t limit);
 
 /** The limit callback (arena_on_limit()) of every arena the cache hands
@@ -237,7 +237,7 @@ ARENA_API void arena_cache_set_arena_limit(arena_cache *c, size_t limit);
  *  the backing allocator, in the thread that allocated, so it must be
  *  thread-safe when several threads serve requests.  Set it before threads
  *  use the cache (it is read without a lock); arenas already made take it at
- *  their next recycle. */
+ *  their next recycle.  O(arenas). */
 ARENA_API void arena_cache_on_limit(arena_cache *c, arena_limit_fn *fn, void *ctx);
 
 /** Fills `*out` with the cache's figures: counts under the cache's lock,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A request server that caps memory: each request may hold at most 256 KiB
- * (arena_set_limit), all requests together at most 4 MiB (the cache's
- * group limit), a cap that is hit is logged with the request's name, and
+ * (the cache's arena limit), all requests together at most 4 MiB (the
+ * cache's group limit), a cap that is hit is logged with the request's name
+ * (which each request sets, and which dies with it at the recycle), and
  * the registry's report is printed on SIGUSR1 and at exit.  Threads stand in
  * for the server's workers; one request in 50 is hostile and asks for far
  * more than its cap.
@@ -71,11 +72,9 @@ static void *worker(void *arg)
         if (!a)
             continue;
         arena_set_name(a, w % 2 ? "request (odd worker)" : "request (even worker)");
-        arena_set_limit(a, REQUEST_CAP);
-        arena_on_limit(a, on_limit, NULL);
         if (!serve(a, w * REQUESTS + i))
             atomic_fetch_add(&shed, 1);
-        arena_cache_recycle(requests, a); /* limit, name and callback stay with it */
+        arena_cache_recycle(requests, a); /* the name goes; the cache's settings stay */
     }
     return NULL;
 }
@@ -93,6 +92,8 @@ int main(void)
         return 1;
     arena_cache_set_name(requests, "requests");
     arena_cache_set_limit(requests, SERVER_CAP);
+    arena_cache_set_arena_limit(requests, REQUEST_CAP);
+    arena_cache_on_limit(requests, on_limit, NULL);
     if (!arena_cache_register(requests))
         return 1;
     for (i = 0; i < WORKERS; i++)

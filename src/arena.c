@@ -2654,6 +2654,7 @@ void arena_set_limit(arena *a, size_t limit)
 {
     sync(a);
     arena__cold(a)->set.limit = limit;
+    arena__cold(a)->set.changed = 1;
     if (limit == SIZE_MAX)
         arena__cold(a)->flags &= ~(uint32_t)ARENA__LIMITED;
     else
@@ -2706,6 +2707,7 @@ bool arena_set_budget(arena *a, arena_budget *b)
     if (c->set.budget)
         arena__budget_refund(c->set.budget, c->counts.held);
     c->set.budget = b;
+    c->set.changed = 1;
     return true;
 }
 
@@ -2714,12 +2716,14 @@ void arena_on_limit(arena *a, arena_limit_fn *fn, void *ctx)
     wake(a);
     arena__cold(a)->set.on_limit = fn;
     arena__cold(a)->set.on_limit_ctx = fn ? ctx : NULL;
+    arena__cold(a)->set.changed = 1;
 }
 
 void arena_set_name(arena *a, const char *name)
 {
     wake(a);
     arena__cold(a)->set.name = name;
+    arena__cold(a)->set.changed = 1;
     published(a);
 }
 

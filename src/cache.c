@@ -38,6 +38,13 @@
  * a backing written for one thread (a counter, a region) then works.  The
  * default backing, malloc, is thread-safe and called directly.
  *
+ * A recycled arena goes back to the settings the cache gives every arena
+ * (its name, limit, limit callback, budget, registration; no guard of its
+ * own) after its reset, so that whatever a request set dies with it: the
+ * next request's arena is the one acquire promises.  Every setter marks the
+ * arena's settings changed, so a request that changed none pays a load and
+ * a test for them (two where the cache is registered).
+ *
  * Costs: acquire and recycle through the slot are a few loads and stores plus
  * arena_reset_to() (O(chunks)); the stack adds one lock; a fresh arena is one
  * allocation for its struct.  A caller's backing costs a lock per call.
@@ -45,10 +52,12 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
-#include "arena/thread.h"
+#include "arena/guard.h"
 #include "arena/report.h"
+#include "arena/thread.h"
 #include "thread_state.h"
 
 enum { ACQUIRED = 1, STACKED, PARKED, RELEASED };
@@ -77,6 +86,14 @@ struct arena_cache {
     pthread_mutex_t back_lock;
     arena_budget budget;      /* what every arena charges: the group limit, the totals */
     struct arena__node *node; /* its record in the registry (report.h), under lock */
+    /* `node` once it is made, for recycle, which takes no lock */
+    _Atomic(struct arena__node *) listed;
+    /* What every arena it hands out has (arena_cache_set_arena_name() and the
+     * like): set before threads use the cache, read by them without a lock. */
+    const char *arena_name;
+    size_t arena_limit;
+    arena_limit_fn *on_limit;
+    void *on_limit_ctx;
 };
 
 /* This thread's slot: an arena recycled into `gen`'s cache, or NULL.  A
@@ -187,6 +204,7 @@ arena_cache *arena_cache_create(const arena_cache_config *config)
     arena_allocator backing = {NULL, NULL, NULL};
     arena_cache *c;
 
+    arena__fork_ready();
     if (config)
         cfg = *config;
     if (cfg.backing && cfg.backing->alloc)
@@ -211,6 +229,8 @@ arena_cache *arena_cache_create(const arena_cache_config *config)
     }
     c->gen = arena__new_gen();
     arena__budget_init(&c->budget, SIZE_MAX, NULL);
+    c->arena_limit = SIZE_MAX;
+    atomic_init(&c->listed, NULL);
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         arena__back_free(&backing, c, sizeof *c);
         return NULL;
@@ -251,13 +271,77 @@ void arena_cache_destroy(arena_cache *c)
     arena__back_free(&backing, c, sizeof *c);
 }
 
+/* Whether `a` may lack the settings the cache hands its arenas out with:
+ * a setter ran since restore() (its `changed`), or the cache was registered
+ * since (or the arena left the registry). */
+static inline bool maybe_changed(const arena_cache *c, const arena *a)
+{
+    const struct arena__settings *set = &arena__cold(a)->set;
+    return set->changed ||
+           (atomic_load_explicit(&c->listed, memory_order_relaxed) != NULL && !set->node);
+}
+
+/* Gives `a` the settings the cache hands its arenas out with, whatever the
+ * request that used it set.  Requires a reset arena (nothing stored): a
+ * limit below what it kept frees its chunks, so that it can store again. */
+static ARENA__NOINLINE void restore(arena_cache *c, arena *a)
+{
+    struct arena__settings *set = &arena__cold(a)->set;
+    struct arena__node *listed = atomic_load_explicit(&c->listed, memory_order_acquire);
+
+    if (set->name != c->arena_name)
+        arena_set_name(a, c->arena_name);
+    if (set->on_limit != c->on_limit || set->on_limit_ctx != c->on_limit_ctx)
+        arena_on_limit(a, c->on_limit, c->on_limit_ctx);
+    /* A budget joins only where what the arena holds fits it: failing that,
+     * the arena gives back everything first (it then holds nothing). */
+    if (set->budget != &c->budget && !arena_set_budget(a, &c->budget)) {
+        arena_release(a);
+        (void)arena_set_budget(a, &c->budget);
+    }
+    if (arena_limit(a) != c->arena_limit) {
+        arena_set_limit(a, c->arena_limit);
+        if (a->pending & ARENA__PENDING_OVER)
+            arena_reset_to(a, 0);
+    }
+    if (set->node || listed)
+        arena__register_as(a, listed);
+    set->changed = 0;
+}
+
+void arena__cache_fork_registry(bool hold)
+{
+    if (hold)
+        pthread_mutex_lock(&registry_lock);
+    else
+        pthread_mutex_unlock(&registry_lock);
+}
+
+/* Every live cache's locks (the registry held): the backing locks first,
+ * newest cache first (see fork.c), then the stores' locks. */
+void arena__cache_fork_caches(bool hold)
+{
+    arena_cache *c;
+    for (c = registry; c; c = c->next_live) {
+        if (hold)
+            pthread_mutex_lock(&c->back_lock);
+        else
+            pthread_mutex_unlock(&c->back_lock);
+    }
+    for (c = registry; c; c = c->next_live) {
+        if (hold)
+            pthread_mutex_lock(&c->lock);
+        else
+            pthread_mutex_unlock(&c->lock);
+    }
+}
+
 /* An arena from the stack, else a spare (released, so with no chunks: the
  * stack's arenas go first for theirs), else a fresh one.  Out of line, so
  * that the slot path saves no registers. */
 static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
 {
     struct node *n;
-    struct arena__node *parent;
 
     pthread_mutex_lock(&c->lock);
     n = c->stack;
@@ -269,12 +353,12 @@ static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
         if (n)
             c->spare = n->next;
     }
-    parent = c->node;
     if (n) {
         n->state = ACQUIRED;
         pthread_mutex_unlock(&c->lock);
-        if (parent)
-            (void)arena__register_under(&n->a, parent); /* a released one left */
+        /* A released one left the registry; the cache may have joined it. */
+        if (maybe_changed(c, &n->a))
+            restore(c, &n->a);
         return &n->a;
     }
     pthread_mutex_unlock(&c->lock);
@@ -283,7 +367,7 @@ static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
     if (!n)
         return NULL;
     arena_init_with(&n->a, c->chunk_bytes, &c->serial);
-    arena_set_budget(&n->a, &c->budget);
+    restore(c, &n->a);
     n->owner = c;
     n->next = NULL;
     n->state = ACQUIRED;
@@ -293,8 +377,6 @@ static ARENA__NOINLINE arena *acquire_slow(arena_cache *c)
     c->all.next_all->prev_all = n;
     c->all.next_all = n;
     pthread_mutex_unlock(&c->lock);
-    if (parent)
-        (void)arena__register_under(&n->a, parent);
     return &n->a;
 }
 
@@ -333,13 +415,20 @@ void arena_cache_recycle(arena_cache *c, arena *a)
                       (void *)c);
         return;
     }
-    if (n->a.pending & ARENA__PENDING_GUARD) {
+    if (ARENA__UNLIKELY(n->a.pending & ARENA__PENDING_GUARD)) { /* (set where the guard is on) */
+        /* The cache's arenas guard no batch of their own accord: off before
+         * the reset, which decides the next batch (the batch under way
+         * stays guarded until it ends). */
+        if (arena__cold(a)->guard.flags & ARENA__GUARD_ON)
+            (void)arena_set_guard(a, false);
         arena__guard_cause(ARENA__END_RECYCLE);
         arena_reset_to(&n->a, c->max_retained);
         arena__guard_cause(0);
     } else {
         arena_reset_to(&n->a, c->max_retained);
     }
+    if (ARENA__UNLIKELY(maybe_changed(c, a)))
+        restore(c, a);
     sl = tls_slot;
     /* A slot taken by another cache's arena (one this thread recycled there
      * last, or that of a destroyed cache) is given up: this thread now
@@ -362,11 +451,46 @@ void arena_cache_set_limit(arena_cache *c, size_t limit)
 
 void arena_cache_set_name(arena_cache *c, const char *name) { c->budget.name = name; }
 
+/* Marks every arena of the cache, so that each takes the cache's settings
+ * at its next recycle (or acquire from the store).  No thread uses them
+ * meanwhile (the setters' contract). */
+static void mark_all(arena_cache *c)
+{
+    struct node *n;
+    pthread_mutex_lock(&c->lock);
+    for (n = c->all.next_all; n != &c->all; n = n->next_all)
+        arena__cold(&n->a)->set.changed = 1;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void arena_cache_set_arena_name(arena_cache *c, const char *name)
+{
+    c->arena_name = name;
+    mark_all(c);
+}
+
+void arena_cache_set_arena_limit(arena_cache *c, size_t limit)
+{
+    c->arena_limit = limit;
+    mark_all(c);
+}
+
+void arena_cache_on_limit(arena_cache *c, arena_limit_fn *fn, void *ctx)
+{
+    c->on_limit = fn;
+    c->on_limit_ctx = fn ? ctx : NULL;
+    mark_all(c);
+}
+
 const char *arena__cache_name(arena_cache *c) { return c->budget.name; }
 
 bool arena_cache_register(arena_cache *c)
 {
-    return arena__register_once(&c->lock, &c->node, ARENA__NODE_CACHE, c);
+    if (!arena__register_once(&c->lock, &c->node, ARENA__NODE_CACHE, c))
+        return false;
+    /* Set once, under the lock, before this thread read it there. */
+    atomic_store_explicit(&c->listed, c->node, memory_order_release);
+    return true;
 }
 
 void arena_cache_get_stats(arena_cache *c, arena_cache_stats *out)

@@ -51,6 +51,8 @@ struct arena__settings {
     void *on_limit_ctx;
     struct arena_budget *budget; /* a group limit charged beside, or NULL */
     struct arena__node *node;    /* its entry in the registry, or NULL */
+    uint32_t changed;            /* nonzero: one of the above was set since the arena
+                                    cache last gave the arena its settings (cache.c) */
 };
 struct arena_cleanup;
 

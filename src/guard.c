@@ -20,6 +20,20 @@
  * so a torn read is recognised and skipped.  O(1) per range retired (and
  * per range evicted); the handler's search is O(RANGES).
  *
+ * Ghosts.  Addresses leave the quarantine (evicted, or never kept: a range
+ * beyond the bound, or one the system would not protect) and may be mapped
+ * again for a later guarded batch.  A stale pointer of the earlier batch
+ * then faults in the later batch's range, whose record cannot tell the two
+ * apart: the report must not blame the later batch.  So every range that
+ * leaves joins a set of ghost spans (sorted, disjoint, at most GHOSTS; when
+ * full, the two closest join across their gap, whose addresses then only
+ * "may" have been held), which the handler reads as it reads the records,
+ * under a sequence number: a fault in a recorded range that a ghost covers
+ * names the later batch as the last holder and says that an earlier one
+ * held the address too; a fault in a ghost alone says what is known, that a
+ * guarded batch held it.  Memory the heap held before a guarded batch
+ * mapped it is beyond what the mode sees.  O(GHOSTS) per range that leaves.
+ *
  * Batches ago.  A record holds its arena's identity, the slot of the
  * arena's clock, and the batches the arena had ended then; the arena writes
  * its count to its clock at the end of each batch the library sees.  A
@@ -48,6 +62,7 @@
 #    include <sys/mman.h>
 #  endif
 #endif
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -56,6 +71,7 @@
 
 #include "arena/guard.h"
 #include "instrument.h"
+#include "thread_state.h"
 
 #if defined(_WIN32)
 #  define GUARD_WINDOWS 1
@@ -67,6 +83,7 @@
 #endif
 
 #define RANGES    1024u /* records in the quarantine */
+#define GHOSTS    256u  /* spans of addresses that left it */
 #define CLOCKS    64u   /* arenas whose batches the reporter counts */
 #define NAME_MAX_ 40u   /* bytes of a name kept, NUL included */
 /* A chunk's alignment: the default backing's (backing.c), or more. */
@@ -91,6 +108,17 @@ static unsigned oldest, count; /* under `lock` */
 static size_t bytes;           /* under `lock` */
 static size_t bound = ARENA_GUARD_QUARANTINE;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A span of addresses that guarded batches held and that left the
+ * quarantine; `exact` 0: joined across a gap that none may have held. */
+struct ghost {
+    _Atomic uintptr_t lo, hi;
+    _Atomic unsigned char exact;
+};
+
+static struct ghost ghosts[GHOSTS]; /* sorted; written under `lock` */
+static _Atomic unsigned nghosts;    /* written under `lock` */
+static _Atomic unsigned ghost_seq;  /* odd while the spans are written */
 
 static struct {
     _Atomic uint64_t id, ended;
@@ -238,6 +266,64 @@ static bool protect_range(char *p, size_t n)
 
 /* ---- The quarantine --------------------------------------------------------------------- */
 
+/* A plain copy of a ghost span. */
+struct span {
+    uintptr_t lo, hi;
+    bool exact;
+};
+
+/* Joins span i + 1 into span i of `v` (n spans). */
+static void join(struct span *v, unsigned *n, unsigned i, bool exact)
+{
+    if (v[i + 1].hi > v[i].hi)
+        v[i].hi = v[i + 1].hi;
+    v[i].exact = exact && v[i].exact && v[i + 1].exact;
+    memmove(&v[i + 1], &v[i + 2], (*n - i - 2) * sizeof *v);
+    --*n;
+}
+
+/* Adds [lo, hi) to the ghosts: merged with the spans it touches, and the
+ * two closest joined while they number more than GHOSTS.  Under `lock`. */
+static void haunt(uintptr_t lo, uintptr_t hi)
+{
+    struct span v[GHOSTS + 1];
+    unsigned n = atomic_load_explicit(&nghosts, memory_order_relaxed), i, k;
+    unsigned seq = atomic_load_explicit(&ghost_seq, memory_order_relaxed);
+
+    for (i = 0, k = 0; i < n; i++, k++) {
+        if (k == i && lo < atomic_load_explicit(&ghosts[i].lo, memory_order_relaxed)) {
+            v[k++] = (struct span){lo, hi, true};
+        }
+        v[k].lo = atomic_load_explicit(&ghosts[i].lo, memory_order_relaxed);
+        v[k].hi = atomic_load_explicit(&ghosts[i].hi, memory_order_relaxed);
+        v[k].exact = atomic_load_explicit(&ghosts[i].exact, memory_order_relaxed) != 0;
+    }
+    if (k == n)
+        v[k++] = (struct span){lo, hi, true};
+    n = k;
+    for (i = 0; i + 1 < n;) {
+        if (v[i + 1].lo <= v[i].hi)
+            join(v, &n, i, true);
+        else
+            i++;
+    }
+    while (n > GHOSTS) {
+        unsigned best = 0;
+        for (i = 1; i + 1 < n; i++)
+            if (v[i + 1].lo - v[i].hi < v[best + 1].lo - v[best].hi)
+                best = i;
+        join(v, &n, best, false);
+    }
+    atomic_store_explicit(&ghost_seq, seq + 1, memory_order_relaxed);
+    for (i = 0; i < n; i++) {
+        atomic_store_explicit(&ghosts[i].lo, v[i].lo, memory_order_release);
+        atomic_store_explicit(&ghosts[i].hi, v[i].hi, memory_order_release);
+        atomic_store_explicit(&ghosts[i].exact, v[i].exact, memory_order_release);
+    }
+    atomic_store_explicit(&nghosts, n, memory_order_release);
+    atomic_store_explicit(&ghost_seq, seq + 2, memory_order_release);
+}
+
 /* Empties the oldest record, its range unmapped.  Under `lock`. */
 static void evict_oldest(void)
 {
@@ -252,6 +338,7 @@ static void evict_oldest(void)
     /* Open to the tools, as a mapping made there later expects. */
     arena__open((void *)lo, (size_t)(hi - lo));
     unmap_range((char *)lo, (size_t)(hi - lo));
+    haunt(lo, hi);
     bytes -= (size_t)(hi - lo);
     oldest = (oldest + 1) % RANGES;
     count--;
@@ -298,6 +385,7 @@ void arena__guard_retire(char *p, size_t n, bool guard, const struct arena__guar
 
     p = (char *)lo;
     n = (size_t)(hi - lo);
+    arena__fork_ready();
     ok = protect_range(p, n);
     atomic_fetch_sub(&n_mapped, n);
     pthread_mutex_lock(&lock);
@@ -305,6 +393,7 @@ void arena__guard_retire(char *p, size_t n, bool guard, const struct arena__guar
         /* Kept by nothing: its addresses go back at once. */
         arena__open(p, n);
         unmap_range(p, n);
+        haunt(lo, hi);
     } else {
         make_room(n);
         write_record(&ring[(oldest + count) % RANGES], (uintptr_t)p, (uintptr_t)p + n, why);
@@ -319,6 +408,7 @@ void arena__guard_retire(char *p, size_t n, bool guard, const struct arena__guar
 
 void arena_guard_set_quarantine(size_t n)
 {
+    arena__fork_ready();
     pthread_mutex_lock(&lock);
     bound = n;
     make_room(0);
@@ -330,15 +420,30 @@ void arena_guard_set_quarantine(size_t n)
 static _Atomic unsigned long every;
 static _Atomic int every_read; /* 0: ARENA_GUARD not read yet */
 
+/* ARENA_GUARD's value: decimal digits, at most ULONG_MAX.  Anything else is
+ * 0, the mode off: a sign, blanks, an empty value, or a number too large,
+ * which strtoul() would have taken as some other number. */
+static unsigned long parse_every(const char *s)
+{
+    unsigned long v = 0;
+    if (!s || !*s)
+        return 0; /* unset, or empty */
+    for (; *s; s++) {
+        unsigned long d = (unsigned long)(unsigned char)*s - '0';
+        if (d > 9 || v > (ULONG_MAX - d) / 10)
+            return 0;
+        v = v * 10 + d;
+    }
+    return v;
+}
+
 unsigned long arena__guard_every(void)
 {
     if (ARENA__UNLIKELY(!atomic_load_explicit(&every_read, memory_order_acquire))) {
-        const char *s = getenv("ARENA_GUARD");
-        char *end = NULL;
-        unsigned long v = s && *s ? strtoul(s, &end, 10) : 0;
+        unsigned long v;
         int expected = 0;
-        if (!end || *end != '\0')
-            v = 0;
+        arena__fork_ready(); /* a fork amid the read would leave it unfinished */
+        v = parse_every(getenv("ARENA_GUARD"));
         /* A racing arena_guard_sample() wins: its value stays. */
         if (atomic_compare_exchange_strong(&every_read, &expected, 2)) {
             atomic_store(&every, v);
@@ -357,6 +462,19 @@ void arena_guard_sample(unsigned long n)
 }
 
 unsigned long arena_guard_sampling(void) { return arena__guard_every(); }
+
+void arena__guard_fork(bool hold)
+{
+    if (!hold) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    /* A thread amid the first read of the rate finishes it before the fork
+     * (in the child, no thread would, and every arena would wait). */
+    while (atomic_load_explicit(&every_read, memory_order_acquire) == 2)
+        ;
+    pthread_mutex_lock(&lock);
+}
 
 static ARENA__TLS uint64_t draws; /* xorshift64* state; 0: not seeded */
 
@@ -431,6 +549,7 @@ struct found {
     unsigned clock;
     int ending;
     char name[NAME_MAX_];
+    int ghost; /* GHOST_*: what the ghosts say of the address */
 };
 
 /* Copies the record that holds `addr`; false when none does. */
@@ -485,16 +604,39 @@ static void put_number(struct line *l, uint64_t v, unsigned base)
         l->buf[l->len++] = digits[n];
 }
 
-/* The report of a fault at `addr` in the range of `f`. */
-static void format_report(struct line *l, uintptr_t addr, const struct found *f)
+/* What the ghosts say of `addr` (see the file's comment). */
+enum { GHOST_NONE, GHOST_MAYBE, GHOST_HELD };
+
+/* Whether a ghost span covers `addr`: exactly (GHOST_HELD), or across a
+ * joined gap (GHOST_MAYBE, which is also the answer when the spans were
+ * being written at every try). */
+static int ghost_at(uintptr_t addr)
 {
-    put(l, "arena: guarded memory accessed after its batch ended: address ");
-    put_number(l, addr, 16);
-    put(l, " in [");
-    put_number(l, f->lo, 16);
-    put(l, ", ");
-    put_number(l, f->hi, 16);
-    put(l, ") of arena ");
+    int tries;
+    for (tries = 0; tries < 4; tries++) {
+        unsigned seq = atomic_load_explicit(&ghost_seq, memory_order_acquire);
+        unsigned n = atomic_load_explicit(&nghosts, memory_order_acquire), i;
+        int found = GHOST_NONE;
+        if (seq & 1)
+            continue;
+        for (i = 0; i < n && i < GHOSTS; i++) {
+            uintptr_t lo = atomic_load_explicit(&ghosts[i].lo, memory_order_acquire);
+            uintptr_t hi = atomic_load_explicit(&ghosts[i].hi, memory_order_acquire);
+            bool exact = atomic_load_explicit(&ghosts[i].exact, memory_order_acquire) != 0;
+            if (addr >= lo && addr < hi) {
+                found = exact ? GHOST_HELD : GHOST_MAYBE;
+                break;
+            }
+        }
+        if (atomic_load_explicit(&ghost_seq, memory_order_relaxed) == seq)
+            return found;
+    }
+    return GHOST_MAYBE;
+}
+
+/* The arena of `f`, its ending and the batches since. */
+static void put_batch(struct line *l, const struct found *f)
+{
     if (f->name[0]) {
         put(l, "\"");
         put(l, f->name);
@@ -502,7 +644,7 @@ static void format_report(struct line *l, uintptr_t addr, const struct found *f)
     } else {
         put(l, "(unnamed)");
     }
-    put(l, ", expired by ");
+    put(l, f->ghost == GHOST_NONE ? ", expired by " : " held last, expired by ");
     put(l, endings[f->ending > 0 && f->ending < ARENA__END_KINDS ? f->ending : 0]);
     if (f->clock < CLOCKS &&
         atomic_load_explicit(&clocks[f->clock].id, memory_order_relaxed) == f->id) {
@@ -517,7 +659,57 @@ static void format_report(struct line *l, uintptr_t addr, const struct found *f)
     } else {
         put(l, " (batches since: not counted, the arena's clock was reused)");
     }
+}
+
+/* The report of a fault at `addr`; false when the mode knows nothing of it.
+ * A range quarantined now names its arena, unless an earlier guarded batch
+ * held (or may have held) the address too: then the pointer may be that
+ * one's, and the report says both.  An address that left the quarantine is
+ * reported only where a guarded batch held it, and without a name: none is
+ * known. */
+static bool describe(struct line *l, uintptr_t addr)
+{
+    struct found f;
+    bool recorded = find_record(addr, &f);
+
+    f.ghost = ghost_at(addr);
+    if (!recorded && f.ghost != GHOST_HELD)
+        return false;
+    put(l, "arena: guarded memory accessed after its batch ended: address ");
+    put_number(l, addr, 16);
+    if (!recorded) {
+        put(l, " lies in memory that a guarded batch held; the range left the quarantine, "
+               "and its arena and ending are no longer recorded\n");
+        return true;
+    }
+    put(l, " in [");
+    put_number(l, f.lo, 16);
+    put(l, ", ");
+    put_number(l, f.hi, 16);
+    put(l, f.ghost == GHOST_NONE ? ") of arena " : "), which arena ");
+    put_batch(l, &f);
+    if (f.ghost == GHOST_HELD)
+        put(l, "; an earlier guarded batch, no longer recorded, held it before");
+    else if (f.ghost == GHOST_MAYBE)
+        put(l, "; an earlier guarded batch, no longer recorded, may have held it before");
+    if (f.ghost != GHOST_NONE)
+        put(l, ": the pointer may be from either");
     put(l, "\n");
+    return true;
+}
+
+size_t arena__guard_describe(const void *addr, char *buf, size_t len)
+{
+    struct line l;
+    l.len = 0;
+    if (!describe(&l, (uintptr_t)addr))
+        return 0;
+    if (len) {
+        size_t n = l.len < len - 1 ? l.len : len - 1;
+        memcpy(buf, l.buf, n);
+        buf[n] = '\0';
+    }
+    return l.len;
 }
 
 static _Atomic int reporting; /* 1: installed */
@@ -528,11 +720,9 @@ static struct sigaction previous[2]; /* SIGSEGV's, SIGBUS's */
 static void on_fault(int sig, siginfo_t *si, void *context)
 {
     struct sigaction *prev = &previous[sig == SIGBUS];
-    struct found f;
-    if (si && find_record((uintptr_t)si->si_addr, &f)) {
-        struct line l;
-        l.len = 0;
-        format_report(&l, (uintptr_t)si->si_addr, &f);
+    struct line l;
+    l.len = 0;
+    if (si && describe(&l, (uintptr_t)si->si_addr)) {
         atomic_fetch_add(&n_detections, 1);
         (void)!write(STDERR_FILENO, l.buf, l.len);
         /* The fault happens again on return, under the previous handler. */
@@ -567,13 +757,11 @@ static bool install(void)
 static LONG CALLBACK on_exception(EXCEPTION_POINTERS *e)
 {
     const EXCEPTION_RECORD *r = e->ExceptionRecord;
-    struct found f;
+    struct line l;
+    l.len = 0;
     if (r->ExceptionCode == EXCEPTION_ACCESS_VIOLATION && r->NumberParameters >= 2 &&
-        find_record((uintptr_t)r->ExceptionInformation[1], &f)) {
-        struct line l;
+        describe(&l, (uintptr_t)r->ExceptionInformation[1])) {
         DWORD done;
-        l.len = 0;
-        format_report(&l, (uintptr_t)r->ExceptionInformation[1], &f);
         atomic_fetch_add(&n_detections, 1);
         WriteFile(GetStdHandle(STD_ERROR_HANDLE), l.buf, (DWORD)l.len, &done, NULL);
     }
@@ -591,6 +779,7 @@ bool arena_guard_report_faults(void)
     /* cppcheck-suppress knownConditionTrueFalse ; (see arena_guard_available()) */
     if (!arena_guard_available())
         return false;
+    arena__fork_ready();
     pthread_mutex_lock(&lock);
     if (!atomic_load(&reporting)) {
         ok = install();

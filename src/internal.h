@@ -99,6 +99,9 @@ ARENA__HIDDEN void arena__publish_arena(const arena *a);
 /* Sets ARENA__PENDING_HOLDS as the reuse table and the registry record say. */
 ARENA__HIDDEN void arena__note_holds(arena *a);
 ARENA__HIDDEN bool arena__register_under(arena *a, struct arena__node *parent);
+/* Registers `a` under `parent` if it is not (out-of-memory: not at all), or
+ * unregisters it when `parent` is NULL: an arena a cache hands out again. */
+ARENA__HIDDEN void arena__register_as(arena *a, struct arena__node *parent);
 /* What a record of the registry stands for. */
 enum { ARENA__NODE_ARENA, ARENA__NODE_CACHE, ARENA__NODE_SHARED, ARENA__NODE_POOL };
 ARENA__HIDDEN struct arena__node *arena__register_object(int kind, void *obj);
@@ -258,6 +261,10 @@ ARENA__HIDDEN void arena__guard_cause(int ending);
 ARENA__HIDDEN int arena__guard_caused(void);
 /* Test hook: the mapping after `after` more succeed fails (0: none fails). */
 ARENA__HIDDEN void arena__guard_fail_map(unsigned long after);
+/* Test hook: what the fault reporter would write of a fault at `addr`, into
+ * `buf` (NUL-terminated, cut to `len`); its length, 0 when it would write
+ * nothing. */
+ARENA__HIDDEN size_t arena__guard_describe(const void *addr, char *buf, size_t len);
 
 /* ---- Errors --------------------------------------------------------------------- */
 

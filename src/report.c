@@ -47,7 +47,9 @@ static struct arena__node registry = {.prev = &registry, .next = &registry};
 
 static struct arena__node *new_node(enum kind kind, void *obj, struct arena__node *parent)
 {
-    struct arena__node *n = (struct arena__node *)calloc(1, sizeof *n);
+    struct arena__node *n;
+    arena__fork_ready();
+    n = (struct arena__node *)calloc(1, sizeof *n);
     if (!n)
         return NULL;
     n->kind = kind;
@@ -77,6 +79,14 @@ static void unlink_node(struct arena__node *n)
     free(n);
 }
 
+void arena__report_fork(bool hold)
+{
+    if (hold)
+        pthread_mutex_lock(&registry_lock);
+    else
+        pthread_mutex_unlock(&registry_lock);
+}
+
 /* ---- Arenas ------------------------------------------------------------------------------ */
 
 void arena__publish(struct arena__node *n, const char *name, const arena_stats *s)
@@ -102,6 +112,7 @@ bool arena__register_under(arena *a, struct arena__node *parent)
     if (!n)
         return false;
     arena__cold(a)->set.node = n;
+    arena__cold(a)->set.changed = 1;
     arena__note_holds(a);
     arena__publish_arena(a);
     link_node(n);
@@ -109,6 +120,17 @@ bool arena__register_under(arena *a, struct arena__node *parent)
 }
 
 bool arena_register(arena *a) { return arena__register_under(a, NULL); }
+
+void arena__register_as(arena *a, struct arena__node *parent)
+{
+    struct arena__node *n = arena__cold(a)->set.node;
+    if (n && parent && n->parent == parent)
+        return;
+    if (n)
+        arena_unregister(a);
+    if (parent)
+        (void)arena__register_under(a, parent);
+}
 
 void arena_unregister(arena *a)
 {
@@ -505,6 +527,7 @@ size_t arena_report(char *buf, size_t len, int format)
 
     if (buf && len)
         buf[0] = '\0';
+    arena__fork_ready();
     pthread_mutex_lock(&registry_lock);
     if (json)
         put(&o, "{\"entries\": [");

@@ -66,10 +66,29 @@ struct arena_shared {
     pthread_mutex_t lock;
     arena inner;              /* under lock */
     struct arena__node *node; /* its record in the registry (report.h), under lock */
+    struct arena_shared *next_live, *prev_live; /* the live list, under live_lock */
 };
 
 static ARENA__TLS struct run tls_runs[RUN_SLOTS];
 static _Atomic unsigned next_slot;
+
+/* Every live shared arena, so that a fork can take their locks (fork.c). */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static arena_shared *live;
+
+void arena__shared_fork(bool hold)
+{
+    arena_shared *s;
+    if (hold) {
+        pthread_mutex_lock(&live_lock);
+        for (s = live; s; s = s->next_live)
+            pthread_mutex_lock(&s->lock);
+    } else {
+        for (s = live; s; s = s->next_live)
+            pthread_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&live_lock);
+    }
+}
 
 arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
                                   const arena_allocator *backing)
@@ -77,6 +96,7 @@ arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
     arena_shared *s;
     arena tmp;
 
+    arena__fork_ready();
     if (chunk_bytes == 0)
         chunk_bytes = DEFAULT_CHUNK;
     if (chunk_bytes > ARENA_REF_MAX)
@@ -110,6 +130,12 @@ arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
     if (s->max_run < run_bytes)
         s->max_run = run_bytes;
     s->big = run_bytes / 4;
+    pthread_mutex_lock(&live_lock);
+    s->next_live = live;
+    if (live)
+        live->prev_live = s;
+    live = s;
+    pthread_mutex_unlock(&live_lock);
     return s;
 }
 
@@ -122,6 +148,14 @@ void arena_shared_destroy(arena_shared *s)
     if (!arena__cleanups_end(&s->inner, 0, "arena_shared_destroy"))
         return;
     arena__unregister_object(s->node); /* first: the report reads the arena */
+    pthread_mutex_lock(&live_lock);
+    if (s->prev_live)
+        s->prev_live->next_live = s->next_live;
+    else
+        live = s->next_live;
+    if (s->next_live)
+        s->next_live->prev_live = s->prev_live;
+    pthread_mutex_unlock(&live_lock);
     b = arena__cold(&s->inner)->backing;
     arena_release(&s->inner);
     pthread_mutex_destroy(&s->lock);

@@ -19,6 +19,7 @@ void *arena__thread_state_new(struct arena__thread_key *k, size_t size)
     void *state;
     bool ok;
 
+    arena__fork_ready();
     pthread_mutex_lock(&making);
     if (!k->made) {
         k->ok = pthread_key_create(&k->key, k->exit) == 0;
@@ -37,6 +38,14 @@ void *arena__thread_state_new(struct arena__thread_key *k, size_t size)
         return NULL;
     }
     return state;
+}
+
+void arena__thread_state_fork(bool hold)
+{
+    if (hold)
+        pthread_mutex_lock(&making);
+    else
+        pthread_mutex_unlock(&making);
 }
 
 void arena__thread_state_free(void *state, size_t size)

@@ -44,4 +44,19 @@ ARENA__HIDDEN bool arena__register_once(pthread_mutex_t *lock, struct arena__nod
  * with its own to tell that what it holds is stale. */
 ARENA__HIDDEN uint64_t arena__new_gen(void);
 
+/* fork() safety (fork.c): registers, once, the handlers that take every
+ * lock of the library before a fork and release them after it.  Every path
+ * that may be the first to take a lock calls it first. */
+ARENA__HIDDEN void arena__fork_ready(void);
+/* Each part's locks, taken (`hold`) before a fork and released after it, in
+ * fork.c's order: the caches' registry, the report's registry, the shared
+ * arenas' locks, the caches' backing and own locks, the quarantine's lock
+ * (with the first read of the sampling rate), the key maker. */
+ARENA__HIDDEN void arena__cache_fork_registry(bool hold);
+ARENA__HIDDEN void arena__report_fork(bool hold);
+ARENA__HIDDEN void arena__shared_fork(bool hold);
+ARENA__HIDDEN void arena__cache_fork_caches(bool hold);
+ARENA__HIDDEN void arena__guard_fork(bool hold);
+ARENA__HIDDEN void arena__thread_state_fork(bool hold);
+
 #endif /* ARENA_THREAD_STATE_H */

@@ -9,7 +9,11 @@
  *
  * Use: guard_death ENDING VIA
  *   ENDING: reset, reset_to, rewind, trim, release, recycle, scratch, shared,
- *           overflow (a write past a chunk's end: VIA is ignored)
+ *           overflow (a write past a chunk's end: VIA is ignored),
+ *           left (a read after the range left the quarantine: VIA ptr),
+ *           reused (a read long after the batch, whose range left the
+ *           quarantine and was mapped again for a later guarded batch of
+ *           another arena, quarantined now: VIA is ignored)
  *   VIA:    ptr, ref, hook (arena_cur_malloc() of the current arena)
  */
 #include <stdio.h>
@@ -84,6 +88,10 @@ static int own_arena(const char *ending, struct value *v)
         arena_reset(&a);
     } else if (strcmp(ending, "reset_to") == 0) {
         arena_reset_to(&a, 0);
+    } else if (strcmp(ending, "left") == 0) {
+        /* Out of the quarantine, unmapped: what the batch was is gone. */
+        arena_release(&a);
+        arena_guard_set_quarantine(0);
     } else if (strcmp(ending, "trim") == 0) {
         /* Nothing of a guarded batch is a spare: its reset expired it. */
         arena_reset(&a);
@@ -160,6 +168,46 @@ static int overflow(void)
     return 0;
 }
 
+/* A request's value read long after its batch: meanwhile its range left the
+ * quarantine (which holds that one range here), and later batches of another
+ * arena mapped chunks until one took the same addresses and ended.  The
+ * read faults in that later batch's range: the report may say so, but must
+ * not blame that batch, or its ending, for the pointer. */
+static int reused(void)
+{
+    static arena first, later;
+    static const char data[64] = "a value of a guarded batch";
+    struct value v = {"ptr", NULL, {0, 0, 0}};
+    arena_guard_stats s;
+    char *q = NULL;
+    int i;
+
+    arena_init(&first, 1024);
+    arena_init(&later, 1024);
+    arena_set_name(&first, name);
+    arena_set_name(&later, "later");
+    if (!arena_set_guard(&first, true) || !arena_set_guard(&later, true))
+        return 2;
+    v.p = (char *)arena_copy(&first, data, sizeof data, 0);
+    if (!v.p)
+        return 2;
+    arena_release(&first);
+    arena_guard_get_stats(&s);
+    arena_guard_set_quarantine(s.quarantined); /* this range, and no second one */
+    for (i = 0; i < 100000 && q != v.p; i++) {
+        q = (char *)arena_copy(&later, data, sizeof data, 0);
+        if (!q)
+            return 2;
+        arena_reset(&later);
+    }
+    if (q != v.p) {
+        fprintf(stderr, "guard_death: no later batch took the range\n");
+        return 2;
+    }
+    fprintf(stderr, "guard_death: batch %d of \"later\" took the range\n", i);
+    return use(NULL, &v);
+}
+
 int main(int argc, char **argv)
 {
     struct value v = {"ptr", NULL, {0, 0, 0}};
@@ -175,5 +223,7 @@ int main(int argc, char **argv)
         return shared(&v);
     if (strcmp(argv[1], "overflow") == 0)
         return overflow();
+    if (strcmp(argv[1], "reused") == 0)
+        return reused();
     return own_arena(argv[1], &v);
 }

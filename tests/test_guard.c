@@ -300,6 +300,276 @@ static void test_quarantine_bound(void **state)
     arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
 }
 
+/* ---- What the fault reporter says ------------------------------------------------ */
+
+/* What the reporter would write of a fault at `p` ("" when nothing). */
+static const char *report_of(const void *p)
+{
+    static char buf[600];
+    buf[0] = '\0';
+    (void)arena__guard_describe(p, buf, sizeof buf);
+    return buf;
+}
+
+/* The report's start for a fault at `p` (its address in hex, written out:
+ * no printf format prints a uintptr_t the same way everywhere). */
+static const char *report_start(const void *p)
+{
+    static char buf[120];
+    char digits[2 * sizeof(uintptr_t) + 1];
+    uintptr_t v = (uintptr_t)p;
+    size_t k = sizeof digits - 1;
+    digits[k] = '\0';
+    do {
+        digits[--k] = "0123456789abcdef"[v % 16];
+        v /= 16;
+    } while (v);
+    snprintf(buf, sizeof buf, "arena: guarded memory accessed after its batch ended: address 0x%s",
+             digits + k);
+    return buf;
+}
+
+/* First in the suite, before any range left the quarantine: the reporter
+ * names the arena, the ending and the batches since; of a live value or an
+ * address never guarded it says nothing. */
+static void test_report_names_the_batch(void **state)
+{
+    arena a;
+    char *p;
+    const char *r;
+    (void)state;
+
+    arena_init(&a, 1024); /* its range is small beside the next test's */
+    arena_set_name(&a, "alone");
+    assert_true(arena_set_guard(&a, true));
+    p = (char *)arena_alloc(&a, 100);
+    assert_non_null(p);
+    assert_string_equal(report_of(p), "");
+    assert_int_equal(arena__guard_describe(&a, NULL, 0), 0);
+    arena_reset(&a);
+    r = report_of(p);
+    assert_ptr_equal(strstr(r, report_start(p)), r);
+    assert_non_null(strstr(r, ") of arena \"alone\", expired by arena_reset, 1 batch ago\n"));
+    assert_int_equal(arena__guard_describe(p, NULL, 0), strlen(r));
+    arena_reset(&a);
+    assert_non_null(strstr(report_of(p), "expired by arena_reset, 2 batches ago\n"));
+    arena_release(&a);
+}
+
+/* The bytes of address space the quarantine holds now. */
+static size_t quarantined(void) { return guard_stats().quarantined; }
+
+/* A range that left the quarantine: the report says a guarded batch held
+ * the address, and names no arena and no ending, which it no longer knows. */
+static void test_report_after_the_range_left(void **state)
+{
+    arena a;
+    char *p;
+    (void)state;
+
+    arena_init(&a, 0);
+    arena_set_name(&a, "gone");
+    assert_true(arena_set_guard(&a, true));
+    p = (char *)arena_alloc(&a, 100);
+    assert_non_null(p);
+    arena_release(&a);
+    assert_non_null(strstr(report_of(p), "of arena \"gone\""));
+    arena_guard_set_quarantine(0);
+    assert_string_equal(report_of(p),
+                        strcat(strcpy((char[200]){0}, report_start(p)),
+                               " lies in memory that a guarded batch held; the range left the "
+                               "quarantine, and its arena and ending are no longer recorded\n"));
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+}
+
+/* A stale pointer read long after its batch: its range left the
+ * quarantine (which holds one range here), and later batches of another
+ * arena map chunks until one takes its addresses and ends.  The report of
+ * the address names the later batch as the one that held it last, says an
+ * earlier batch held it before, and blames neither.  Where the system maps
+ * elsewhere, the report still names no arena as the pointer's. */
+static void test_report_of_a_reused_range(void **state)
+{
+    static const char data[64] = "a value of a guarded batch";
+    arena first, later;
+    char *p, *q = NULL;
+    const char *r;
+    size_t range;
+    int i;
+    (void)state;
+
+    arena_guard_set_quarantine(0);
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+    arena_init(&first, 1024);
+    arena_init(&later, 1024);
+    arena_set_name(&first, "first");
+    arena_set_name(&later, "later");
+    assert_true(arena_set_guard(&first, true));
+    assert_true(arena_set_guard(&later, true));
+    p = (char *)arena_copy(&first, data, sizeof data, 0);
+    assert_non_null(p);
+    arena_release(&first);
+    range = quarantined();
+    assert_true(range > 0);
+    arena_guard_set_quarantine(range); /* this range, and no second one */
+    for (i = 0; i < 1000 && q != p; i++) {
+        q = (char *)arena_copy(&later, data, sizeof data, 0);
+        assert_non_null(q);
+        arena_reset(&later);
+        assert_int_equal(quarantined(), range);
+    }
+    r = report_of(p);
+    print_message("batch %d of \"later\" %s the range; the report: %s", i,
+                  q == p ? "took" : "never took", r);
+    assert_ptr_equal(strstr(r, report_start(p)), r);
+    assert_null(strstr(r, "of arena"));
+    assert_null(strstr(r, "\"first\""));
+    if (q == p) {
+        assert_non_null(strstr(r, ", which arena \"later\" held last, expired by arena_reset, "
+                                  "1 batch ago; an earlier guarded batch, no longer recorded, "
+                                  "held it before: the pointer may be from either\n"));
+    } else {
+        assert_true(strstr(r, "held it before") || strstr(r, "no longer recorded\n"));
+    }
+#if defined(__linux__)
+    if (!TEST_EMULATED)
+        assert_ptr_equal(q, p); /* the kernel maps a freed range again */
+#endif
+    arena_release(&later);
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+}
+
+/* A retired range larger than the quarantine's bound is not kept: it is
+ * unmapped at once, the ranges in the quarantine stay (nothing is evicted
+ * for it, nothing counted as quarantined), and its report names no arena.
+ * A range of exactly the bound is kept, the others leaving for it.  Second
+ * in the suite: no range has left the quarantine before. */
+static void test_a_range_larger_than_the_bound(void **state)
+{
+    arena small, big;
+    char *s[3], *b;
+    arena_guard_stats q0, s0, s1, s2;
+    size_t range;
+    int i;
+    (void)state;
+
+    arena_init(&small, 1024);
+    arena_init(&big, 1024);
+    arena_set_name(&small, "small");
+    arena_set_name(&big, "big");
+    assert_true(arena_set_guard(&small, true));
+    assert_true(arena_set_guard(&big, true));
+    q0 = guard_stats();
+    b = (char *)arena_alloc(&big, 256 << 10);
+    assert_non_null(b);
+    range = guard_stats().mapped - q0.mapped; /* what its reset retires */
+    assert_string_equal(report_of(b), "");    /* no range has left the quarantine */
+    arena_guard_set_quarantine(range - 1);    /* the first test's range fits */
+    assert_int_equal(guard_stats().evicted, q0.evicted);
+    for (i = 0; i < 3; i++) {
+        s[i] = (char *)arena_alloc(&small, 100);
+        assert_non_null(s[i]);
+        arena_reset(&small);
+    }
+    s0 = guard_stats();
+    assert_int_equal(s0.quarantined_ranges, q0.quarantined_ranges + 3);
+    assert_int_equal(s0.evicted, q0.evicted);
+
+    arena_reset(&big);
+    s1 = guard_stats();
+    assert_int_equal(s1.ranges, s0.ranges);
+    assert_int_equal(s1.evicted, s0.evicted);
+    assert_int_equal(s1.quarantined, s0.quarantined);
+    assert_int_equal(s1.quarantined_ranges, s0.quarantined_ranges);
+    assert_int_equal(s1.mapped, s0.mapped - range);
+#if defined(__linux__)
+    if (!test_on_valgrind() && !TEST_EMULATED) {
+        assert_false(mapped(b));   /* unmapped at once */
+        assert_true(mapped(s[0])); /* still held */
+    }
+#endif
+    assert_string_equal(report_of(b),
+                        strcat(strcpy((char[200]){0}, report_start(b)),
+                               " lies in memory that a guarded batch held; the range left the "
+                               "quarantine, and its arena and ending are no longer recorded\n"));
+    for (i = 0; i < 3; i++)
+        assert_non_null(strstr(report_of(s[i]), ") of arena \"small\", expired by arena_reset"));
+
+    arena_guard_set_quarantine(range);
+    b = (char *)arena_alloc(&big, 256 << 10);
+    assert_non_null(b);
+    arena_reset(&big);
+    s2 = guard_stats();
+    assert_int_equal(s2.ranges, s1.ranges + 1);
+    assert_int_equal(s2.evicted, s1.evicted + s1.quarantined_ranges);
+    assert_int_equal(s2.quarantined, range);
+    assert_int_equal(s2.quarantined_ranges, 1);
+    assert_non_null(strstr(report_of(b), "arena \"big\""));
+    arena_release(&small);
+    arena_release(&big);
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+}
+
+/* More ranges leave the quarantine than the reporter keeps spans of.
+ * Adjacent ones make one span: each address is reported as held.  Apart,
+ * the closest join across the gaps between them, and an address in such a
+ * gap (a live chunk of another arena, quarantined later) is reported as one
+ * an earlier batch may have held, never as one it held. */
+static void test_report_when_the_spans_join(void **state)
+{
+    enum { N = 600 };
+    static char *apart[N], *between[N];
+    arena a, b;
+    int i, may = 0, held = 0, gone = 0;
+    (void)state;
+
+    arena_init(&a, 1024);
+    assert_true(arena_set_guard(&a, true));
+    for (i = 0; i < N; i++) { /* each in a mapping of its own, side by side */
+        apart[i] = (char *)arena_alloc(&a, 2000);
+        assert_non_null(apart[i]);
+    }
+    arena_guard_set_quarantine(0);
+    arena_release(&a);
+    for (i = 0; i < N; i++)
+        gone += strstr(report_of(apart[i]), " lies in memory that a guarded batch held") != NULL;
+    print_message("of %d ranges side by side that left: %d reported as held\n", N, gone);
+#if defined(__linux__)
+    if (!TEST_EMULATED)
+        assert_int_equal(gone, N);
+#endif
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+
+    arena_init(&a, 1024);
+    arena_init(&b, 1024);
+    arena_set_name(&b, "between");
+    assert_true(arena_set_guard(&a, true));
+    assert_true(arena_set_guard(&b, true));
+    for (i = 0; i < N; i++) { /* each in a mapping of its own, alternating */
+        apart[i] = (char *)arena_alloc(&a, 2000);
+        between[i] = (char *)arena_alloc(&b, 2000);
+        assert_non_null(apart[i]);
+        assert_non_null(between[i]);
+    }
+    arena_guard_set_quarantine(0);
+    arena_release(&a); /* N ranges leave at once, b's chunks between them */
+    arena_guard_set_quarantine(SIZE_MAX);
+    arena_release(&b);
+    for (i = 0; i < N; i++) {
+        const char *r = report_of(between[i]);
+        assert_non_null(strstr(r, "arena \"between\""));
+        may += strstr(r, "may have held it before") != NULL;
+        held += strstr(r, "; an earlier guarded batch, no longer recorded, held it before") != NULL;
+    }
+    print_message("of %d ranges between those that left: %d may have been held before, %d were\n",
+                  N, may, held);
+#if defined(__linux__)
+    if (!TEST_EMULATED)
+        assert_true(may > 0);
+#endif
+    arena_guard_set_quarantine(ARENA_GUARD_QUARANTINE);
+}
+
 /* Nested scopes of a guarded batch, each rewind retiring the pages past its
  * mark: every range is quarantined once (the guard page with the first),
  * and what the arena maps comes back whole at the end. */
@@ -469,6 +739,11 @@ static void test_sampled_arena_resets_inline(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_report_names_the_batch, setup),        /* first: see there */
+        cmocka_unit_test_setup(test_a_range_larger_than_the_bound, setup), /* second */
+        cmocka_unit_test_setup(test_report_after_the_range_left, setup),
+        cmocka_unit_test_setup(test_report_of_a_reused_range, setup),
+        cmocka_unit_test_setup(test_report_when_the_spans_join, setup),
         cmocka_unit_test_setup(test_values_as_unguarded, setup),
         cmocka_unit_test_setup(test_mapping_refused, setup),
         cmocka_unit_test_setup(test_limit_refuses_guarded_chunk, setup),

@@ -4,7 +4,10 @@
 #include <pthread.h>
 
 #include "support.h"
+/* White-box: the arena's bookkeeping. */
+#include "cold.h"
 
+#include <arena/report.h>
 #include <arena/thread.h>
 
 static void test_acquire_recycle_reuses_the_arena_and_its_chunks(void **state)
@@ -366,6 +369,290 @@ static void test_two_caches_on_one_thread(void **state)
     assert_ptr_equal(a1, a2);
     arena_cache_recycle(c2, a1);
     arena_cache_destroy(c2);
+}
+
+/* ---- What a request sets dies with it ------------------------------------------------ *
+ * Every setting a request makes on its arena (name, limit, limit callback,
+ * budget, guard, registration) is the cache's again when the next request
+ * gets the arena: from the slot, the store, or a released struct. */
+
+/* A limit callback's record: refusals told, and the last one's cause. */
+struct refusals {
+    int count;
+    arena_limit_cause cause;
+};
+
+static struct refusals refusals_seen; /* the requests' own callback */
+
+static void count_refusal(const arena_limit_event *e, void *ctx)
+{
+    struct refusals *r = (struct refusals *)ctx;
+    r->count++;
+    r->cause = e->cause;
+}
+
+/* The cache's settings for each arena it hands out: what a test expects. */
+struct arena_defaults {
+    const char *name;
+    size_t limit;
+    struct refusals *told; /* the cache's callback's record, or NULL: none */
+    bool listed;           /* registered under the cache */
+};
+
+static arena_budget *other_budget;
+
+/* Sets everything a request can set on its arena, and stores a value. */
+static void dirty(arena *a)
+{
+    arena_set_name(a, "upload (big)");
+    arena_on_limit(a, count_refusal, &refusals_seen);
+    arena_set_budget(a, other_budget);
+    assert_true(arena_set_guard(a, true));
+    arena_unregister(a);
+    assert_true(arena_register(a)); /* on its own, not under the cache */
+    assert_non_null(arena_alloc(a, 100));
+    arena_set_limit(a, 4096);
+    assert_null(arena_alloc(a, 8192)); /* over its 4 KiB */
+}
+
+/* `a`, just acquired from `c` (backed by `tb`), has the cache's settings. */
+static void assert_defaults(arena_cache *c, arena *a, test_backing *tb,
+                            const struct arena_defaults *d)
+{
+    static char report[1 << 14];
+    char entry[64];
+    arena_stats s;
+    arena_cache_stats cs;
+    int seen = refusals_seen.count, told = d->told ? d->told->count : 0;
+
+    assert_int_equal(arena_size(a), 0);
+    /* White-box: marked as the cache's, so that its next recycle compares
+     * nothing more (src/cold.h). */
+    assert_int_equal(arena__cold(a)->set.changed, 0);
+    if (d->name)
+        assert_string_equal(arena_name(a), d->name);
+    else
+        assert_null(arena_name(a));
+    assert_int_equal(arena_limit(a), d->limit);
+    /* The budget: the cache's, the other one is charged nothing. */
+    assert_non_null(arena_alloc(a, 8192));
+    assert_int_equal(arena_budget_used(other_budget), 0);
+    arena_get_stats(a, &s);
+    arena_cache_get_stats(c, &cs);
+    assert_true(s.held > 0);
+    assert_true(cs.held >= s.held);
+    /* Not guarded (the process samples nothing). */
+    assert_false(arena_guarded(a));
+    /* The callback: the backing (or the arena's limit) refuses, and only
+     * the cache's callback is told. */
+    tb->fail_at = tb->calls + 1;
+    assert_null(arena_alloc(a, 3 * ARENA_DEFAULT_CHUNK));
+    tb->fail_at = 0;
+    assert_int_equal(refusals_seen.count, seen);
+    if (d->told)
+        assert_int_equal(d->told->count, told + 1);
+    /* In the report under the cache when it is registered, else not at all. */
+    (void)arena_report(report, sizeof report, ARENA_REPORT_JSON);
+    if (!d->listed) {
+        assert_null(strstr(report, "\"kind\": \"arena\""));
+    } else {
+        if (d->name)
+            snprintf(entry, sizeof entry, "\"kind\": \"arena\", \"name\": \"%s\"", d->name);
+        else
+            snprintf(entry, sizeof entry, "\"kind\": \"arena\", \"name\": null");
+        assert_non_null(strstr(report, "\"arenas_registered\": [\n    {"));
+        assert_non_null(strstr(report, entry));
+        assert_null(strstr(report, "upload (big)"));
+    }
+}
+
+static test_backing tb_settings;
+
+/* The issue's request: "upload (big)" capped at 4 KiB; the next request on
+ * its arena stores 8 KiB. */
+static void test_the_next_request_does_not_inherit_a_name_or_a_cap(void **state)
+{
+    arena_cache *c = arena_cache_create(NULL);
+    arena *a, *b;
+    (void)state;
+    assert_non_null(c);
+    a = arena_cache_acquire(c);
+    assert_non_null(a);
+    arena_set_name(a, "upload (big)");
+    arena_set_limit(a, 4096);
+    assert_non_null(arena_alloc(a, 1000));
+    assert_null(arena_alloc(a, 8192));
+    arena_cache_recycle(c, a);
+    b = arena_cache_acquire(c);
+    assert_ptr_equal(b, a); /* the same arena, from this thread's slot */
+    assert_null(arena_name(b));
+    assert_int_equal(arena_limit(b), SIZE_MAX);
+    assert_non_null(arena_alloc(b, 8192));
+    arena_cache_recycle(c, b);
+    arena_cache_destroy(c);
+}
+
+/* Every setting, on arenas that come back through the slot, the store and a
+ * released struct. */
+static void test_recycle_forgets_every_setting(void **state)
+{
+    arena_allocator al = tb_allocator(&tb_settings);
+    arena_cache_config cfg = {0, 1, 0, &al}; /* one in the store, the next released */
+    struct arena_defaults none = {NULL, SIZE_MAX, NULL, false};
+    arena_cache *c = arena_cache_create(&cfg);
+    arena *a[3];
+    int i;
+    (void)state;
+
+    assert_non_null(c);
+    arena_guard_sample(0);
+    other_budget = arena_budget_create(SIZE_MAX, "other");
+    assert_non_null(other_budget);
+    for (i = 0; i < 3; i++) {
+        a[i] = arena_cache_acquire(c);
+        assert_non_null(a[i]);
+        dirty(a[i]);
+    }
+    for (i = 0; i < 3; i++)
+        arena_cache_recycle(c, a[i]); /* slot, store, released */
+    assert_int_equal(arena_budget_used(other_budget), 0);
+    for (i = 0; i < 3; i++) {
+        a[i] = arena_cache_acquire(c);
+        assert_non_null(a[i]);
+        assert_defaults(c, a[i], &tb_settings, &none);
+    }
+    for (i = 0; i < 3; i++)
+        arena_cache_recycle(c, a[i]);
+    arena_cache_destroy(c);
+    arena_budget_destroy(other_budget);
+    assert_int_equal(tb_settings.live, 0);
+}
+
+/* Each setting alone: the recycle notices any one of them.  Then the cache
+ * is registered, and renames its arenas, after its arena was made: the
+ * arena's next recycle registers it under the cache, and renames it. */
+static void test_recycle_forgets_each_setting_alone(void **state)
+{
+    arena_allocator al = tb_allocator(&tb_settings);
+    arena_cache_config cfg = {0, 1, 0, &al};
+    struct arena_defaults none = {NULL, SIZE_MAX, NULL, false};
+    struct arena_defaults listed = {NULL, SIZE_MAX, NULL, true};
+    arena_cache *c = arena_cache_create(&cfg);
+    arena *a, *b;
+    int k;
+    (void)state;
+
+    assert_non_null(c);
+    arena_guard_sample(0);
+    other_budget = arena_budget_create(SIZE_MAX, "other");
+    assert_non_null(other_budget);
+    for (k = 0; k < 6; k++) {
+        a = arena_cache_acquire(c);
+        assert_non_null(a);
+        assert_non_null(arena_alloc(a, 100));
+        switch (k) {
+        case 0: arena_set_name(a, "upload (big)"); break;
+        case 1: arena_set_limit(a, 4096); break;
+        case 2: arena_on_limit(a, count_refusal, &refusals_seen); break;
+        case 3: arena_set_budget(a, other_budget); break;
+        case 4: assert_true(arena_set_guard(a, true)); break;
+        default: assert_true(arena_register(a)); break;
+        }
+        arena_cache_recycle(c, a);
+        b = arena_cache_acquire(c);
+        assert_ptr_equal(b, a); /* from the slot */
+        assert_defaults(c, b, &tb_settings, &none);
+        arena_cache_recycle(c, b);
+    }
+    assert_true(arena_cache_register(c));
+    a = arena_cache_acquire(c);
+    arena_cache_recycle(c, a);
+    b = arena_cache_acquire(c);
+    assert_ptr_equal(b, a);
+    assert_defaults(c, b, &tb_settings, &listed);
+    arena_cache_recycle(c, b);
+    /* The cache's settings changed after the arena was made: it takes them
+     * at its next recycle. */
+    arena_cache_set_arena_name(c, "renamed");
+    listed.name = "renamed";
+    a = arena_cache_acquire(c);
+    arena_cache_recycle(c, a);
+    b = arena_cache_acquire(c);
+    assert_ptr_equal(b, a);
+    assert_defaults(c, b, &tb_settings, &listed);
+    arena_cache_recycle(c, b);
+    arena_cache_destroy(c);
+    arena_budget_destroy(other_budget);
+    assert_int_equal(tb_settings.live, 0);
+}
+
+static test_backing tb_defaults;
+
+/* The cache's own settings for its arenas: every arena it makes has them,
+ * and has them again after a request changed each; the cache's limit is
+ * told to the cache's callback; a request that raised its arena's limit and
+ * kept more than the cache's arena limit leaves an arena that stores again. */
+static void test_the_caches_settings_for_its_arenas(void **state)
+{
+    arena_allocator al = tb_allocator(&tb_defaults);
+    arena_cache_config cfg = {0, 1, 0, &al};
+    static struct refusals told;
+    struct arena_defaults mine = {"request", 64 << 10, &told, true};
+    arena_cache *c = arena_cache_create(&cfg);
+    arena *a[3];
+    arena_stats s;
+    int i;
+    (void)state;
+
+    assert_non_null(c);
+    arena_guard_sample(0);
+    other_budget = arena_budget_create(SIZE_MAX, "other");
+    assert_non_null(other_budget);
+    arena_cache_set_name(c, "requests");
+    arena_cache_set_arena_name(c, "request");
+    arena_cache_set_arena_limit(c, 64 << 10);
+    arena_cache_on_limit(c, count_refusal, &told);
+    assert_true(arena_cache_register(c));
+    for (i = 0; i < 3; i++) { /* fresh */
+        a[i] = arena_cache_acquire(c);
+        assert_non_null(a[i]);
+        assert_defaults(c, a[i], &tb_defaults, &mine);
+    }
+    for (i = 0; i < 3; i++)
+        dirty(a[i]);
+    for (i = 0; i < 3; i++)
+        arena_cache_recycle(c, a[i]); /* slot, store, released */
+    for (i = 0; i < 3; i++) {
+        a[i] = arena_cache_acquire(c);
+        assert_non_null(a[i]);
+        assert_defaults(c, a[i], &tb_defaults, &mine);
+    }
+
+    /* A request lifts its arena's limit; the cache's limit refuses, and the
+     * cache's callback is told (ARENA_LIMIT_BUDGET). */
+    arena_set_limit(a[0], SIZE_MAX);
+    arena_cache_set_limit(c, 0);
+    told.count = 0;
+    assert_null(arena_alloc(a[0], 60 << 10));
+    assert_int_equal(told.count, 1);
+    assert_int_equal(told.cause, ARENA_LIMIT_BUDGET);
+    arena_cache_set_limit(c, SIZE_MAX);
+
+    /* It stores 1 MiB, and ends. */
+    for (i = 0; i < 16; i++)
+        assert_non_null(arena_alloc(a[0], 60 << 10));
+    arena_cache_recycle(c, a[0]);
+    a[0] = arena_cache_acquire(c);
+    arena_get_stats(a[0], &s);
+    assert_true(s.held <= 64 << 10);
+    assert_int_equal(arena_limit(a[0]), 64 << 10);
+    assert_non_null(arena_alloc(a[0], 32 << 10));
+
+    for (i = 0; i < 3; i++)
+        arena_cache_recycle(c, a[i]);
+    arena_cache_destroy(c);
+    arena_budget_destroy(other_budget);
+    assert_int_equal(tb_defaults.live, 0);
 }
 
 /* ---- Double recycle after the cache let the arena go ------------------------------ *
@@ -918,6 +1205,10 @@ int main(void)
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_destroy_frees_acquired_and_parked_arenas),
         cmocka_unit_test(test_two_caches_on_one_thread),
+        cmocka_unit_test(test_the_next_request_does_not_inherit_a_name_or_a_cap),
+        cmocka_unit_test(test_recycle_forgets_every_setting),
+        cmocka_unit_test(test_recycle_forgets_each_setting_alone),
+        cmocka_unit_test(test_the_caches_settings_for_its_arenas),
         cmocka_unit_test(test_double_recycle_after_the_store_was_full),
         cmocka_unit_test(test_double_recycle_after_a_thread_exit_with_the_store_full),
         cmocka_unit_test(test_double_recycle_after_eviction_by_another_cache),

@@ -76,8 +76,10 @@ ARENA_API bool arena_guarded(const arena *a);
  * backing allocator of its own: that memory is its provider's, unless
  * arena_set_guard() asks), each batch drawn with probability 1/N.  The
  * default is the environment variable ARENA_GUARD, read once, at the
- * library's first use of this setting (a number; anything else is 0).  An
- * arena follows a change at its next call into the library.  Thread-safe.
+ * library's first use of this setting: decimal digits, up to ULONG_MAX;
+ * anything else (empty, a sign, blanks, other characters, a larger number)
+ * is 0.  An arena follows a change at its next call into the library.
+ * Thread-safe.
  */
 ARENA_API void arena_guard_sample(unsigned long every);
 
@@ -96,9 +98,16 @@ ARENA_API void arena_guard_set_quarantine(size_t bytes);
  * that recognises an address in the quarantine and writes to stderr which
  * arena it belonged to (arena_set_name()'s name, copied when the batch
  * ended), which call ended its batch, and how many of that arena's batches
- * ended since; then it restores the previous handler and returns, so that
- * the fault happens again under it (the default: the process dies, with a
- * core dump where they are enabled).  A fault elsewhere goes to the
+ * ended since.  It says no more than it knows: where an earlier guarded
+ * batch whose range has left the quarantine held (or, once more ranges
+ * left than it keeps track of, may have held) the address too, the report
+ * names the quarantined batch as the last to hold it and says the pointer
+ * may be from either; an address of a range that left the quarantine and
+ * was not mapped again is reported as memory a guarded batch held, with no
+ * arena or ending.  Memory the heap held before a guarded batch mapped it is
+ * beyond what it sees.  Then it restores the previous handler and returns,
+ * so that the fault happens again under it (the default: the process dies,
+ * with a core dump where they are enabled).  A fault elsewhere goes to the
  * previous handler untouched.  False when the mode is unavailable or the
  * handler could not be installed.  Thread-safe.
  */
@@ -110,7 +119,7 @@ typedef struct arena_guard_stats {
     unsigned long long ranges;       /**< address ranges quarantined, in all */
     unsigned long long evicted;      /**< ranges that left the quarantine (unmapped) */
     unsigned long long map_failures; /**< page mappings the system refused */
-    unsigned long long detections;   /**< faults the reporter recognised */
+    unsigned long long detections;   /**< faults the reporter wrote a report of */
     size_t quarantined;              /**< bytes of address space in the quarantine now */
     size_t quarantined_ranges;       /**< ranges in it now */
     size_t mapped;                   /**< bytes of guarded chunks mapped now, guard pages

@@ -20,6 +20,20 @@
  * pkg-config do it).  This header includes only arena.h: the cache and the
  * shared arena are opaque, so no pthread or atomic type shows here, and it is
  * usable from C++.
+ *
+ * fork(): the library takes every lock it has (the caches', the shared
+ * arenas', the registry's of report.h, the quarantine's of guard.h) before
+ * a fork and releases them after it, in the parent and in the child
+ * (pthread_atfork(), registered at the first call that takes a lock), so
+ * the child of a process whose other threads use the library can use it
+ * too: allocate, reset, acquire and recycle, use a shared arena, report.
+ * What other threads held at the fork stays theirs in the child (an arena
+ * they had acquired, or that waited in their slot, is freed by
+ * arena_cache_destroy(); their runs of a shared arena go unused), and a
+ * shared arena's or a cache's values are the parent's copy.  A fork from
+ * inside a callback that the library makes under a lock (a cache's or
+ * shared arena's backing allocator, a shared arena's limit callback) waits
+ * for that lock for ever.  No fork() on Windows: nothing to do there.
  */
 #ifndef ARENA_THREAD_H
 #define ARENA_THREAD_H
@@ -131,13 +145,25 @@ ARENA_API void arena_cache_destroy(arena_cache *c);
  * owns it until arena_cache_recycle(); it is an ordinary arena (not
  * thread-safe itself), which may be handed to another thread and recycled
  * there.  Do not arena_init*() it.
+ * Its settings are the cache's, whatever an earlier request on it set: the
+ * name, limit and limit callback that arena_cache_set_arena_name(),
+ * arena_cache_set_arena_limit() and arena_cache_on_limit() give (default:
+ * none), the cache's budget (arena_cache_set_limit()), no guard of its own
+ * (arena_set_guard() off; the process's sampling applies as to any arena),
+ * and registered under the cache exactly when the cache is
+ * (arena_cache_register()).  What the request sets on it lasts until its
+ * recycle.  Its counters (arena_get_stats()) run on from its earlier
+ * requests: peaks and totals are the arena's, since the cache made it.
  * NULL on out-of-memory.  Thread-safe.
  */
 ARENA__NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
 
 /**
  * Ends a request: resets `a` with arena_reset_to(a, max_retained) (every value
- * in it expires) and keeps it for a later arena_cache_acquire(): in this
+ * in it expires; its cleanups run, and a guarded batch ends, under the
+ * settings the request gave it), gives it back the cache's settings (see
+ * arena_cache_acquire(); an arena that keeps more than the cache's arena limit
+ * frees every chunk) and keeps it for a later arena_cache_acquire(): in this
  * thread's slot when the slot is free, else in the shared store while it holds
  * fewer than max_arenas, else the arena is released (its chunks are freed; its
  * struct is kept, see arena_cache_create()).  Never fails.  Thread-safe.
@@ -191,6 +217,29 @@ ARENA_API void arena_cache_set_limit(arena_cache *c, size_t limit);
 /** Names the cache (the caller's string; NULL: none), for reports and the
  *  limit events of the cache's limit.  Set it before threads use the cache. */
 ARENA_API void arena_cache_set_name(arena_cache *c, const char *name);
+
+/** The name (arena_set_name()) of every arena the cache hands out: the
+ *  caller's string, which must outlive the cache; NULL (the default): none.
+ *  Set it before threads use the cache (it is read without a lock); arenas
+ *  already made take it at their next recycle.  O(arenas). */
+ARENA_API void arena_cache_set_arena_name(arena_cache *c, const char *name);
+
+/** The limit (arena_set_limit()) of every arena the cache hands out, each
+ *  on its own, beside the cache's limit over all of them
+ *  (arena_cache_set_limit()); SIZE_MAX (the default): none.  A request may
+ *  set its arena's limit otherwise until its recycle.  Set it before
+ *  threads use the cache (it is read without a lock); arenas already made
+ *  take it at their next recycle.  O(arenas). */
+ARENA_API void arena_cache_set_arena_limit(arena_cache *c, size_t limit);
+
+/** The limit callback (arena_on_limit()) of every arena the cache hands
+ *  out, with `ctx` (fn NULL, the default: none): told of each refusal by
+ *  the arena's own limit, by the cache's limit (ARENA_LIMIT_BUDGET) and by
+ *  the backing allocator, in the thread that allocated, so it must be
+ *  thread-safe when several threads serve requests.  Set it before threads
+ *  use the cache (it is read without a lock); arenas already made take it at
+ *  their next recycle.  O(arenas). */
+ARENA_API void arena_cache_on_limit(arena_cache *c, arena_limit_fn *fn, void *ctx);
 
 /** Fills `*out` with the cache's figures: counts under the cache's lock,
  *  `held` from the cache's budget.  Thread-safe; a moment old under

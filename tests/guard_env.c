@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The environment variable ARENA_GUARD, as the library reads it: prints the
+ * sampling it gave (tests/CMakeLists.txt runs this once per form of the
+ * value, each in a process of its own, since the library reads the variable
+ * once), whether an arena on the C heap then guards its first batch (with
+ * sampling 0 and 1, which draw nothing), and the sampling after
+ * arena_guard_sample() replaced it.
+ */
+#include <stdio.h>
+
+#include <arena/arena.h>
+#include <arena/guard.h>
+
+int main(void)
+{
+    static arena a;
+    unsigned long every = arena_guard_sampling();
+
+    printf("sampling %lu\n", every);
+    if (every <= 1 && arena_guard_available()) {
+        if (!arena_alloc(&a, 100))
+            return 1;
+        printf("guarded %d\n", arena_guarded(&a) ? 1 : 0);
+        arena_release(&a);
+    }
+    arena_guard_sample(3);
+    printf("then %lu\n", arena_guard_sampling());
+    return 0;
+}

@@ -1285,44 +1285,6 @@ const struct arena__chunk *arena__chunk_of(const arena *a, const char *p)
     return NULL;
 }
 
-struct head {
-    uint64_t extent; /* from the head's start to the block's end */
-    uint64_t key;    /* head_key() */
-};
-
-#define HEAD ((size_t)sizeof(struct head))
-
-/* Two odd multipliers and the secret: a head copied to another address, or
- * read in another arena or epoch, or with another extent, has another key. */
-static uint64_t head_key(const char *h, const arena *a, uint64_t extent, uint64_t epoch)
-{
-    uint64_t x = ((uint64_t)(uintptr_t)h ^ epoch) * UINT64_C(0xFF51AFD7ED558CCD);
-    uint64_t y = ((uint64_t)(uintptr_t)a ^ extent) * UINT64_C(0xC4CEB9FE1A85EC53);
-    return x ^ (y >> 17) ^ (y << 47) ^ (uint64_t)arena__secret();
-}
-
-static void head_write(arena *a, char *h, size_t extent)
-{
-    struct head hd;
-    hd.extent = extent;
-    hd.key = head_key(h, a, hd.extent, arena__cold(a)->reuse->epoch);
-    memcpy(h, &hd, sizeof hd);
-}
-
-/* The extent of the block whose head is at `h`, a head of `a` in the
- * lists' current epoch; 0 when there is none. */
-static size_t head_extent(const arena *a, const char *h)
-{
-    const struct arena__reuse *t = arena__cold(a)->reuse;
-    struct head hd;
-    if (!t || !(a->pending & ARENA__PENDING_REUSE))
-        return 0;
-    memcpy(&hd, h, sizeof hd);
-    if (hd.key != head_key(h, a, hd.extent, t->epoch) || hd.extent > SIZE_MAX / 2)
-        return 0;
-    return (size_t)hd.extent;
-}
-
 /* The block of a value given back or resized: what it holds. */
 enum kind { HELD_BARE, HELD_PAGE, HELD_HEAD };
 struct held {
@@ -1337,10 +1299,10 @@ struct held {
 static bool head_readable(const arena *a, const char *p)
 {
     const struct arena__chunk *c;
-    if (((uintptr_t)p & ARENA__PAGE_MASK) >= HEAD)
+    if (((uintptr_t)p & ARENA__PAGE_MASK) >= ARENA__HEAD)
         return true;
     c = arena__chunk_of(a, p);
-    return c && (uintptr_t)p - (uintptr_t)c->base >= HEAD;
+    return c && (uintptr_t)p - (uintptr_t)c->base >= ARENA__HEAD;
 }
 
 /* What the value `p` of `n` bytes of `a` holds (plain build), in *h; false
@@ -1376,10 +1338,10 @@ static bool held_by(const arena *a, const char *p, size_t n, const char *fn, str
         return true;
     }
     if (head_readable(a, p)) {
-        size_t extent = head_extent(a, p - HEAD);
+        size_t extent = arena__head_extent(a, p - ARENA__HEAD);
         if (extent) {
             h->kind = HELD_HEAD;
-            h->from = (char *)(uintptr_t)p - HEAD;
+            h->from = (char *)(uintptr_t)p - ARENA__HEAD;
             h->len = extent;
         }
     }
@@ -1505,22 +1467,11 @@ static bool fits_current(const arena *a, size_t need)
     return at <= (uintptr_t)lim && need <= (size_t)((uintptr_t)lim - at);
 }
 
-/* `n` (> 256, below SIZE_MAX / 4) rounded up to the bound of its size
- * class (reuse.h: at most 12.5% above), or to ARENA_ALIGN past the largest:
- * the blocks of headed values are whole classes, so that one given back
- * fits the next value of its class with no remainder. */
-static size_t class_round(size_t n)
-{
-    unsigned up = arena__class_up(n);
-    size_t r = up < ARENA__NCLASS ? arena__class_size(up) : 0;
-    return r >= n ? r : (size_t)arena__align_up(n, ARENA_ALIGN);
-}
-
 /* A value of `n` bytes after a head (plain build) in a free block of the
  * lists, else bare in a block that holds it but not its head, else, unless
  * `listed_only`, after a head placed anew; NULL when there is none or on
  * failure (arena unchanged).  A large value's block is a whole class
- * (class_round()) where that fits a chunk of the budget, a small one's (a
+ * (arena__class_round()) where that fits a chunk of the budget, a small one's (a
  * page's class had none) its value's size; one past the budget takes a
  * chunk of its own, bare. */
 static void *place_headed(arena *a, size_t n, bool listed_only)
@@ -1531,13 +1482,13 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
 
     if (n > SIZE_MAX / 4)
         return NULL;
-    need = (size_t)arena__align_up(HEAD + n, ARENA_ALIGN);
+    need = (size_t)arena__align_up(ARENA__HEAD + n, ARENA_ALIGN);
     /* Without the lists (their table could not be had), the value goes
      * bare. */
     if (!arena__reuse_live(a))
         return listed_only ? NULL : place(a, n, ARENA_ALIGN, &chunk);
-    if (n > ARENA__PAGE_BLOCK_MAX && class_round(need) <= budget(a))
-        need = class_round(need);
+    if (n > ARENA__PAGE_BLOCK_MAX && arena__class_round(need) <= budget(a))
+        need = arena__class_round(need);
     h = take_free(a, need, &len);
     if (h) {
         end = file_rest(a, h + need, h + len);
@@ -1557,32 +1508,34 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
             return place(a, n, ARENA_ALIGN, &chunk);
         /* Placed anew: a whole class where the current chunk has room for
          * one, else just what the value takes, rather than a new chunk. */
-        if (!fits_current(a, need) && fits_current(a, HEAD + n))
-            need = (size_t)arena__align_up(HEAD + n, ARENA_ALIGN);
+        if (!fits_current(a, need) && fits_current(a, ARENA__HEAD + n))
+            need = (size_t)arena__align_up(ARENA__HEAD + n, ARENA_ALIGN);
         h = place_as(a, need, ARENA_ALIGN, &chunk, false);
         if (!h)
             return NULL;
         end = h + need;
     }
-    head_write(a, h, (size_t)(end - h));
+    arena__head_write(a, h, (size_t)(end - h));
     a->size += n;
     published(a);
-    return h + HEAD;
+    return h + ARENA__HEAD;
 }
 
-/* The values of a class placed after a head in a batch before the class
- * takes a page: a page of 4 KiB for each class a batch touches would cost
- * a small arena more than its values; the heads cost 16 bytes each.  An
+/* The values of a class placed after a head before the class takes pages
+ * (counted over the arena's batches): a page of 4 KiB for each class a
+ * batch touches would cost a small arena more than its values; the heads
+ * cost 16 bytes each.  An
  * arena whose chunks are smaller than PAGE_CHUNKS pages takes none (each
  * region of pages would be a chunk of its own). */
 #define PAGE_AFTER  32
 #define PAGE_CHUNKS 4
 
 /* A value of `n` (> 0, at most ARENA__PAGE_BLOCK_MAX) bytes (plain build),
- * where arena__small_take() found no block of its page class at once: a
- * free block of the lists (after a head), else, once the class has had
- * PAGE_AFTER values in this batch, a block of a page carved for it, else a
- * value after a head placed anew; NULL on failure. */
+ * where arena__small_take() found no block of its page class at once:
+ * until the class has had PAGE_AFTER values, after a head (in a free block
+ * of the lists, else placed anew); then a block of a page carved for it
+ * from memory given back, else after a head in a free block, else a block
+ * of a page of new memory, else bare; NULL on failure. */
 static void *place_small(arena *a, size_t n)
 {
     unsigned c = arena__small_class(n);
@@ -1592,18 +1545,23 @@ static void *place_small(arena *a, size_t n)
 
     if (!pg)
         return place(a, n, ARENA_ALIGN, &chunk);
-    if (pg->cls[c].placed < PAGE_AFTER || budget(a) < PAGE_CHUNKS * ARENA__PAGE) {
+    if (arena__cold(a)->reuse->placed[c] < PAGE_AFTER || budget(a) < PAGE_CHUNKS * ARENA__PAGE) {
         p = place_headed(a, n, false);
-        if (p)
-            pg->cls[c].placed++;
+        if (p && arena__cold(a)->reuse->placed[c] < PAGE_AFTER)
+            arena__cold(a)->reuse->placed[c]++;
         return p;
     }
-    if ((p = place_headed(a, n, true)) != NULL)
-        return p;
-    /* Pages whose blocks are all free are recycled before one is carved. */
+    /* Pages whose blocks are all free are recycled before one is carved:
+     * a page from memory given back, else a free block, before a page of
+     * new memory. */
     if (pg->cls[c].next == pg->cls[c].end)
         (void)(arena__pages_recycle(a) | arena__reuse_merge(a));
-    while (arena__page_refill(a, pg, c, "arena_alloc_reuse"))
+    while (arena__page_refill(a, pg, c, false, "arena_alloc_reuse"))
+        if ((p = arena__small_take(a, n)) != NULL)
+            return p;
+    if ((p = place_headed(a, n, true)) != NULL)
+        return p;
+    while (arena__page_refill(a, pg, c, true, "arena_alloc_reuse"))
         if ((p = arena__small_take(a, n)) != NULL)
             return p;
     return place(a, n, ARENA_ALIGN, &chunk);
@@ -1749,11 +1707,11 @@ static void free_value(arena *a, char *p, size_t size, bool note)
         return;
     if (!held_by(a, p, size, "arena_free", &h))
         return;
-    if (h.kind == HELD_HEAD && size > h.len - HEAD) {
+    if (h.kind == HELD_HEAD && size > h.len - ARENA__HEAD) {
         arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_BAD_SIZE,
                        "arena_free: size %zu exceeds the %zu-byte block of the value at %p "
                        "(arena %p)",
-                       size, h.len - HEAD, (void *)p, (void *)a);
+                       size, h.len - ARENA__HEAD, (void *)p, (void *)a);
         return;
     }
     sync(a);
@@ -1766,7 +1724,7 @@ static void free_value(arena *a, char *p, size_t size, bool note)
         return;
     case HELD_HEAD:
         a->size -= size;
-        memset(h.from, 0, HEAD); /* no longer a head */
+        memset(h.from, 0, ARENA__HEAD); /* no longer a head */
         give_block(a, h.from, h.len);
         return;
     case HELD_BARE: break;
@@ -1821,8 +1779,8 @@ static void resize_headed(arena *a, char *p, const struct held *h, size_t old_si
     char *end = h->from + h->len;
     char *to = (char *)arena__align_up((uintptr_t)p + new_size, ARENA_ALIGN);
     a->size += new_size - old_size;
-    if (to < end && (size_t)(end - to) >= arena__reuse_min() + HEAD) {
-        head_write(a, h->from, (size_t)(to - h->from));
+    if (to < end && (size_t)(end - to) >= arena__reuse_min() + ARENA__HEAD) {
+        arena__head_write(a, h->from, (size_t)(to - h->from));
         give_block(a, to, (size_t)(end - to));
     }
 }
@@ -1841,7 +1799,7 @@ static bool grow_headed_last(arena *a, char *p, const struct held *h, size_t old
     if (to > (uintptr_t)lim)
         to = (uintptr_t)lim;
     set_cursor(a, (char *)to);
-    head_write(a, h->from, (size_t)(to - (uintptr_t)h->from));
+    arena__head_write(a, h->from, (size_t)(to - (uintptr_t)h->from));
     a->size += new_size - old_size;
     return true;
 }

@@ -62,11 +62,12 @@ void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size)
 }
 
 /* The adapters that free take and give back blocks as the reusing calls
- * do, told the sizes asked (arena.c): a value of at most
- * ARENA__PAGE_BLOCK_MAX bytes is a page's block in a plain build, which the
- * halves below take or give back inline, with no call; everything else
- * (larger values, a page to carve, instrumented builds, misuse) goes
- * through the library's general path, which they agree with. */
+ * do, told the sizes asked (arena.c): in a plain build a value of at most
+ * ARENA__PAGE_BLOCK_MAX bytes is a page's block, a larger one a block after
+ * a head, which the halves below take or give back inline, with no call,
+ * where a block of its class is at hand; everything else (a page to carve,
+ * a block to split or merge, instrumented builds, misuse) goes through the
+ * library's general path, which they agree with. */
 static ARENA__NOINLINE void *hook_alloc_general(arena *a, size_t n)
 {
     return arena__reuse_alloc(a, n);
@@ -75,7 +76,8 @@ static ARENA__NOINLINE void *hook_alloc_general(arena *a, size_t n)
 static ARENA__ALWAYS_INLINE void *hook_alloc(arena *a, size_t n)
 {
     void *p;
-    if (n && n <= ARENA__PAGE_BLOCK_MAX && (p = arena__small_take(a, n)) != NULL)
+    if (n && n <= ARENA__PAGE_BLOCK_MAX ? (p = arena__small_take(a, n)) != NULL
+                                        : n && (p = arena__headed_take(a, n)) != NULL)
         return p;
     return hook_alloc_general(a, n);
 }
@@ -86,17 +88,45 @@ static ARENA__ALWAYS_INLINE void hook_free(arena *a, void *p, size_t n)
 {
     if (!p || n == 0)
         return;
-    if (n <= ARENA__PAGE_BLOCK_MAX && arena__small_give(a, (char *)p, n))
+    if (n <= ARENA__PAGE_BLOCK_MAX ? arena__small_give(a, (char *)p, n)
+                                   : arena__headed_give(a, (char *)p, n))
         return;
     hook_free_general(a, p, n);
+}
+
+/* A growth of a page's block, or of a block after a head not at the
+ * position (neither grows in place), to a block at hand: taken, the bytes
+ * copied, the old block given back, inline; NULL where there is none. */
+static ARENA__ALWAYS_INLINE void *hook_grow_fast(arena *a, char *p, size_t old_size,
+                                                 size_t new_size)
+{
+    size_t held = old_size <= ARENA__PAGE_BLOCK_MAX ? arena__small_held(a, p, old_size)
+                                                    : arena__headed_held(a, p, old_size);
+    char *q;
+    if (!held)
+        return NULL;
+    q = (char *)(new_size <= ARENA__PAGE_BLOCK_MAX ? arena__small_take(a, new_size)
+                                                   : arena__headed_take(a, new_size));
+    if (!q)
+        return NULL;
+    memcpy(q, p, old_size);
+    if (old_size <= ARENA__PAGE_BLOCK_MAX)
+        arena__small_put(a, p, old_size, held);
+    else
+        arena__headed_put(a, p, old_size, held);
+    return q;
 }
 
 /* A shrink moves a value to a block of its new size where that frees a
  * block (arena__shrink_moving(), `how`); a growth is arena_realloc()'s. */
 static void *hook_resize(arena *a, void *p, size_t old_size, size_t new_size, unsigned how)
 {
+    void *q;
     if (new_size < old_size)
         return arena__shrink_moving(a, p, old_size, new_size, how);
+    if (old_size && new_size > old_size && !(how & ARENA__RESIZE_NO_PAGES) &&
+        (q = hook_grow_fast(a, (char *)p, old_size, new_size)) != NULL)
+        return q;
     return arena__realloc_as(a, p, old_size, new_size, how);
 }
 
@@ -396,7 +426,7 @@ static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
     if (!a->lazy && (pg = arena__pages_of(a)) != NULL && pg->cls[c].next == pg->cls[c].end)
         (void)(arena__pages_recycle(a) | arena__reuse_merge(a));
     while (!a->lazy && (pg = arena__pages_of(a)) != NULL &&
-           arena__page_refill(a, pg, c, "arena_cur_malloc")) {
+           arena__page_refill(a, pg, c, true, "arena_cur_malloc")) {
         void *p = cur_take(a, pg, c);
         if (p)
             return p;

@@ -41,8 +41,8 @@ static char *region_of_lists(arena *a, size_t most, size_t *got)
 
 /* A page for class `c`, its header written: the class's current page.  A
  * new region comes from the lists' free blocks first (the memory a phase of
- * other sizes gave back), else from the arena. */
-static bool carve(arena *a, struct arena__pages *pg, unsigned c)
+ * other sizes gave back), else, where `grow`, from the arena. */
+static bool carve(arena *a, struct arena__pages *pg, unsigned c, bool grow)
 {
     struct arena__page_header h;
     struct arena__page_class *k = &pg->cls[c];
@@ -58,6 +58,8 @@ static bool carve(arena *a, struct arena__pages *pg, unsigned c)
             pg->rend = r + got * ARENA__PAGE;
             goto region;
         }
+        if (!grow)
+            return false;
         r = arena__alloc_pages(a, n * ARENA__PAGE);
         if (!r && n > 1) {
             n = 1;
@@ -85,7 +87,7 @@ region:
     return true;
 }
 
-bool arena__page_refill(arena *a, struct arena__pages *pg, unsigned c, const char *fn)
+bool arena__page_refill(arena *a, struct arena__pages *pg, unsigned c, bool grow, const char *fn)
 {
     struct arena__page_class *k = &pg->cls[c];
     if (k->free) { /* arena__page_take() could not decode its head */
@@ -94,7 +96,7 @@ bool arena__page_refill(arena *a, struct arena__pages *pg, unsigned c, const cha
                       (void *)a, (void *)k->free);
         k->free = NULL;
     }
-    return k->next != k->end || carve(a, pg, c);
+    return k->next != k->end || carve(a, pg, c, grow);
 }
 
 void arena__pages_erase(struct arena__pages *pg, uint64_t serial)

@@ -45,10 +45,9 @@
 
 /* A class's state in an arena: its free blocks, and its current page. */
 struct arena__page_class {
-    char *free;    /* a LIFO list of blocks given back, or NULL */
-    char *next;    /* the next block never handed out in the class's page */
-    char *end;     /* the end of that page's blocks */
-    size_t placed; /* the reusing calls' values of the class placed after a head (arena.c) */
+    char *free; /* a LIFO list of blocks given back, or NULL */
+    char *next; /* the next block never handed out in the class's page */
+    char *end;  /* the end of that page's blocks */
 };
 
 struct arena__pages {
@@ -252,10 +251,11 @@ static inline bool arena__page_on_boundary(const char *p, uintptr_t page, size_t
 ARENA__HIDDEN char *arena__alloc_pages(arena *a, size_t n);
 /* Makes class `c` of the page state `pg` of `a` able to hand out a block,
  * where arena__page_take() found none: a list whose head did not decode
- * reported (ARENA_ERR_CORRUPT, naming `fn`) and dropped, a page carved (from
- * a new region when the current one is used up) when the class's is used
- * up.  False when the arena cannot store a page. */
-ARENA__HIDDEN bool arena__page_refill(arena *a, struct arena__pages *pg, unsigned c,
+ * reported (ARENA_ERR_CORRUPT, naming `fn`) and dropped, a page carved when
+ * the class's is used up, from the region in hand, else from the lists'
+ * free blocks, else (only where `grow`) from a new region of the arena.
+ * False when no page can be had so. */
+ARENA__HIDDEN bool arena__page_refill(arena *a, struct arena__pages *pg, unsigned c, bool grow,
                                       const char *fn);
 /* Erases the header of every page carved after the mark of `serial` (0:
  * every page), newest first, so that no stale header outlives its page:

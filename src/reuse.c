@@ -127,27 +127,6 @@ static size_t node_bytes(void)
     return ARENA_CHECKED ? arena__hdr() : sizeof(struct arena__free_node);
 }
 
-/* A plain build's free block of CANARY_AT + a word or more also keeps a
- * canary there, where a value given back had its first bytes (a head is
- * CANARY_AT long): a write after free into them is then reported too when
- * the block is read, as a write over its node is. */
-#define CANARY_AT  ((size_t)16)
-#define CANARY_MIX ((uintptr_t)UINT64_C(0x2545F4914F6CDD1D))
-
-static bool has_canary(size_t len)
-{
-    return !arena__instrumented() && len >= CANARY_AT + sizeof(uintptr_t);
-}
-
-/* A node that does not decode may tell a length its block does not have:
- * its canary is read only where it lies in the node's own OS page. */
-static bool canary_readable(const char *s)
-{
-    return ((uintptr_t)s & (ARENA__PAGE - 1)) <= ARENA__PAGE - CANARY_AT - sizeof(uintptr_t);
-}
-
-static uintptr_t canary(const char *s, uintptr_t link) { return (uintptr_t)s ^ link ^ CANARY_MIX; }
-
 ARENA__NO_ASAN static void node_store(char *s, size_t len, const char *next)
 {
     if (ARENA__VALGRIND)
@@ -158,9 +137,9 @@ ARENA__NO_ASAN static void node_store(char *s, size_t len, const char *next)
         struct arena__free_node *nd = (struct arena__free_node *)(void *)s;
         nd->len = len;
         nd->link = arena__link((uintptr_t)next, len);
-        if (has_canary(len)) {
-            uintptr_t c = canary(s, nd->link);
-            memcpy(s + CANARY_AT, &c, sizeof c);
+        if (arena__has_canary(len)) {
+            uintptr_t c = arena__canary(s, nd->link);
+            memcpy(s + ARENA__CANARY_AT, &c, sizeof c);
         }
     }
     if (ARENA__VALGRIND)
@@ -181,10 +160,10 @@ ARENA__NO_ASAN static bool node_load(const char *s, size_t *len, char **next)
         const struct arena__free_node *nd = (const struct arena__free_node *)(const void *)s;
         *len = nd->len;
         link = nd->link;
-        if (has_canary(*len) && canary_readable(s)) {
+        if (arena__has_canary(*len) && arena__canary_readable(s)) {
             uintptr_t c;
-            memcpy(&c, s + CANARY_AT, sizeof c);
-            ok = c == canary(s, link);
+            memcpy(&c, s + ARENA__CANARY_AT, sizeof c);
+            ok = c == arena__canary(s, link);
         }
     }
     if (ARENA__VALGRIND)

@@ -107,7 +107,10 @@ struct arena__reuse {
     size_t filed;                   /* blocks filed since the last merge, or since revive() */
     size_t merged;                  /* blocks the last merge left filed */
     size_t page_frees;              /* page blocks given back since pages were last recycled */
-    size_t page_kept;               /* free page blocks the last recycling left listed */
+    /* The reusing calls' values of each page class placed after a head, in
+     * every batch since the table was made (arena.c: PAGE_AFTER). */
+    uint32_t placed[ARENA__PAGE_CLASSES];
+    size_t page_kept; /* free page blocks the last recycling left listed */
     size_t nlog, caplog;
     struct arena__placement log[]; /* caplog entries: LOG_CAP when instrumented, else none */
 };
@@ -124,6 +127,30 @@ struct arena__free_node {
 static inline uintptr_t arena__link(uintptr_t x, size_t len)
 {
     return x ^ (uintptr_t)len ^ ARENA__LINK_MIX;
+}
+
+/* A plain build's free block of ARENA__CANARY_AT + a word or more also keeps
+ * a canary there, where a value given back had its first bytes (a head is
+ * ARENA__CANARY_AT long): a write after free into them is then reported too
+ * when the block is read, as a write over its node is. */
+#define ARENA__CANARY_AT  ((size_t)16)
+#define ARENA__CANARY_MIX ((uintptr_t)UINT64_C(0x2545F4914F6CDD1D))
+
+static inline bool arena__has_canary(size_t len)
+{
+    return !arena__instrumented() && len >= ARENA__CANARY_AT + sizeof(uintptr_t);
+}
+
+/* A node that does not decode may tell a length its block does not have:
+ * its canary is read only where it lies in the node's own OS page. */
+static inline bool arena__canary_readable(const char *s)
+{
+    return ((uintptr_t)s & (ARENA__PAGE - 1)) <= ARENA__PAGE - ARENA__CANARY_AT - sizeof(uintptr_t);
+}
+
+static inline uintptr_t arena__canary(const char *s, uintptr_t link)
+{
+    return (uintptr_t)s ^ link ^ ARENA__CANARY_MIX;
 }
 
 static inline unsigned arena__floor_log2(size_t n)
@@ -186,6 +213,159 @@ static inline struct arena__pages *arena__pages_live(const arena *a)
 /* The family's page state of `a`, the lists made valid first (NULL: the
  * arena keeps no table: a fixed-size arena, or its backing failed). */
 ARENA__HIDDEN struct arena__pages *arena__pages_of(arena *a);
+/* ---- Blocks after a head (arena.c: "Reuse within a batch") --------------------------- */
+
+struct arena__head {
+    uint64_t extent; /* from the head's start to the block's end */
+    uint64_t key;    /* arena__head_key() */
+};
+
+#define ARENA__HEAD ((size_t)sizeof(struct arena__head))
+
+/* Two odd multipliers and the secret: a head copied to another address, or
+ * read in another arena or epoch, or with another extent, has another key. */
+static inline uint64_t arena__head_key(const char *h, const arena *a, uint64_t extent,
+                                       uint64_t epoch)
+{
+    uint64_t x = ((uint64_t)(uintptr_t)h ^ epoch) * UINT64_C(0xFF51AFD7ED558CCD);
+    uint64_t y = ((uint64_t)(uintptr_t)a ^ extent) * UINT64_C(0xC4CEB9FE1A85EC53);
+    return x ^ (y >> 17) ^ (y << 47) ^ (uint64_t)arena__secret();
+}
+
+static inline void arena__head_write(arena *a, char *h, size_t extent)
+{
+    struct arena__head hd;
+    hd.extent = extent;
+    hd.key = arena__head_key(h, a, hd.extent, arena__cold(a)->reuse->epoch);
+    memcpy(h, &hd, sizeof hd);
+}
+
+/* The extent of the block whose head is at `h`, a head of `a` in the
+ * lists' current epoch; 0 when there is none. */
+static inline size_t arena__head_extent(const arena *a, const char *h)
+{
+    const struct arena__reuse *t = arena__cold(a)->reuse;
+    struct arena__head hd;
+    if (!(a->pending & ARENA__PENDING_REUSE) || !t)
+        return 0;
+    memcpy(&hd, h, sizeof hd);
+    if (hd.key != arena__head_key(h, a, hd.extent, t->epoch) || hd.extent > SIZE_MAX / 2)
+        return 0;
+    return (size_t)hd.extent;
+}
+
+/* `n` (> 256, below SIZE_MAX / 4) rounded up to the bound of its size
+ * class (at most 12.5% above), or to ARENA_ALIGN past the largest: the
+ * blocks of headed values are whole classes, so that one given back fits
+ * the next value of its class with no remainder. */
+static inline size_t arena__class_round(size_t n)
+{
+    unsigned up = arena__class_up(n);
+    size_t r = up < ARENA__NCLASS ? arena__class_size(up) : 0;
+    return r >= n ? r : (size_t)arena__align_up(n, ARENA_ALIGN);
+}
+
+/* The chunk budget of `a` (arena.c keeps the same figure). */
+static inline size_t arena__budget_of(const arena *a)
+{
+    return arena__cold(a)->budget ? arena__cold(a)->budget : ARENA_DEFAULT_CHUNK;
+}
+
+/* A value of `n` (> ARENA__PAGE_BLOCK_MAX) bytes after a head in the block at
+ * the head of its class's list when that block is exactly the class's size
+ * (one a value of the class gave back), in a plain build whose lists are
+ * valid and arena under its limit; NULL otherwise (arena__reuse_alloc()
+ * then places it).  Inline, so that the adapters take such a block with no
+ * call. */
+static ARENA__ALWAYS_INLINE void *arena__headed_take(arena *a, size_t n)
+{
+    struct arena__reuse *t;
+    struct arena__free_node nd;
+    size_t need;
+    uintptr_t next;
+    unsigned c;
+    char *s;
+
+    if (!arena__paging() ||
+        (a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) != ARENA__PENDING_REUSE ||
+        n > arena__budget_of(a))
+        return NULL;
+    need = arena__class_round(ARENA__HEAD + n);
+    c = arena__class_of(need);
+    t = arena__cold(a)->reuse;
+    if (need > arena__budget_of(a) || !(t->map[c / 64] >> (c % 64) & 1))
+        return NULL;
+    s = t->head[c];
+    memcpy(&nd, s, sizeof nd);
+    next = arena__link(nd.link, nd.len);
+    if (nd.len != need || (next & (ARENA_ALIGN - 1)) != 0)
+        return NULL;
+    if (arena__canary_readable(s)) {
+        uintptr_t k;
+        memcpy(&k, s + ARENA__CANARY_AT, sizeof k);
+        if (k != arena__canary(s, nd.link))
+            return NULL; /* overwritten: the general path reports it */
+    }
+    t->head[c] = (char *)next;
+    if (!next)
+        t->map[c / 64] &= ~((uint64_t)1 << (c % 64));
+    arena__head_write(a, s, need);
+    a->size += n;
+    arena__cold(a)->counts.reused += n;
+    return s + ARENA__HEAD;
+}
+
+/* The extent of the block of the value `p` of `n` (> ARENA__PAGE_BLOCK_MAX)
+ * bytes when it lies after a head of `a` (plain build), its block exactly a
+ * class's size and not at the position; 0 otherwise (for arena_free()). */
+static ARENA__ALWAYS_INLINE size_t arena__headed_held(const arena *a, const char *p, size_t n)
+{
+    const char *h = p - ARENA__HEAD;
+    size_t extent;
+    if (!arena__paging() || ((uintptr_t)p & ARENA__PAGE_MASK) < ARENA__HEAD ||
+        (extent = arena__head_extent(a, h)) == 0 || n > extent - ARENA__HEAD ||
+        h + extent == a->ptr || arena__class_size(arena__class_of(extent)) != extent)
+        return 0;
+    return extent;
+}
+
+/* Gives the value `p` of `n` bytes, after a head whose block is `extent`
+ * bytes (arena__headed_held()), back: its block to the head of its class's
+ * list (the caller notes the high point, as for arena__small_put()). */
+static ARENA__ALWAYS_INLINE void arena__headed_put(arena *a, char *p, size_t n, size_t extent)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    struct arena__free_node nd;
+    char *h = p - ARENA__HEAD;
+    unsigned c = arena__class_of(extent);
+    uint64_t bit = (uint64_t)1 << (c % 64);
+
+    a->size -= n;
+    nd.len = extent;
+    nd.link = arena__link((t->map[c / 64] & bit) ? (uintptr_t)t->head[c] : 0, extent);
+    memcpy(h, &nd, sizeof nd);
+    if (arena__canary_readable(h)) {
+        uintptr_t k = arena__canary(h, nd.link);
+        memcpy(h + ARENA__CANARY_AT, &k, sizeof k);
+    }
+    t->head[c] = h;
+    t->map[c / 64] |= bit;
+    t->filed++;
+}
+
+/* Gives the value `p` of `n` (> ARENA__PAGE_BLOCK_MAX) bytes back when it
+ * lies after a head of `a` (plain build), its block exactly a class's size
+ * and not at the position: true when it did. */
+static ARENA__ALWAYS_INLINE bool arena__headed_give(arena *a, char *p, size_t n)
+{
+    size_t extent = arena__headed_held(a, p, n);
+    if (!extent)
+        return false;
+    arena__note_high(a);
+    arena__headed_put(a, p, n, extent);
+    return true;
+}
+
 /* The page class of a value of `n` (1 to ARENA__PAGE_BLOCK_MAX) bytes at
  * ARENA_ALIGN: 16 bytes at least. */
 static inline unsigned arena__small_class(size_t n)
@@ -216,24 +396,41 @@ static ARENA__ALWAYS_INLINE void *arena__small_take(arena *a, size_t n)
     return b;
 }
 
-/* Gives the value `p` of `n` (1 to ARENA__PAGE_BLOCK_MAX) bytes back to its
- * class's list when it is a live block of one of the live pages of `a`
- * (plain build): true when it did.  Anything else (a value with a head or
- * none, misuse) is for arena_free(). */
-static ARENA__ALWAYS_INLINE bool arena__small_give(arena *a, char *p, size_t n)
+/* The block of the value `p` of `n` (1 to ARENA__PAGE_BLOCK_MAX) bytes when
+ * it is a live block of one of the live pages of `a` (plain build); 0
+ * otherwise (a value with a head or none, misuse: for arena_free()). */
+static ARENA__ALWAYS_INLINE size_t arena__small_held(const arena *a, const char *p, size_t n)
 {
-    struct arena__pages *pg;
     const arena *owner;
     size_t block;
     uintptr_t page;
-    if (!arena__paging() || (pg = arena__pages_live(a)) == NULL ||
+    if (!arena__paging() || !arena__pages_live(a) ||
         (page = arena__page_of(p, &owner, &block)) == 0 || owner != a || n > block ||
         !arena__page_on_boundary(p, page, block) || arena__page_is_freed(p, block))
+        return 0;
+    return block;
+}
+
+/* Gives the value `p` of `n` bytes, a page's block of `block` bytes
+ * (arena__small_held()), back to its class (the caller notes the high point
+ * where the size it leaves was the program's to see). */
+static ARENA__ALWAYS_INLINE void arena__small_put(arena *a, char *p, size_t n, size_t block)
+{
+    a->size -= n;
+    arena__page_give(&arena__pages_live(a)->cls[arena__page_class_of(block)], p, block);
+    arena__cold(a)->reuse->page_frees++; /* its page may be free whole: see reuse.c */
+}
+
+/* Gives the value `p` of `n` (1 to ARENA__PAGE_BLOCK_MAX) bytes back to its
+ * class when it is a live block of one of the live pages of `a` (plain
+ * build): true when it did. */
+static ARENA__ALWAYS_INLINE bool arena__small_give(arena *a, char *p, size_t n)
+{
+    size_t block = arena__small_held(a, p, n);
+    if (!block)
         return false;
     arena__note_high(a);
-    a->size -= n;
-    arena__page_give(&pg->cls[arena__page_class_of(block)], p, block);
-    arena__cold(a)->reuse->page_frees++; /* its page may be free whole: see reuse.c */
+    arena__small_put(a, p, n, block);
     return true;
 }
 

@@ -278,9 +278,11 @@ static void resized(size_t k, unsigned char *q, size_t size, int owner)
         b->align = alignment(size, b->fam);
     TEST_CHECK(is_aligned(q, b->align));
     TEST_CHECK(has_pattern(q, kept, b->id));
-    b->p = q;
-    if (size > b->size || q != b->p)
+    /* Moved or grown, it holds its new size; a shrink to nothing gives the
+     * value back: a block of no bytes. */
+    if (size > b->size || q != b->p || size == 0)
         b->grown = size;
+    b->p = q;
     b->size = size;
     b->id = next_id++;
     b->t = ++clock_;

@@ -1555,7 +1555,7 @@ static void *place_small(arena *a, size_t n)
      * a page from memory given back, else a free block, before a page of
      * new memory. */
     if (pg->cls[c].next == pg->cls[c].end)
-        (void)(arena__pages_recycle(a) | arena__reuse_merge(a));
+        arena__pages_tidy(a);
     while (arena__page_refill(a, pg, c, false, "arena_alloc_reuse"))
         if ((p = arena__small_take(a, n)) != NULL)
             return p;

@@ -424,7 +424,7 @@ static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
     struct arena__pages *pg;
     /* Pages whose blocks are all free are recycled before one is carved. */
     if (!a->lazy && (pg = arena__pages_of(a)) != NULL && pg->cls[c].next == pg->cls[c].end)
-        (void)(arena__pages_recycle(a) | arena__reuse_merge(a));
+        arena__pages_tidy(a);
     while (!a->lazy && (pg = arena__pages_of(a)) != NULL &&
            arena__page_refill(a, pg, c, true, "arena_cur_malloc")) {
         void *p = cur_take(a, pg, c);

@@ -658,6 +658,12 @@ static size_t page_blocks_listed(const struct arena__pages *pg)
 
 static bool recycle(arena *a, struct arena__reuse *t);
 
+void arena__pages_tidy(arena *a)
+{
+    (void)arena__pages_recycle(a);
+    (void)arena__reuse_merge(a);
+}
+
 bool arena__pages_recycle(arena *a)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;

@@ -63,6 +63,9 @@ ARENA__HIDDEN bool arena__reuse_merge(arena *a);
  * given back since the last time: true when a page became a free block.
  * O(free page blocks), amortized over as many frees. */
 ARENA__HIDDEN bool arena__pages_recycle(arena *a);
+/* Before a page is carved: the pages recycled and the lists merged, where
+ * each is due, so that the memory given back can hold the page. */
+ARENA__HIDDEN void arena__pages_tidy(arena *a);
 /* Instrumented builds: room to log one more placement; then the placement
  * of the value `p` in the block [from, to) of the chunk at `base`, which a
  * rewind to a mark taken before it expires. */

@@ -492,6 +492,16 @@ static void test_fork_while_threads_hammer_every_lock(void **state)
     int i, forks = test_on_valgrind() ? 10 : 100;
     (void)state;
 
+    /* gcc 12's AddressSanitizer runtime takes no lock of its allocator
+     * around fork(): a child forked while a hammering thread is inside its
+     * malloc can wait forever in the runtime, whatever the library does
+     * (seen once in 700 forks).  The cases above, each with one lock held
+     * for certain, run under ASan too. */
+    if (TEST_ASAN) {
+        print_message("threads hammering every lock: not run under ASan (its allocator is not "
+                      "fork-safe)\n");
+        return;
+    }
     atomic_store(&stop, 0);
     for (i = 0; i < HAMMERS; i++)
         assert_int_equal(pthread_create(&t[i], NULL, hammers[i], NULL), 0);

@@ -1623,10 +1623,11 @@ static bool free_misused(const arena *a, const char *p, size_t *n,
 
 /* Reports a bare value that cannot be one of this batch's: it lies past the
  * position of the current chunk, or in no chunk in use (a spare's memory,
- * or another arena's); true when reported.  A value given back after the
- * reset or rewind that ended its batch mostly lies there (the new batch has
- * not reached it yet); where the new batch has stored over it already,
- * nothing tells it from a value of the new batch. */
+ * or another arena's, or a guarded batch's pages that the quarantine keeps
+ * for this arena); true when reported.  A value given back after the reset
+ * or rewind that ended its batch mostly lies there (the new batch has not
+ * reached it yet); where the new batch has stored over it already, nothing
+ * tells it from a value of the new batch. */
 static bool late_free(const arena *a, const char *p, size_t n, const char *fn)
 {
     const struct arena__chunk *c = arena__chunk_of(a, p);
@@ -1639,6 +1640,8 @@ static bool late_free(const arena *a, const char *p, size_t n, const char *fn)
     for (i = a->nused; !c && i < a->nchunks; i++)
         if ((uintptr_t)p - (uintptr_t)a->chunks[i].base < a->chunks[i].cap)
             in_current = true; /* a spare chunk's memory */
+    if (!c && arena__guard_retired_by(p, arena__cold(a)->guard.id))
+        in_current = true; /* a guarded batch's pages, in the quarantine */
     if (in_current)
         return arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_LATE_FREE,
                               "%s: the %zu-byte value at %p lies beyond what arena %p has "

@@ -578,6 +578,12 @@ static bool find_record(uintptr_t addr, struct found *f)
     return false;
 }
 
+bool arena__guard_retired_by(const void *addr, uint64_t id)
+{
+    struct found f;
+    return id != 0 && find_record((uintptr_t)addr, &f) && f.id == id;
+}
+
 /* A bounded text buffer that the handler fills without the C library. */
 struct line {
     char buf[512];

@@ -259,6 +259,9 @@ ARENA__HIDDEN void arena__guard_tick(uint64_t id, uint32_t clock, uint64_t ended
  * stands for itself. */
 ARENA__HIDDEN void arena__guard_cause(int ending);
 ARENA__HIDDEN int arena__guard_caused(void);
+/* True when `addr` lies in a range that the quarantine keeps for the arena
+ * whose identity is `id` (a batch of it ended there). */
+ARENA__HIDDEN bool arena__guard_retired_by(const void *addr, uint64_t id);
 /* Test hook: the mapping after `after` more succeed fails (0: none fails). */
 ARENA__HIDDEN void arena__guard_fail_map(unsigned long after);
 /* Test hook: what the fault reporter would write of a fault at `addr`, into

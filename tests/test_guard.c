@@ -12,6 +12,7 @@
 #  include <sys/mman.h>
 #  include <unistd.h>
 #endif
+#include <arena/hooks.h>
 #include <arena/thread.h>
 
 #include "support.h"
@@ -641,6 +642,48 @@ static void test_rewind_below_enclosing_mark(void **state)
     arena_release(&a);
 }
 
+/* A value given back after its guarded batch ended lies in pages the
+ * quarantine keeps for the arena: reported as a late free (not as a foreign
+ * pointer), without a read of those pages (which would fault), whichever
+ * call stored it; a pointer in another arena's quarantined range stays
+ * foreign. */
+static void test_late_free_after_guarded_batch(void **state)
+{
+    arena a, b;
+    int i;
+    (void)state;
+
+    arena_init(&b, 0);
+    assert_true(arena_set_guard(&b, true));
+    for (i = 0; i < 4; i++) {
+        size_t n = i < 2 ? 300 : 40;
+        char *p, *q;
+        int count;
+        arena_init(&a, 0);
+        assert_true(arena_set_guard(&a, true));
+        q = (char *)arena_alloc(&a, 32); /* the lists open: a freed value */
+        assert_non_null(arena_alloc(&a, 16));
+        arena_free(&a, q, 32);
+        p = (char *)(i == 0   ? arena_alloc(&a, n)
+                     : i == 1 ? arena_alloc_reuse(&a, n)
+                     : i == 2 ? arena_alloc_reuse(&a, n)
+                              : arena_hook_lua(&a, NULL, 0, n));
+        assert_non_null(p);
+        memset(p, 1, n);
+        arena_reset(&a);
+        assert_non_null(arena_alloc(&a, 16));
+        count = recorded_errors.count;
+        arena_free(&a, p, n);
+        assert_true(test_misuse_reported(count, ARENA_ERR_LATE_FREE));
+        count = recorded_errors.count;
+        arena_free(&b, p, n);
+        assert_true(test_misuse_reported(count, ARENA_ERR_FOREIGN_POINTER));
+        assert_true(arena_check(&a));
+        arena_release(&a);
+    }
+    arena_release(&b);
+}
+
 /* Resident pages of the process (Linux), else 0. */
 static size_t resident_bytes(void)
 {
@@ -753,6 +796,8 @@ int main(void)
         cmocka_unit_test_setup(test_quarantine_bound, setup),
         cmocka_unit_test_setup(test_nested_rewinds, setup),
         cmocka_unit_test_setup_teardown(test_rewind_below_enclosing_mark, setup_guarded_errors,
+                                        teardown_record_errors),
+        cmocka_unit_test_setup_teardown(test_late_free_after_guarded_batch, setup_guarded_errors,
                                         teardown_record_errors),
         cmocka_unit_test_setup(test_sampling, setup),
         cmocka_unit_test_setup(test_sampled_arena_resets_inline, setup),

@@ -18,42 +18,46 @@
  * which lists hold a block.
  *
  * Fit.  A request of `need` bytes takes, in this order: the head of the
- * smallest class whose every block holds it (exact, with no search, for the
- * adapters, which round their sizes up to class bounds: arena__reuse_round());
- * the first of FIT_SCAN blocks of the class below that holds it (exact sizes
- * freed by arena_free()); and only where the value would otherwise take a
- * new chunk, the head of a larger class, to be split: any for a value of
- * SPLIT_FROM bytes or more, only a block of SPLIT_FROM bytes or more for a
- * smaller value, which it then carves as a bump region would.
- * Blocks of middling size thus wait for values of their own size, and the
- * sizes a client churns through stay in their classes: splitting them for
- * other sizes would fragment memory that a later value of the first size
- * cannot use.  The caller files the part of a block it does not use as a
- * block of its own when it can hold one (arena.c, take_block()).
+ * smallest class whose every block holds it (exact, with no search: a
+ * reusing call places a large value in a whole class, arena__class_round(),
+ * so that the block it gives back fits the next value of that class); the
+ * first of FIT_SCAN blocks of the class below that holds it (the exact
+ * sizes of bare values given back); else the head of the smallest larger
+ * class that holds a block, which the caller splits, filing the rest as a
+ * block of its own when it can hold one (arena.c: file_rest()), or, where
+ * the caller asks a tight fit, files again (arena.c: take_fitting()).
+ * Small values seldom come here: once their class has pages (pages.c),
+ * they take its page blocks, and a page that empties goes back to these
+ * lists whole.
  *
  * Merging.  A value that grows a little at a time (a string built by
  * appends, its older copies freed later) asks for each size once, so the
  * blocks it leaves fit no later request of their class.  Where a reusing
- * allocation finds no block and would take a new chunk, the lists are
- * merged first (arena__reuse_merge()): every block is linked into one list,
- * sorted by address (a merge sort of the list in place: no memory), and
- * blocks that lie side by side in one chunk become one, filed again by its
- * length, chunk by chunk in the index's order (so what the lists hand out
- * next never depends on where the backing put the chunks: a run is
- * repeatable, and a failure sweep meets the same calls).  An arena with
- * more than MERGE_CHUNKS chunks in use does not merge.  Side by side:
- * touching in a plain build; in an instrumented one, apart by less than the
- * smallest value takes (the padding before an aligned header).  An
- * instrumented arena does not merge while a mark is live: its rewind
- * verifies and closes from the mark's position on, which must not lie
- * inside a block that joins values placed before the mark to values placed
- * after it.  (A plain build's rewind reads nothing there, and what was
- * placed after the mark dies with it.)  A merge runs only once as many
- * blocks were filed since the last one as it left (and MERGE_MIN at least),
- * so its O(n log n) is paid for by as many filings.  A list that does not
- * decode, loops (a block freed twice in a plain build), or names a block
- * outside the chunks in use is reported as ARENA_ERR_CORRUPT, and what it
- * holds is left unused until the batch ends, as when a take reads it.
+ * call finds no block, the lists are merged (arena__reuse_merge()) and
+ * searched again: every block is linked into one list, sorted by address
+ * (a merge sort of the list in place: no memory), and blocks that lie side
+ * by side in one chunk become one, filed again by its length, chunk by
+ * chunk in the index's order (so what the lists hand out next never
+ * depends on where the backing put the chunks: a run is repeatable, and a
+ * failure sweep meets the same calls).  Pages whose every block is free
+ * are recycled first (recycle(): their headers erased, each filed as a
+ * block of ARENA__PAGE bytes), so that they join their neighbours.  An
+ * arena with more than MERGE_CHUNKS chunks in use does not merge.  Side by
+ * side: touching in a plain build; in an instrumented one, apart by less
+ * than arena__reuse_gap() (the padding before an aligned header, and the
+ * redzone a sanitizer keeps).  An instrumented arena does not merge while
+ * a mark is live: its rewind verifies and closes from the mark's position
+ * on, which must not lie inside a block that joins values placed before
+ * the mark to values placed after it.  (A plain build's rewind reads
+ * nothing there, and what was placed after the mark dies with it.)  A
+ * merge runs only once as many blocks were filed since the last one as it
+ * left (and MERGE_MIN at least), and a recycling only once as many page
+ * blocks were given back since the last one as it left (a quarter of them
+ * before a page is carved), so their O(n log n) and O(n) are paid for by as
+ * many frees.  A list that does not decode, loops (a block freed twice in
+ * a plain build), or names a block outside the chunks in use is reported
+ * as ARENA_ERR_CORRUPT, and what it holds is left unused until the batch
+ * ends, as when a take reads it.
  *
  * Nodes.  A free block starts with its node: its length and its successor,
  * the successor stored XORed with the length and a constant.  A node that

@@ -356,6 +356,64 @@ static void hook_realloc_to_nothing_not_last(void **state)
 
 /* ---- An arena as an arena_allocator ------------------------------------------------------ */
 
+/* A hook's free of the arena's most recent value takes the position back
+ * to where the value (its head, its header and guard) began, with the lists
+ * closed and open: the next value of any call starts there, in every build,
+ * as arena_free()'s does; a small value of the arena_cur_* family lies in a
+ * page in a plain build, whose block its class's next value takes.  (The
+ * allocator of arena_allocator_of() is arena_backs_a_pool()'s.) */
+static void hooks_give_back_the_most_recent(void **state)
+{
+    static const size_t sizes[] = {40, 300, 3000};
+    size_t i;
+    int hook, open;
+    (void)state;
+
+    for (open = 0; open < 2; open++)
+        for (hook = 0; hook < 2; hook++)
+            for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+                arena a;
+                char *v, *q, *first;
+                size_t before;
+                arena_init(&a, 16384);
+                first = (char *)arena_alloc(&a, 16);
+                assert_non_null(first);
+                if (open) { /* a value not the most recent given back */
+                    assert_non_null(arena_alloc(&a, 16));
+                    arena_free(&a, first, 16);
+                }
+                before = arena_size(&a);
+                arena_set_current(&a);
+                v = (char *)(hook ? arena_cur_malloc(sizes[i])
+                                  : arena_hook_lua(&a, NULL, 0, sizes[i]));
+                assert_non_null(v);
+                memset(v, 3, sizes[i]);
+                if (hook)
+                    arena_cur_free(v);
+                else
+                    assert_null(arena_hook_lua(&a, v, sizes[i], 0));
+                assert_int_equal(arena_size(&a), before);
+                if (hook && sizes[i] <= 256 && test_packed()) {
+                    /* a page's block (the family's small values, plain
+                     * build): its class's next value takes it */
+                    q = (char *)arena_cur_malloc(sizes[i]);
+                    assert_ptr_equal(q, v);
+                    arena_cur_free(q);
+                    q = (char *)arena_alloc(&a, 8);
+                    assert_non_null(q);
+                    assert_true(q > v);
+                } else {
+                    q = (char *)arena_alloc(&a, 8);
+                    assert_non_null(q);
+                    assert_true(q <= v);
+                }
+                arena_set_current(NULL);
+                assert_true(q > first);
+                assert_true(arena_check(&a));
+                arena_release(&a);
+            }
+}
+
 static void arena_backs_a_pool(void **state)
 {
     arena outer;
@@ -1369,6 +1427,7 @@ int main(void)
         cmocka_unit_test(hook_lua_out_of_memory),
         cmocka_unit_test(hook_realloc_shape),
         cmocka_unit_test(hook_realloc_to_nothing_not_last),
+        cmocka_unit_test_teardown(hooks_give_back_the_most_recent, teardown_current),
         cmocka_unit_test(arena_backs_a_pool),
         cmocka_unit_test(arena_backs_an_arena),
         cmocka_unit_test_teardown(current_nests, teardown_current),

@@ -207,7 +207,7 @@ static struct arena__reuse *table(arena *a)
     return c->reuse;
 }
 
-static bool live(const arena *a) { return (a->pending & ARENA__PENDING_REUSE) != 0; }
+static bool lists_valid(const arena *a) { return (a->pending & ARENA__PENDING_REUSE) != 0; }
 
 /* The epochs of every arena's lists: one process-wide count, so that no
  * epoch comes round again, in this arena or in another one that the same
@@ -231,7 +231,7 @@ static void revive(arena *a, struct arena__reuse *t)
 struct arena__reuse *arena__reuse_live(arena *a)
 {
     struct arena__reuse *t = table(a);
-    if (t && !live(a))
+    if (t && !lists_valid(a))
         revive(a, t);
     return t;
 }
@@ -325,7 +325,7 @@ char *arena__reuse_take(arena *a, size_t need, size_t *len)
     struct arena__reuse *t = arena__cold(a)->reuse;
     unsigned up, down;
 
-    if (!live(a) || !t)
+    if (!lists_valid(a) || !t)
         return NULL;
     /* The class whose every block fits. */
     up = arena__class_up(need);
@@ -585,7 +585,7 @@ static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count 
 {
     struct arena__page_class *k = &pg->cls[c];
     size_t block = arena__page_block(c), cap = (ARENA__PAGE - arena__page_first(block)) / block;
-    uintptr_t current = k->end ? ((uintptr_t)k->end - 1) & ~ARENA__PAGE_MASK : 0;
+    uintptr_t carving = k->end ? ((uintptr_t)k->end - 1) & ~ARENA__PAGE_MASK : 0;
     char *b, *next, *rest = NULL, *rest_tail = NULL, *head = NULL, *tail = NULL;
     size_t used = 0, found = 0, i, j;
     bool ok = true;
@@ -622,7 +622,7 @@ static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count 
     qsort(order, j, sizeof *order, by_count);
     for (i = 0; i < j; i++) {
         struct page_count *pc = order[i];
-        if (pc->n == cap && pc->page != current && found < room) {
+        if (pc->n == cap && pc->page != carving && found < room) {
             out[found++] = (char *)pc->page;
             continue;
         }
@@ -671,7 +671,7 @@ void arena__pages_tidy(arena *a)
 bool arena__pages_recycle(arena *a)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
-    return arena__paging() && live(a) && t && t->page_frees >= MERGE_MIN &&
+    return arena__paging() && lists_valid(a) && t && t->page_frees >= MERGE_MIN &&
            t->page_frees >= t->page_kept / 4 && recycle(a, t);
 }
 
@@ -737,8 +737,8 @@ bool arena__reuse_merge(arena *a)
     unsigned c;
     char *list = NULL;
 
-    if (!live(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged || nused > MERGE_CHUNKS ||
-        (arena__instrumented() && a->saves > a->expired)) /* a live mark */
+    if (!lists_valid(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged ||
+        nused > MERGE_CHUNKS || (arena__instrumented() && a->saves > a->expired)) /* a live mark */
         return false;
     /* Pages first, amortized: a run reads every free page block, so here it
      * waits for as many page blocks given back since the last one as that

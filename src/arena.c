@@ -1628,7 +1628,7 @@ static bool free_misused(const arena *a, const char *p, size_t *n,
  * or rewind that ended its batch mostly lies there (the new batch has not
  * reached it yet); where the new batch has stored over it already, nothing
  * tells it from a value of the new batch. */
-static bool late_free(const arena *a, const char *p, size_t n, const char *fn)
+static ARENA__NOINLINE bool late_free_found(const arena *a, const char *p, size_t n, const char *fn)
 {
     const struct arena__chunk *c = arena__chunk_of(a, p);
     const char *pos = cursor(a), *lim = current_lim(a);
@@ -1651,6 +1651,15 @@ static bool late_free(const arena *a, const char *p, size_t n, const char *fn)
     return arena__misused(ARENA__ABOUT_ARENA(a), ARENA_ERR_FOREIGN_POINTER,
                           "%s: %p lies in no chunk of arena %p", fn, (const void *)p,
                           (const void *)a);
+}
+
+static inline bool late_free(const arena *a, const char *p, size_t n, const char *fn)
+{
+    const char *pos = cursor(a);
+    /* Most values given back lie below the position of the current chunk. */
+    if (current_lim(a) && pos && p >= a->chunks[a->cur].base && p < pos && n <= (size_t)(pos - p))
+        return false;
+    return late_free_found(a, p, n, fn);
 }
 
 /* The block [from, from + len), which the arena no longer needs, goes back:

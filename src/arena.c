@@ -1687,7 +1687,7 @@ static void give_block(arena *a, char *from, size_t len)
 static void unplace_last(arena *a, char *p, size_t held, const struct arena__chunk *c)
 {
     char *from;
-    if (!arena__instrumented() || !c || (arena__hdr() && a->saves > a->expired)) {
+    if (!arena__instrumented() || !c || (ARENA_CHECKED && a->saves > a->expired)) {
         resize_last(a, p, held, 0);
         return;
     }
@@ -1826,7 +1826,6 @@ static void *resize_held(arena *a, char *p, const struct held *h, size_t old_siz
 {
     bool shrink_moves = (how & ARENA__RESIZE_SHRINK_MOVES) != 0;
     bool stays;
-    char *q;
     /* A shrink forgets bytes: the size before it is a figure the program
      * saw, noted before a move counts the copy. */
     if (new_size < old_size)
@@ -1846,7 +1845,7 @@ static void *resize_held(arena *a, char *p, const struct held *h, size_t old_siz
     if (stays && new_size > old_size)
         return p;
     if (!stays) {
-        q = (char *)arena__reuse_alloc_as(a, new_size, !(how & ARENA__RESIZE_NO_PAGES));
+        char *q = (char *)arena__reuse_alloc_as(a, new_size, !(how & ARENA__RESIZE_NO_PAGES));
         if (q) {
             memcpy(q, p, old_size < new_size ? old_size : new_size);
             free_value(a, p, old_size, false);

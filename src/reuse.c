@@ -563,7 +563,7 @@ static char *page_next(const char *b, size_t block, bool *ok)
     return *ok ? next : NULL;
 }
 
-static void link_block(char *b, char *next)
+static void link_block(char *b, const char *next)
 {
     arena__page_set_word(b, 0, (uintptr_t)next ^ (uintptr_t)b ^ ARENA__PAGE_NODE);
 }
@@ -619,6 +619,7 @@ static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count 
     for (i = j = 0; i < RECYCLE_SLOTS; i++)
         if (tab[i].page)
             order[j++] = &tab[i];
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): the array sorted holds pointers */
     qsort(order, j, sizeof *order, by_count);
     for (i = 0; i < j; i++) {
         struct page_count *pc = order[i];

@@ -37,7 +37,7 @@ static inline size_t arena__reuse_gap(void)
 {
     if (!arena__instrumented())
         return 0;
-    return arena__hdr() ? arena__hdr() + ARENA__GRANULE - 1 : 2 * ARENA__GRANULE - 1;
+    return ARENA_CHECKED ? arena__hdr() + ARENA__GRANULE - 1 : 2 * ARENA__GRANULE - 1;
 }
 
 /* The table of `a`, its lists made valid first: NULL when the arena keeps

@@ -2,7 +2,7 @@
 /*
  * libarena's churn rows (bench/churn.h) in bench_arena: the values freed one
  * by one inside a batch, through arena_alloc_reuse() and arena_free(), and
- * through Lua's hook (arena_hook_lua(), which rounds sizes to its classes).
+ * through Lua's hook (arena_hook_lua()).
  * The mallocs' rows come from malloc_family.cc, one process per malloc.
  * Besides the time and the resident set, each row reports what the arena
  * held at most (arena_get_stats()'s peak_held, exact).

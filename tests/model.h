@@ -1242,14 +1242,13 @@ static void model_op_grow(model *m, model_before *b)
         return;
     }
     MCHECK(m, pattern_mismatch(q, v->size, v->id) == v->size);
-    if (q == p) {
-        /* In place: only the most recent value may grow there; or a value
-         * of no bytes moved into a free block that starts where it is. */
-        MCHECK(m, !certain || is_tail || (m->reusable && old == 0));
-        if (!is_tail && m->reusable && old == 0)
-            m->tail_known = false;
-        else
-            model_learn_tail(m, (size_t)i);
+    /* A value of no bytes was given back: grown, it may be placed anew in
+     * a free block that starts where it is, after the marks, which a rewind
+     * to one of them expires (it is then a new value here too). */
+    if (q == p && (is_tail || !(m->reusable && old == 0))) {
+        /* In place: only the most recent value may grow there. */
+        MCHECK(m, !certain || is_tail);
+        model_learn_tail(m, (size_t)i);
         MCHECK(m, arena_size(m->a) == m->size + (want - old));
         MCHECK(m, arena_retained(m->a) == b->retained);
         m->size += want - old;
@@ -1260,6 +1259,8 @@ static void model_op_grow(model *m, model_before *b)
         return;
     }
     MCHECK(m, is_aligned(q, ARENA_ALIGN));
+    if (q == p) /* the most recent value, maybe, grown in place */
+        m->tail_known = false;
     {
         /* Moved: the old place is given back, as by arena_free(). */
         uint64_t id = m->next_id++;

@@ -1592,6 +1592,14 @@ void *arena__reuse_alloc_as(arena *a, size_t n, bool pages)
     return arena__alloc_slow(a, n, ARENA_ALIGN);
 }
 
+void *arena__reuse_alloc_listed(arena *a, size_t n)
+{
+    if (n == 0 || !arena__paging() || a->lazy || !reuse_open(a, n))
+        return NULL;
+    sync(a);
+    return place_headed(a, n, true);
+}
+
 /* Reports a value that arena_free() or an adapter may not give back, in an
  * instrumented build (where the chunks, and in the checked build the
  * headers, tell); true when reported.  `*n` becomes the value's size as

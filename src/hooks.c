@@ -422,14 +422,22 @@ static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
 {
     unsigned c = arena__page_class_of(size);
     struct arena__pages *pg;
-    /* Pages whose blocks are all free are recycled before one is carved. */
+    char *h;
+    int grow;
+    /* Pages whose blocks are all free are recycled before one is carved:
+     * a page from memory given back, else a free block (the block with a
+     * header), before a page of new memory, as arena_alloc_reuse() does. */
     if (!a->lazy && (pg = arena__pages_of(a)) != NULL && pg->cls[c].next == pg->cls[c].end)
         arena__pages_tidy(a);
-    while (!a->lazy && (pg = arena__pages_of(a)) != NULL &&
-           arena__page_refill(a, pg, c, true, "arena_cur_malloc")) {
-        void *p = cur_take(a, pg, c);
-        if (p)
-            return p;
+    for (grow = 0; grow < 2; grow++) {
+        while (!a->lazy && (pg = arena__pages_of(a)) != NULL &&
+               arena__page_refill(a, pg, c, grow, "arena_cur_malloc")) {
+            void *p = cur_take(a, pg, c);
+            if (p)
+                return p;
+        }
+        if (!grow && (h = (char *)arena__reuse_alloc_listed(a, headed(size))) != NULL)
+            return stamp(h, size, a);
     }
     return cur_malloc(a, size);
 }

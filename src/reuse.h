@@ -447,6 +447,9 @@ ARENA__HIDDEN void *arena__reuse_alloc(arena *a, size_t n);
  * arena_cur_* family with a header must never lie in a page: a page's
  * pointers are that family's own blocks). */
 ARENA__HIDDEN void *arena__reuse_alloc_as(arena *a, size_t n, bool pages);
+/* A value of `n` bytes after a head in a free block of the lists (plain
+ * build, lists open, arena under its limit); NULL when none holds it. */
+ARENA__HIDDEN void *arena__reuse_alloc_listed(arena *a, size_t n);
 
 /* The adapters' shrink (hooks.c): arena_realloc() to `new_size` (<
  * old_size), except that a value that is not the most recent moves to a

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `make distcheck`: what scripts/dist.sh made, used as a stranger would, in a
+# scratch directory outside any git checkout:
+#   - each .sha256 file matches its tarball;
+#   - the source tarball configures, builds (-Werror) and installs with CMake
+#     into a scratch prefix, and tests/dist's C and C++ consumers build
+#     against the installed copy through find_package and pkg-config, run,
+#     and print the tarball's version;
+#   - the one-file tarball's arena.c compiles alone, and the same consumers,
+#     unchanged (<arena/arena.h>, ..., <arena/arena.hpp>), build against it
+#     with -I on its directory, plain and checked, and run.
+#   scripts/dist-check.sh [DIST_DIR]        (default: build-dist)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dist=$(cd "${1:-build-dist}" && pwd)
+version=$(sed -n '/^project(arena/,/)/s/^ *VERSION \([0-9]*\.[0-9]*\.[0-9]*\)$/\1/p' CMakeLists.txt)
+name=libarena-$version
+jobs=$(nproc 2>/dev/null || echo 2)
+cc=${CC:-cc}
+cxx=${CXX:-c++}
+
+step() { printf '\n==== distcheck: %s\n' "$*"; }
+# expect WHAT LINE COMMAND...: runs COMMAND, which must succeed and print LINE.
+expect() {
+    local what=$1 line=$2 got
+    shift 2
+    got=$("$@") || { echo "distcheck: $what failed: $got" >&2; exit 1; }
+    if [ "$got" != "$line" ]; then
+        printf 'distcheck: %s printed\n    %s\nnot\n    %s\n' "$what" "$got" "$line" >&2
+        exit 1
+    fi
+    echo "$what: $got"
+}
+
+step "checksums"
+(cd "$dist" && sha256sum -c "$name.tar.gz.sha256" "$name-onefile.tar.gz.sha256")
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+tar -xzf "$dist/$name.tar.gz" -C "$work"
+src=$work/$name
+if [ -e "$src/.git" ] || [ ! -s "$src/REVISION" ]; then
+    echo "distcheck: $name.tar.gz has a .git or lacks its REVISION" >&2
+    exit 1
+fi
+c_ok="dist consumer (C): libarena $version, checked 0: ok"
+cxx_ok="dist consumer (C++): libarena $version: ok"
+
+step "the source tarball: CMake build and install, outside git"
+(
+    export GIT_CEILING_DIRECTORIES=$work
+    cmake -S "$src" -B "$work/build" -DARENA_WERROR=ON -DARENA_BUILD_TESTS=OFF \
+        -DARENA_BUILD_EXAMPLES=OFF >"$work/configure.log"
+    cmake --build "$work/build" -j "$jobs" >"$work/build.log"
+    cmake --install "$work/build" --prefix "$work/prefix" >"$work/install.log"
+) || { cat "$work"/*.log >&2; exit 1; }
+cmake -S "$src/tests/dist" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/consumer" >/dev/null
+expect "find_package, C" "$c_ok" "$work/consumer/consumer_c"
+expect "find_package, C++" "$cxx_ok" "$work/consumer/consumer_cxx"
+pc_dir=$(dirname "$(find "$work/prefix" -name arena.pc)")
+read -r -a flags <<<"$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs arena)"
+"$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror "$src/tests/dist/consumer.c" "${flags[@]}" \
+    -o "$work/pc_c"
+"$cxx" -std=c++17 -Wall -Wextra -Wpedantic -Werror "$src/tests/dist/consumer.cpp" "${flags[@]}" \
+    -o "$work/pc_cxx"
+expect "pkg-config, C" "$c_ok" env LD_LIBRARY_PATH="$(dirname "$pc_dir")" "$work/pc_c"
+expect "pkg-config, C++" "$cxx_ok" env LD_LIBRARY_PATH="$(dirname "$pc_dir")" "$work/pc_cxx"
+
+step "the one-file tarball: arena.c alone, the same consumers unchanged, plain and checked"
+tar -xzf "$dist/$name-onefile.tar.gz" -C "$work"
+one=$work/$name-onefile
+for checked in 0 1; do
+    o=$work/onefile-$checked
+    mkdir -p "$o"
+    "$cc" -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -pthread -DARENA_CHECKED=$checked \
+        -I"$one" -c "$one/arena.c" -o "$o/arena.o"
+    "$cc" -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -pthread -DARENA_CHECKED=$checked \
+        -I"$one" "$src/tests/dist/consumer.c" "$o/arena.o" -o "$o/consumer_c"
+    "$cxx" -std=c++17 -O2 -Wall -Wextra -Wpedantic -Werror -pthread -DARENA_CHECKED=$checked \
+        -I"$one" "$src/tests/dist/consumer.cpp" "$o/arena.o" -o "$o/consumer_cxx"
+    expect "one file, checked $checked, C" "${c_ok/checked 0/checked $checked}" "$o/consumer_c"
+    expect "one file, checked $checked, C++" "$cxx_ok" "$o/consumer_cxx"
+done
+
+step "passed: $name.tar.gz and $name-onefile.tar.gz"

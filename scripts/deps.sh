@@ -6,6 +6,8 @@
 #                           the adapter tests: cJSON, Lua 5.4, zlib, expat, protobuf-c)
 #   scripts/deps.sh ci      everything .ci/run uses
 #   scripts/deps.sh bench   the benchmark suite and its peers
+#   scripts/deps.sh debian  scripts/ci-debian.sh: the Debian package's build
+#                           dependencies, debhelper, dpkg-dev and lintian
 #   scripts/deps.sh cross   scripts/ci-cross.sh: qemu-user, musl, mingw-w64, wine, and
 #                           the parts of the cross compilers that do not conflict with
 #                           gcc-multilib (ci-cross.sh fetches the rest itself)
@@ -15,6 +17,9 @@ pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev \
 libcjson-dev liblua5.4-dev zlib1g-dev libexpat1-dev libprotobuf-c-dev protobuf-c-compiler"
 pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy gcc-multilib g++-multilib qemu-user \
 libcmocka-dev:i386 doxygen abigail-tools meson ninja-build"
+pkgs_debian="build-essential debhelper dpkg-dev fakeroot lintian cmake pkg-config libcmocka-dev \
+valgrind g++"
+pkgs_ci="$pkgs_ci $pkgs_debian"
 pkgs_cross="cmake make pkg-config clang dpkg-dev valgrind protobuf-c-compiler qemu-user musl-tools \
 gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix wine64"
 for a in aarch64-linux-gnu:arm64 s390x-linux-gnu:s390x arm-linux-gnueabihf:armhf; do
@@ -32,7 +37,8 @@ for profile in "${@:-test}"; do
         ci) want="$want $pkgs_ci" ;;
         bench) want="$want $pkgs_bench" ;;
         cross) want="$want $pkgs_cross" ;;
-        *) echo "deps.sh: unknown profile '$profile' (test, ci, bench, cross)" >&2; exit 2 ;;
+        debian) want="$want $pkgs_debian" ;;
+        *) echo "deps.sh: unknown profile '$profile' (test, ci, bench, cross, debian)" >&2; exit 2 ;;
     esac
 done
 

@@ -4,6 +4,7 @@
 # the commit checked out (docs/releasing.md says when and what comes before):
 #   1. dates the CHANGELOG's "## [Unreleased]: X.Y.Z" heading,
 #      "## [X.Y.Z] - DATE";
+#      and dates debian/changelog's entry for X.Y.Z-N the same day;
 #   2. checks the ABI against the committed baseline (scripts/abi-check.sh),
 #      then writes the baseline from this tree, so that abi/ describes the
 #      release that later changes are compared with;
@@ -41,11 +42,20 @@ if [ "$(grep -cxF "$heading" CHANGELOG.md)" != 1 ]; then
     exit 1
 fi
 
+debversion=$(sed -n '1s/^libarena (\(.*\)) .*/\1/p' debian/changelog)
+if [ "${debversion%-*}" != "$version" ]; then
+    echo "release: debian/changelog's first entry is $debversion, not $version-N:" \
+        "add one (dch -v $version-1)" >&2
+    exit 1
+fi
+
 echo "release: libarena $version, dated $date"
 sed -i "s/^## \[Unreleased\]: $version\$/## [$version] - $date/" CHANGELOG.md
+# The first entry's trailer: " -- NAME <MAIL>  RFC 5322 date".
+sed -i "0,/^ -- /s/^\( -- .*>  \).*/\1$(LC_ALL=C date -u -R -d "$date")/" debian/changelog
 scripts/abi-check.sh
 scripts/abi-check.sh --update
-git add CHANGELOG.md abi/
+git add CHANGELOG.md debian/changelog abi/
 git commit -q -m "libarena $version"
 git tag -a "$tag" -m "libarena $version"
 make distcheck

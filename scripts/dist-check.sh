@@ -10,6 +10,11 @@
 #   - the one-file tarball's arena.c compiles alone, and the same consumers,
 #     unchanged (<arena/arena.h>, ..., <arena/arena.hpp>), build against it
 #     with -I on its directory, plain and checked, and run.
+#   - arena.wrap: tests/meson-consumer's project, dependency('arena'), with
+#     the wrap in subprojects/ and the source tarball in
+#     subprojects/packagecache, offline (--wrap-mode=nodownload; the wrap's
+#     address does not resolve either), builds and runs its C and C++
+#     consumers.
 #   scripts/dist-check.sh [DIST_DIR]        (default: build-dist)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +40,8 @@ expect() {
 
 step "checksums"
 (cd "$dist" && sha256sum -c "$name.tar.gz.sha256" "$name-onefile.tar.gz.sha256")
+grep -qxF "source_hash = $(cut -d' ' -f1 "$dist/$name.tar.gz.sha256")" "$dist/arena.wrap" ||
+    { echo "distcheck: arena.wrap's source_hash is not the tarball's" >&2; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -84,4 +91,23 @@ for checked in 0 1; do
     expect "one file, checked $checked, C++" "$cxx_ok" "$o/consumer_cxx"
 done
 
-step "passed: $name.tar.gz and $name-onefile.tar.gz"
+step "the Meson wrap: dependency('arena') from the tarball in subprojects/packagecache, offline"
+command -v meson >/dev/null || { echo "distcheck: needs meson (scripts/deps.sh ci)" >&2; exit 1; }
+m=$work/meson
+mkdir -p "$m/src/subprojects/packagecache"
+cp "$src"/tests/meson-consumer/{meson.build,consumer.c,consumer.cpp} "$m/src/"
+cp "$dist/arena.wrap" "$m/src/subprojects/"
+cp "$dist/$name.tar.gz" "$m/src/subprojects/packagecache/"
+# --force-fallback-for: the wrap's copy, not one that pkg-config may find here.
+meson setup "$m/build" "$m/src" --wrap-mode=nodownload --force-fallback-for=arena \
+    >"$m/setup.log" 2>&1 || { cat "$m/setup.log" >&2; exit 1; }
+[ -s "$m/src/subprojects/$name/REVISION" ] ||
+    { echo "distcheck: Meson did not unpack $name.tar.gz from the package cache" >&2; exit 1; }
+meson test -C "$m/build" --print-errorlogs >"$m/test.log" 2>&1 || { cat "$m/test.log" >&2; exit 1; }
+for line in "libarena $version: ok" "libarena C++: ok"; do
+    grep -qxF "$line" "$m/build/meson-logs/testlog.txt" ||
+        { echo "distcheck: the Meson consumers did not print '$line'" >&2; exit 1; }
+done
+echo "meson wrap: consumer_c and consumer_cxx built from the wrap, ran, printed their lines"
+
+step "passed: $name.tar.gz, $name-onefile.tar.gz and arena.wrap"

@@ -11,6 +11,9 @@
 #                                  under arena/, so that <arena/arena.h>,
 #                                  <arena/thread.h>, ... and <arena/arena.hpp>
 #                                  work unchanged with -I on the directory
+#   arena.wrap                     a Meson [wrap-file] over the source
+#                                  tarball: dependency('arena') in a project
+#                                  with it in subprojects/
 # each tarball with a .sha256 file that `sha256sum -c` reads.
 # The tarballs are made from HEAD, not from the working tree, so a tree with
 # changes that are not committed is refused: the artefacts would not be what
@@ -58,7 +61,7 @@ pack() {
     (cd "$out" && sha256sum "$2.tar.gz" >"$2.tar.gz.sha256")
 }
 mkdir -p "$out"
-rm -f "$out/$name.tar.gz"* "$out/$name-onefile.tar.gz"*
+rm -f "$out/$name.tar.gz"* "$out/$name-onefile.tar.gz"* "$out/arena.wrap"
 
 # The source.
 git archive --format=tar --prefix="$name/" HEAD | tar -x -C "$tmp"
@@ -100,5 +103,20 @@ program and arena.c must agree).  MIT licence: LICENSE.
 EOF
 pack "$name-onefile" "$name-onefile"
 
+# The Meson wrap, at the address the release is published under
+# (docs/releasing.md): the root meson.build provides arena_dep
+# (meson.override_dependency), so dependency('arena') finds it.
+url=$(sed -n 's|^  HOMEPAGE_URL "\(.*\)"$|\1|p' CMakeLists.txt)
+cat >"$out/arena.wrap" <<EOF
+[wrap-file]
+directory = $name
+source_url = $url/releases/download/v$version/$name.tar.gz
+source_filename = $name.tar.gz
+source_hash = $(cut -d' ' -f1 "$out/$name.tar.gz.sha256")
+
+[provide]
+arena = arena_dep
+EOF
+
 echo "dist: libarena $version ($revision) in $out/:"
-(cd "$out" && ls -l "$name.tar.gz" "$name-onefile.tar.gz" | awk '{ print "    " $5 "\t" $9 }')
+(cd "$out" && ls -l "$name.tar.gz" "$name-onefile.tar.gz" arena.wrap | awk '{ print "    " $5 "\t" $9 }')

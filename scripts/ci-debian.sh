@@ -27,7 +27,8 @@ if [ "$(id -u)" -ne 0 ]; then
     install=0
 fi
 for p in libarena2 libarena-dev; do
-    if [ "$install" = 1 ] && dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    if [ "$install" = 1 ] &&
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
         echo "ci-debian: $p is installed already; this script installs and purges its own" \
             "build, so it leaves this machine's alone: remove it first" >&2
         exit 1
@@ -43,7 +44,8 @@ expect() {
     shift 2
     got=$("$@") || { echo "ci-debian: $what failed: $got" >&2; exit 1; }
     if [ -z "$got" ] || printf '%s\n' "$got" | grep -qvE "$re"; then
-        printf 'ci-debian: %s printed\n%s\nwhere every line should match %s\n' "$what" "$got" "$re" >&2
+        printf 'ci-debian: %s printed\n%s\nwhere every line should match %s\n' \
+            "$what" "$got" "$re" >&2
         exit 1
     fi
     printf '%s:\n%s\n' "$what" "$(printf '%s\n' "$got" | sed 's/^/    /')"
@@ -98,13 +100,16 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 step "the README's quick start and a C++ std::pmr program against the installed packages"
 work=$out/use
 mkdir -p "$work/cmake"
-awk '/^## Quick start/ { on = 1 } on && /^```$/ { exit } on && code { print } on && /^```c$/ { code = 1 }' \
-    README.md >"$work/quickstart.c"
-[ -s "$work/quickstart.c" ] || { echo "ci-debian: no \`\`\`c block under the README's quick start" >&2; exit 1; }
+awk '/^## Quick start/ { on = 1 } on && /^```$/ { exit } on && code { print }
+     on && /^```c$/ { code = 1 }' README.md >"$work/quickstart.c"
+if [ ! -s "$work/quickstart.c" ]; then
+    echo "ci-debian: no \`\`\`c block under the README's quick start" >&2
+    exit 1
+fi
 batch='^batch [0-2]: user-[0-2]-0 \.\. user-[0-2]-999, [0-9]+ bytes in [0-9]+ retained$'
 # shellcheck disable=SC2046 # pkg-config's flags are words
-cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$work/quickstart.c" $(pkg-config --cflags --libs arena) \
-    -o "$work/quickstart"
+cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$work/quickstart.c" \
+    $(pkg-config --cflags --libs arena) -o "$work/quickstart"
 ldd "$work/quickstart" | grep -qE "libarena.so.2 => (/usr)?/lib/$multiarch/libarena.so.2 " ||
     { echo "ci-debian: the quick start does not load the package's libarena.so.2" >&2; exit 1; }
 expect "quick start, pkg-config" "$batch" "$work/quickstart"

@@ -38,7 +38,10 @@ for profile in "${@:-test}"; do
         bench) want="$want $pkgs_bench" ;;
         cross) want="$want $pkgs_cross" ;;
         debian) want="$want $pkgs_debian" ;;
-        *) echo "deps.sh: unknown profile '$profile' (test, ci, bench, cross, debian)" >&2; exit 2 ;;
+        *)
+            echo "deps.sh: unknown profile '$profile' (test, ci, bench, cross, debian)" >&2
+            exit 2
+            ;;
     esac
 done
 

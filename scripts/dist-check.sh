@@ -7,6 +7,8 @@
 #     into a scratch prefix, and tests/dist's C and C++ consumers build
 #     against the installed copy through find_package and pkg-config, run,
 #     and print the tarball's version;
+#   - the source tarball, taken in by FetchContent with its URL and hash,
+#     builds the static library alone (no tests), and the consumers with it;
 #   - the one-file tarball's arena.c compiles alone, and the same consumers,
 #     unchanged (<arena/arena.h>, ..., <arena/arena.hpp>), build against it
 #     with -I on its directory, plain and checked, and run.
@@ -74,6 +76,19 @@ read -r -a flags <<<"$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs arena)
     -o "$work/pc_cxx"
 expect "pkg-config, C" "$c_ok" env LD_LIBRARY_PATH="$(dirname "$pc_dir")" "$work/pc_c"
 expect "pkg-config, C++" "$cxx_ok" env LD_LIBRARY_PATH="$(dirname "$pc_dir")" "$work/pc_cxx"
+
+step "the source tarball through FetchContent (URL and URL_HASH), the static library"
+cmake -S "$src/tests/dist" -B "$work/fetch" -DARENA_TARBALL="file://$dist/$name.tar.gz" \
+    -DARENA_TARBALL_SHA256="$(cut -d' ' -f1 "$dist/$name.tar.gz.sha256")" >"$work/fetch.log" ||
+    { cat "$work/fetch.log" >&2; exit 1; }
+cmake --build "$work/fetch" -j "$jobs" >>"$work/fetch.log" || { cat "$work/fetch.log" >&2; exit 1; }
+expect "FetchContent, C" "$c_ok" "$work/fetch/consumer_c"
+expect "FetchContent, C++" "$cxx_ok" "$work/fetch/consumer_cxx"
+fetched=$work/fetch/_deps/arena-build
+if [ -d "$fetched/tests" ] || ls "$fetched"/libarena.so* >/dev/null 2>&1; then
+    echo "distcheck: FetchContent built libarena's tests or its shared library" >&2
+    exit 1
+fi
 
 step "the one-file tarball: arena.c alone, the same consumers unchanged, plain and checked"
 tar -xzf "$dist/$name-onefile.tar.gz" -C "$work"

@@ -119,4 +119,5 @@ arena = arena_dep
 EOF
 
 echo "dist: libarena $version ($revision) in $out/:"
-(cd "$out" && ls -l "$name.tar.gz" "$name-onefile.tar.gz" arena.wrap | awk '{ print "    " $5 "\t" $9 }')
+(cd "$out" && ls -l "$name.tar.gz" "$name-onefile.tar.gz" arena.wrap |
+    awk '{ print "    " $5 "\t" $9 }')

@@ -16,7 +16,7 @@ set -eu
 pkgs_test="cmake make gcc g++ pkg-config libcmocka-dev \
 libcjson-dev liblua5.4-dev zlib1g-dev libexpat1-dev libprotobuf-c-dev protobuf-c-compiler"
 pkgs_ci="$pkgs_test clang libclang-rt-14-dev valgrind cppcheck clang-tidy gcc-multilib g++-multilib qemu-user \
-libcmocka-dev:i386 doxygen abigail-tools meson ninja-build"
+libcmocka-dev:i386 doxygen python3 abigail-tools meson ninja-build"
 pkgs_debian="build-essential debhelper dpkg-dev fakeroot lintian cmake pkg-config libcmocka-dev \
 valgrind g++"
 pkgs_ci="$pkgs_ci $pkgs_debian"

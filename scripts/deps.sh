@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Installs the Debian packages a task needs.  As root it runs apt-get; as
-# anyone else it prints the exact command and fails.
+# Installs the Debian packages a task needs.  As root it names the missing
+# ones, then every package the install adds (apt-get's simulation: their
+# dependencies too), then runs apt-get; as anyone else it prints the exact
+# command and fails.
 #   scripts/deps.sh test    build + unit tests (cmocka, pkg-config, the libraries of
 #                           the adapter tests: cJSON, Lua 5.4, zlib, expat, protobuf-c)
 #   scripts/deps.sh ci      everything .ci/run uses
@@ -64,11 +66,22 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "    sudo apt-get update && sudo apt-get install -y$missing" >&2
     exit 1
 fi
-echo "deps.sh: installing$missing"
+echo "deps.sh: missing, to install:$missing"
 export DEBIAN_FRONTEND=noninteractive
 case "$missing" in *:i386*) dpkg --add-architecture i386 ;; esac
 # A mirror in mid-sync fails one architecture's index now and then: go on
 # with the lists that did arrive, and let the install say what is missing.
-apt-get update -qq || apt-get update -qq || echo "deps.sh: apt-get update had errors; installing from the lists at hand" >&2
+apt-get update -qq || apt-get update -qq ||
+    echo "deps.sh: apt-get update had errors; installing from the lists at hand" >&2
+# Everything the install will add, the packages these need included, from
+# apt-get's simulation of it (where that fails, the install says why).
+# shellcheck disable=SC2086
+plan=$(apt-get install -s -qq --no-install-recommends $missing 2>/dev/null |
+    sed -n 's/^Inst \([^ ]*\) .*/\1/p' | sort) || true
+if [ -n "$plan" ]; then
+    echo "deps.sh: apt-get installs $(echo "$plan" | wc -l) packages:"
+    # shellcheck disable=SC2086
+    echo $plan | fold -s -w 92 | sed 's/^/    /; s/ *$//'
+fi
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing

@@ -156,7 +156,7 @@ def main():
     rev = revision()
     banner = ("/* SPDX-License-Identifier: MIT */\n"
               "/*\n * libarena %s, amalgamated (%s) by scripts/amalgamate.py: %s.\n"
-              " * Generated; edit the tree, not this file.  See the README, \"The amalgamation\".\n"
+              " * Generated; edit the tree, not this file.  See docs/reference.md, \"The amalgamation\".\n"
               " */\n")
 
     inl = Inliner(version_h(major, minor, patch))

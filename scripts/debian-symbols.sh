@@ -3,7 +3,7 @@
 # Writes debian/libarena2.symbols from what libarena.so exports: a symbol
 # already listed keeps the version it came with, a new one gets this
 # version, and one gone is named on stderr (a removed symbol is an ABI break:
-# scripts/abi-check.sh and the README's "ABI and versioning").  The package
+# scripts/abi-check.sh and docs/reference.md, "ABI and versioning").  The package
 # build checks the file (DPKG_GENSYMBOLS_CHECK_LEVEL=4 in debian/rules), so
 # run this when a change adds an exported function, and commit the result.
 #   scripts/debian-symbols.sh [LIBARENA_SO]   (default: builds one in build-symbols)

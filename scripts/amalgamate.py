@@ -139,6 +139,7 @@ def sources():
 # File-scope names a source defines for itself: static functions and
 # variables, tags, and macros.
 STATIC = re.compile(r"^static\b[^;{}=()]*?\b([A-Za-z_]\w*)\s*(?:\(|=|;|\[)", re.M)
+STATIC_VAR = re.compile(r"^static\b[^;{}=()]*?\b([A-Za-z_]\w*)\s*(?:=|;|\[)", re.M)
 TAG = re.compile(r"^(?:typedef\s+)?(?:struct|union|enum)\s+([A-Za-z_]\w*)\s*\{", re.M)
 MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
 
@@ -181,8 +182,20 @@ def main():
     for s in srcs:
         code = strip_comments(texts[s])
         names[s] = set(STATIC.findall(code)) | set(TAG.findall(code))
-    clash = {s: sorted(n for n in names[s] if any(n in names[t] for t in srcs if t != s))
-             for s in srcs}
+    # A file's static is renamed where another file defines the same name,
+    # and a static variable where a later file names it too: a local of that
+    # name there would shadow it (-Wshadow), unless the name is also a
+    # member that the file itself reaches (s->name), which renaming would
+    # break.
+    words = {s: set(re.findall(r"\b[A-Za-z_]\w*\b", strip_comments(texts[s]))) for s in srcs}
+    clash = {}
+    for i, s in enumerate(srcs):
+        code = strip_comments(texts[s])
+        shadowed = {n for n in STATIC_VAR.findall(code)
+                    if any(n in words[t] for t in srcs[i + 1:])
+                    and not re.search(r"(?:\.|->)\s*%s\b" % n, code)}
+        clash[s] = sorted(n for n in names[s]
+                          if n in shadowed or any(n in names[t] for t in srcs if t != s))
 
     every = list(texts.values()) + [read(h) for h in all_headers()]
     body = [banner % (ver, rev, "the library's sources: compile this file once"),

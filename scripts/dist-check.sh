@@ -96,7 +96,9 @@ one=$work/$name-onefile
 for checked in 0 1; do
     o=$work/onefile-$checked
     mkdir -p "$o"
-    "$cc" -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -pthread -DARENA_CHECKED=$checked \
+    # arena.c with the warnings the library's own build has.
+    "$cc" -std=c11 -O2 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+        -Wmissing-prototypes -Werror -pthread -DARENA_CHECKED=$checked \
         -I"$one" -c "$one/arena.c" -o "$o/arena.o"
     "$cc" -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -pthread -DARENA_CHECKED=$checked \
         -I"$one" "$src/tests/dist/consumer.c" "$o/arena.o" -o "$o/consumer_c"

@@ -18,7 +18,13 @@ BENCH_ARGS ?=
 # $(AMALGAMATION_DIR) (scripts/amalgamate.py; never committed).
 AMALGAMATION_DIR ?= build-amalgamation
 
-.PHONY: test build deps docs clean bench format lint amalgamation
+# `make dist`: the release tarballs of the commit checked out (the source and
+# the one-file build, each with a .sha256) in $(DIST_DIR) (scripts/dist.sh;
+# refuses a tree with uncommitted changes); `make distcheck` then builds
+# consumers from both (scripts/dist-check.sh).
+DIST_DIR ?= build-dist
+
+.PHONY: test build deps docs clean bench format lint amalgamation dist distcheck
 
 test: deps
 	cmake --preset $(PRESET) $(CMAKE_ARGS)
@@ -53,6 +59,12 @@ lint:
 
 amalgamation:
 	python3 scripts/amalgamate.py $(AMALGAMATION_DIR)
+
+dist:
+	scripts/dist.sh $(DIST_DIR)
+
+distcheck: dist
+	scripts/dist-check.sh $(DIST_DIR)
 
 bench:
 	scripts/deps.sh bench

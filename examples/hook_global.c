@@ -7,7 +7,7 @@
  * start-up) comes from the C heap and is freed there through the same hooks.
  * expat takes the family as XML_Memory_Handling_Suite {arena_cur_malloc,
  * arena_cur_realloc, arena_cur_free}; jansson, libxml2 and SQLite likewise
- * (README.md). */
+ * (docs/reference.md). */
 #include <arena/hooks.h>
 #include <cJSON.h>
 #include <stdio.h>

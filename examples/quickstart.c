@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The README's quick start (tests/CMakeLists.txt also compiles the README's copy). */
+/* The README's example (tests/CMakeLists.txt compiles the README's copy, and checks they agree). */
 #include <arena/arena.h>
 #include <stdio.h>
 

@@ -48,6 +48,24 @@ def read(path):
         return f.read()
 
 
+def revision():
+    """The commit the tree comes from: the REVISION file that scripts/dist.sh
+    writes into a release tarball, else git's description of this checkout
+    (not of a repository the tarball happens to be unpacked inside)."""
+    path = os.path.join(ROOT, "REVISION")
+    if os.path.exists(path):
+        return read(path).strip()
+    try:
+        top = subprocess.run(["git", "-C", ROOT, "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        if os.path.realpath(top) != os.path.realpath(ROOT):
+            return "unknown"
+        return subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def public_headers():
     """Every public C header, arena.h first (the others include it): read
     from the directory, so that a header added there is never left out."""
@@ -121,6 +139,7 @@ def sources():
 # File-scope names a source defines for itself: static functions and
 # variables, tags, and macros.
 STATIC = re.compile(r"^static\b[^;{}=()]*?\b([A-Za-z_]\w*)\s*(?:\(|=|;|\[)", re.M)
+STATIC_VAR = re.compile(r"^static\b[^;{}=()]*?\b([A-Za-z_]\w*)\s*(?:=|;|\[)", re.M)
 TAG = re.compile(r"^(?:typedef\s+)?(?:struct|union|enum)\s+([A-Za-z_]\w*)\s*\{", re.M)
 MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
 
@@ -135,14 +154,10 @@ def main():
     os.makedirs(out, exist_ok=True)
     major, minor, patch = version()
     ver = "%s.%s.%s" % (major, minor, patch)
-    try:
-        rev = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        rev = "unknown"
+    rev = revision()
     banner = ("/* SPDX-License-Identifier: MIT */\n"
               "/*\n * libarena %s, amalgamated (%s) by scripts/amalgamate.py: %s.\n"
-              " * Generated; edit the tree, not this file.  See the README, \"The amalgamation\".\n"
+              " * Generated; edit the tree, not this file.  See docs/reference.md, \"The amalgamation\".\n"
               " */\n")
 
     inl = Inliner(version_h(major, minor, patch))
@@ -167,9 +182,22 @@ def main():
     for s in srcs:
         code = strip_comments(texts[s])
         names[s] = set(STATIC.findall(code)) | set(TAG.findall(code))
-    clash = {s: sorted(n for n in names[s] if any(n in names[t] for t in srcs if t != s))
-             for s in srcs}
+    # A file's static is renamed where another file defines the same name,
+    # and a static variable where a later file names it too: a local of that
+    # name there would shadow it (-Wshadow), unless the name is also a
+    # member that the file itself reaches (s->name), which renaming would
+    # break.
+    words = {s: set(re.findall(r"\b[A-Za-z_]\w*\b", strip_comments(texts[s]))) for s in srcs}
+    clash = {}
+    for i, s in enumerate(srcs):
+        code = strip_comments(texts[s])
+        shadowed = {n for n in STATIC_VAR.findall(code)
+                    if any(n in words[t] for t in srcs[i + 1:])
+                    and not re.search(r"(?:\.|->)\s*%s\b" % n, code)}
+        clash[s] = sorted(n for n in names[s]
+                          if n in shadowed or any(n in names[t] for t in srcs if t != s))
 
+    every = list(texts.values()) + [read(h) for h in all_headers()]
     body = [banner % (ver, rev, "the library's sources: compile this file once"),
             "".join("#define %s %s\n" % kv for kv in sorted(features.items())),
             '#define ARENA_BUILDING 1\n#include "arena.h"\n']
@@ -178,7 +206,7 @@ def main():
     for s in srcs:
         tag = os.path.splitext(os.path.basename(s))[0]
         text = FEATURE.sub("", texts[s])
-        pre = "".join("#define %s arena__%s_%s\n" % (n, tag, n) for n in clash[s])
+        pre = "".join("#define %s %s\n" % (n, renamed(tag, n, every)) for n in clash[s])
         macros = sorted(set(MACRO.findall(strip_comments(text))) - set(features))
         post = "".join("#undef %s\n" % n for n in clash[s] + macros)
         here = os.path.dirname(s)
@@ -188,6 +216,24 @@ def main():
         f.write("\n".join(body))
     print("amalgamate: libarena %s in %s/arena.h and %s/arena.c (%d sources)" % (ver, out, out,
                                                                                 len(srcs)))
+
+
+def all_headers():
+    found = []
+    for d in ("include/arena", "include/arena/internal", "src"):
+        found += [os.path.join(ROOT, d, n) for n in sorted(os.listdir(os.path.join(ROOT, d)))
+                  if n.endswith(".h")]
+    return found
+
+
+def renamed(tag, name, texts):
+    """The name a file's clashing static takes in the amalgamation: one that
+    no source already uses (arena__reuse_live, reuse.c's `live`, is a
+    function of its own)."""
+    new = "arena__%s__%s" % (tag, name)
+    if any(re.search(r"\b%s\b" % new, t) for t in texts):
+        sys.exit("amalgamate: %s's static %s would become %s, which a source uses" % (tag, name, new))
+    return new
 
 
 def inl_banner(path, text):

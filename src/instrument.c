@@ -71,6 +71,12 @@ __attribute__((constructor)) static void detect_valgrind(void) { arena__ask_valg
 int arena__inline_ok = !(ARENA__ASAN || ARENA_CHECKED);
 #endif
 
+#if ARENA_CHECKED
+/* What a program compiled with the checked headers refers to (arena/version.h):
+ * only a checked library defines it. */
+ARENA_API const char arena__checked_library = 1;
+#endif
+
 /* ---- Headers, tags, clobbering, sentinels ------------------------------------------ */
 
 /* The serial lives in the top bits of flags.  It is deterministic (refs stay

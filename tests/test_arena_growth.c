@@ -17,7 +17,7 @@
 
 /* Page faults are counted with getrusage(), which Windows lacks; its own
  * count (GetProcessMemoryInfo) is always 0 under wine, where the Windows
- * build is tested, so the page-fault test is POSIX-only (README.md). */
+ * build is tested, so the page-fault test is POSIX-only (docs/reference.md). */
 #if !defined(_WIN32)
 #  include <sys/resource.h>
 #  define TEST_PAGE_FAULTS 1

@@ -25,6 +25,17 @@ int __wrap_vsnprintf(char *s, size_t n, const char *fmt, va_list ap)
     return __real_vsnprintf(s, n, fmt, ap);
 }
 
+#ifdef TEST_WRAP_VSNPRINTF_CHK
+int __real___vsnprintf_chk(char *s, size_t n, int flag, size_t len, const char *fmt, va_list ap);
+int __wrap___vsnprintf_chk(char *s, size_t n, int flag, size_t len, const char *fmt, va_list ap);
+
+int __wrap___vsnprintf_chk(char *s, size_t n, int flag, size_t len, const char *fmt, va_list ap)
+{
+    passes++;
+    return __real___vsnprintf_chk(s, n, flag, len, fmt, ap);
+}
+#endif
+
 /* The passes the library takes: one when the string fits the open inline
  * window, else two (measure, then format). */
 static int expected_passes(const arena *a, size_t len)

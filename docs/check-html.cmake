@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 # Run by the `docs` target after Doxygen: the reference it wrote holds what
-# `make docs` promises.  The main page is the README (its first sentence),
-# the guide and the reference are pages of their own, arena.hpp is documented (its
-# file page and the class libarena::arena), and every link of those pages to
-# another file of the reference, and to an anchor there, arrives.
+# `make docs` promises.  The main page is the README (its first sentence);
+# the guide, the reference and the internals are pages of their own;
+# arena.hpp is documented (its file page and the class libarena::arena); and
+# every link of those pages to another file of the reference, and to an
+# anchor there, arrives.
 #   cmake -DHTML=<html dir> -DSOURCE_DIR=<checkout> -P docs/check-html.cmake
 cmake_minimum_required(VERSION 3.20)
 
@@ -61,8 +62,9 @@ check(guide.html "${guide}" "docs/guide.md is not a page")
 check(arena_8hpp.html "libarena::arena" "arena.hpp is not documented")
 check(classlibarena_1_1arena.html "libarena::arena" "the C++ classes are not documented")
 check(reference.html "The API at a glance" "docs/reference.md is not a page")
-foreach(page index.html guide.html reference.html)
+check(internals.html "how the arena keeps its promises" "docs/internals.md is not a page")
+foreach(page index.html guide.html reference.html internals.html)
   links(${page})
 endforeach()
-message(STATUS "docs: the README is the main page; the guide, the reference and arena.hpp are in; "
-               "their links arrive")
+message(STATUS "docs: the README is the main page; the guide, the reference, the internals "
+               "and arena.hpp are in; their links arrive")

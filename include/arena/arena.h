@@ -22,20 +22,21 @@
  *   - Failure: out-of-memory is not an error: NULL (or the empty ref), and
  *     the arena exactly as it was, every byte of it but the two counters
  *     of arena_get_stats() that count the failure (`limit_hits`, and
- *     `backing_calls` for the calls it made).  Misuse (see arena_error) goes to the
- *     process-wide error handler, whose default prints and aborts; if a
- *     handler returns, the faulty call does nothing.
+ *     `backing_calls` for the calls it made).  Misuse (see arena_error) goes
+ *     to the process-wide error handler, whose default prints and aborts; if
+ *     a handler returns, the faulty call does nothing.
  *   - Checked build (ARENA_CHECKED=1): every value gets a header and a guard;
  *     expired memory is filled with 0xDD; guards, headers and arena_check()
  *     are verified at every reset and rewind (ARENA_ERR_CORRUPT); stale refs
  *     are reported.  Under AddressSanitizer or Valgrind the guards and the
  *     expired memory are poisoned instead.
  *
- * This file is the contract.  The structs' private fields are laid out in
- * arena/internal/types.h, which it includes first; the inline functions
- * declared here are defined in arena/internal/arena.h, which it includes at
- * its end.  Nothing named arena__ or ARENA__ is API.  This header includes only <stdarg.h>, <stddef.h>, <stdint.h>,
- * <stdbool.h> and <string.h>, and is usable from C++.
+ * This file is the contract; docs/internals.md says how the arena keeps it.
+ * The structs' private fields are laid out in arena/internal/types.h, which
+ * it includes first; the inline functions declared here are defined in
+ * arena/internal/arena.h, which it includes at its end.  Nothing named
+ * arena__ or ARENA__ is API.  This header includes only <stdarg.h>,
+ * <stddef.h>, <stdint.h>, <stdbool.h> and <string.h>, and is usable from C++.
  */
 #ifndef ARENA_ARENA_H
 #define ARENA_ARENA_H
@@ -54,21 +55,17 @@
 extern "C" {
 #endif
 
-/* ---- Constants ---------------------------------------------------------- */
+/* ---- Constants -------------------------------------------------------------------- */
 
 /** Default chunk budget, in bytes of capacity. */
 #define ARENA_DEFAULT_CHUNK 65536
 
-/** The reach of a reset's memory, in batches: a chunk that no batch has
- *  used for ARENA_RETAIN_BATCHES batches (a one-off spike's) is given back
- *  by then, and what a reset keeps never exceeds twice the largest demand of
- *  the last ARENA_RETAIN_BATCHES batches (see arena_reset()). */
+/** The reach of a reset's memory, in batches: a spike is given back within
+ *  this many batches (see arena_reset()). */
 #define ARENA_RETAIN_BATCHES 256
 
-/** A batch shape that recurs at least once every ARENA_RECUR_BATCHES
- *  batches (a large request among smaller ones) keeps its chunks: once warm
- *  it makes no backing-allocator call, hence no page fault (see
- *  arena_reset()). */
+/** A batch shape that recurs at least once every this many batches keeps its
+ *  chunks (see arena_reset()). */
 #define ARENA_RECUR_BATCHES 64
 
 /** Alignment of arena_alloc(), of chunks and of what a backing allocator
@@ -78,107 +75,7 @@ extern "C" {
 /** The largest value a ref can describe, in bytes (also the largest chunk budget). */
 #define ARENA_REF_MAX ((size_t)INT32_MAX)
 
-/* ---- Errors -------------------------------------------------------------- */
-
-/** Misuse codes passed to the error handler.  Out-of-memory is not misuse. */
-typedef enum arena_error {
-    /** arena_pool_free(p, NULL), arena_cache_recycle(c, NULL) */
-    ARENA_ERR_NULL_FREE = 1,
-    /** not the start of a slot of this pool, not a block of the arena_cur_*
-     *  family, an arena recycled into a cache that did not make it; checked
-     *  build: arena_realloc() of a pointer that is not the start of a live value */
-    ARENA_ERR_FOREIGN_POINTER,
-    /** the slot is already free; the arena was already recycled */
-    ARENA_ERR_DOUBLE_FREE,
-    /** a ref cannot describe the value (larger than ARENA_REF_MAX) */
-    ARENA_ERR_REF_TOO_LARGE,
-    /** checked build: a ref from before the last reset, release or rewind,
-     *  or one no call of this arena made */
-    ARENA_ERR_STALE_REF,
-    /** a rewind or scope end to a mark that has expired (a reset, a release,
-     *  or a rewind to an earlier mark since), from another arena, or never
-     *  taken */
-    ARENA_ERR_BAD_MARK,
-    /** arena_check() or arena_pool_check() found an inconsistency; checked
-     *  build: a guard or header overwritten */
-    ARENA_ERR_CORRUPT,
-    /** arena_realloc() told an old size larger than the value */
-    ARENA_ERR_BAD_SIZE,
-    /** a cleanup pushed with fn NULL, or on an arena whose cleanups are
-     *  running (from one of them); a reset, rewind or release of an arena
-     *  from one of its own cleanups; a cleanup cancelled after it ran or
-     *  was cancelled, where detectable (see arena_cleanup_cancel()) */
-    ARENA_ERR_CLEANUP,
-    /** a value given back or resized after the batch that stored it ended
-     *  (a reset, rewind or release since): seen where it lies beyond what
-     *  the arena's current batch has stored (see arena_free()) */
-    ARENA_ERR_LATE_FREE
-} arena_error;
-
-/** An error handler.  `message` names the function, the offending value,
- *  and the arena, pool or cache the faulty call was on, by its address and,
- *  when it has one, its name (arena_set_name(), arena_pool_set_name(),
- *  arena_cache_set_name(); in double quotes after the address, control
- *  characters and bytes of no well-formed UTF-8 sequence as \\xNN, cut to 64
- *  characters); it is valid only during the call.  arena_error_about() gives
- *  the handler the objects themselves.  If the handler returns, the faulty
- *  call does nothing: the state is exactly as before.  It runs in the thread
- *  that made the faulty call. */
-typedef void arena_error_fn(arena_error code, const char *message, void *ctx);
-
-/** What a misuse is about, as arena_error_about() gives it to the error
- *  handler.  The library owns it. */
-typedef struct arena_error_info {
-    arena_error code;                /**< the code the handler was given */
-    const struct arena *arena;       /**< the arena the faulty call was on, or NULL */
-    const struct arena_pool *pool;   /**< the pool it was on (pool.h), or NULL */
-    const struct arena_cache *cache; /**< the cache it was on (thread.h), or NULL */
-    const char *name;                /**< the name of `arena`, else of `pool`, else of
-                                          `cache` (the first that is not NULL), or NULL */
-    const void *reserved[4];         /**< NULL; room for later fields */
-} arena_error_info;
-
-/** Installs `fn` (with `ctx`) as the process-wide error handler and returns the
- *  previous one.  `fn == NULL` restores arena_default_error_handler().
- *  Not thread-safe: set it at start-up, before threads use the library. */
-ARENA_API arena_error_fn *arena_set_error_handler(arena_error_fn *fn, void *ctx);
-
-/** The current handler; stores its ctx in `*ctx` when ctx is not NULL (a
- *  handler that chains to the one it replaced).  Not thread-safe against
- *  arena_set_error_handler(). */
-ARENA_API arena_error_fn *arena_get_error_handler(void **ctx);
-
-/**
- * During a call of the error handler, from the handler (its thread): what the
- * misuse being reported is about, so that a handler can name the object in
- * its own words (the request an arena serves, say) or act on it.  The
- * objects are those of the faulty call (the arena of arena_free(), the pool
- * of arena_pool_free(), the cache and the arena of arena_cache_recycle(),
- * the current arena of the arena_cur_* family); the struct is valid until
- * the handler returns.  A report from within the handler (a misuse there)
- * has its own, and the outer one is back when that inner handler returns.
- * NULL outside a handler's call, but for a thread whose handler left by
- * longjmp(): it still gives that report (its storage, the library's, stays
- * valid; its objects may not).  Thread-safe: each thread sees its own.
- */
-ARENA_API const arena_error_info *arena_error_about(void);
-
-/** The default handler: writes "libarena: " and the message to stderr and
- *  aborts.  Thread-safe. */
-ARENA_API void arena_default_error_handler(arena_error code, const char *message, void *ctx);
-
-/** A short constant name for a code ("ARENA_ERR_DOUBLE_FREE"), "unknown"
- *  otherwise; a static string.  Thread-safe. */
-ARENA_API const char *arena_error_name(arena_error code);
-
-/* ---- Version -------------------------------------------------------------- */
-
-/** The library's version as "MAJOR.MINOR.PATCH" (of the library linked, which
- *  may differ from ARENA_VERSION_STRING, the header's); a static string.
- *  Thread-safe. */
-ARENA_API const char *arena_version(void);
-
-/* ---- The arena --------------------------------------------------------------- */
+/* ---- The arena -------------------------------------------------------------------- */
 
 /** Where all of an arena's (or pool's, or cache's) memory comes from.  The
  *  library calls it from calls on what it backs, so it needs to be
@@ -203,29 +100,6 @@ typedef struct arena_allocator {
  */
 typedef struct arena arena;
 
-/** A saved position: a plain value, owned by the caller, that may be copied
- *  and dropped freely.  See arena_save() and arena_rewind(). */
-typedef struct arena_mark {
-    char *pos;       /**< position in the current chunk, NULL: none */
-    size_t size;     /**< arena_size() at the save */
-    uint32_t cur;    /**< current chunk */
-    uint32_t nused;  /**< chunks in use */
-    uint64_t serial; /**< which of the arena's saves this is (increasing from 1;
-                          a rewind that expires marks skips one) */
-} arena_mark;
-
-/** A 12-byte, pointer-free descriptor of a stored value: a plain value that
- *  may be copied, stored in the arena itself, or written to disk and read
- *  back while the value lives.  The all-zero ref is the empty ref.  Resolve
- *  it with arena_ref_ptr()/arena_ref_str(), and read its length with
- *  arena_ref_len(): a checked build keeps a tag in the top bits of `chunk`
- *  and `len`. */
-typedef struct arena_ref {
-    uint32_t chunk; /**< index of the chunk */
-    uint32_t off;   /**< offset in the chunk */
-    uint32_t len;   /**< length in bytes (without the NUL of a string) */
-} arena_ref;
-
 /**
  * Initialises an empty arena whose chunk budget is `chunk_bytes` (0:
  * ARENA_DEFAULT_CHUNK; above ARENA_REF_MAX: clamped): the capacity of each
@@ -247,17 +121,14 @@ ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocat
 /**
  * Initialises an arena whose first chunk is the caller's `buf` of `len` bytes
  * (any alignment: the start is rounded up to ARENA_ALIGN).  The arena never
- * frees `buf`, and reset and release keep it as the first chunk.
- * `backing == NULL`: fixed-size, an allocation that does not fit returns NULL
- * and nothing is ever allocated from the heap.  Otherwise further chunks come
- * from `backing`, with the budget ARENA_DEFAULT_CHUNK, and are kept or given
- * back as arena_reset() says (the buffer is always kept, as chunk 0).  `buf`
- * must outlive the arena.  Never fails.  Inline for a fixed-size arena
- * (backing NULL) where nothing is instrumented: a few stores, the library's
- * bookkeeping being written by the first call that needs it (not by one
- * that fails or is reported: that call leaves every byte of the arena as it
- * was); so a scope on the stack (init, values, arena_release()) costs no
- * call.
+ * frees `buf`, and reset and release keep it as the first chunk.  `buf` must
+ * outlive the arena.  `backing == NULL`: fixed-size; an allocation that does
+ * not fit returns NULL, and nothing is ever allocated from the heap.
+ * Otherwise further chunks come from `backing`, with the budget
+ * ARENA_DEFAULT_CHUNK, and are kept or given back as arena_reset() says.
+ * Never fails.  Inline for a fixed-size arena where nothing is instrumented
+ * (a few stores), so a scope on the stack (init, values, arena_release())
+ * costs no call.
  */
 static inline void arena_init_buffer(arena *a, void *buf, size_t len,
                                      const arena_allocator *backing);
@@ -269,188 +140,7 @@ static inline void arena_init_buffer(arena *a, void *buf, size_t len,
  *  one load after the inline arena_init_buffer()). */
 static inline void arena_release(arena *a);
 
-/**
- * Forgets every value (size 0) and keeps chunks (contents untouched) for the
- * next batch, by a policy that needs no tuning:
- *   - a batch's demand is the capacity of the chunks it used, those of scopes
- *     rewound within it included;
- *   - the policy covers the latest batches by blocks of 32: those of the
- *     last ARENA_RETAIN_BATCHES / 32 blocks, the one under way included (the
- *     last 225 to ARENA_RETAIN_BATCHES batches); its target is the largest
- *     demand among them;
- *   - a reset keeps the chunks those batches used, the most recently used
- *     first, up to twice the target in all, and frees the others.  The
- *     caller's buffer is always kept.
- *
- * A value that does not fit the current chunk takes a kept chunk that holds
- * it and is at most twice what a new chunk for it would be, if any: the
- * first in the order they were allocated, which is the one the last batch
- * of its shape took.  Hence:
- *   - batches of one shape reach, from the second or third on, a steady
- *     state with no backing-allocator call and no page fault, values larger
- *     than the budget included;
- *   - a batch shape that recurs at least once every ARENA_RECUR_BATCHES
- *     batches among steady smaller ones (a large document among requests)
- *     keeps its chunks, and reaches the same steady state once warm; so does
- *     a workload alternating between shapes;
- *   - a spike that does not recur is given back within
- *     ARENA_RETAIN_BATCHES smaller batches;
- *   - what a reset keeps never exceeds twice the largest demand of the last
- *     ARENA_RETAIN_BATCHES batches.
- * A release forgets the history: the batches before it count as if they had
- * used nothing but the caller's buffer.  The same holds for the arenas of an
- * arena_cache (arena_cache_recycle()) and for arena_shared_reset()
- * (thread.h).
- *
- * Every value, pointer, ref and mark expires.  Never fails.  Inline when the
- * arena holds one chunk (a few stores; one such reset in 256 calls the
- * library, which counts the batches); O(chunks) otherwise.  Checked build:
- * verifies every guard and header, and arena_check(), before it forgets.
- */
-static inline void arena_reset(arena *a);
-
-/**
- * arena_reset() that keeps at most `retain_limit` bytes of chunks ("retain
- * with a limit"): of the chunks the policy keeps, taken in order of use (the
- * batch's own first, then older ones, the most recently used first), each
- * one is kept if it still fits under `retain_limit`, and the others go back to
- * the backing allocator.  With chunks of the budget's size B only, the arena
- * retains min(what arena_reset() keeps, floor(retain_limit / B) * B) bytes.
- * The caller's buffer is always kept (and counts).  retain_limit SIZE_MAX is
- * arena_reset(); 0 frees every chunk the arena allocated and its
- * bookkeeping, like arena_release().  Expires every value.  Never fails.
- */
-ARENA_API void arena_reset_to(arena *a, size_t retain_limit);
-
-/**
- * Frees spare chunks (those a reset or rewind kept and no value uses now),
- * oversized ones included, at once and with no policy: taken in order of use
- * (most recent first), each spare is kept if it still fits under
- * `max_retained` beside the chunks in use, and freed otherwise.  Chunks
- * holding values are never freed, so every value, pointer, ref and mark
- * stays valid: arena_retained() may stay above `max_retained`.  Cheap when
- * there is nothing to free (a few comparisons); O(spares) otherwise.  Never
- * fails.
- */
-ARENA_API void arena_trim(arena *a, size_t max_retained);
-
-/**
- * Forgets everything stored after `m` was taken: arena_size() is what it was
- * then, every chunk is kept (those of oversized values too, as spares for the
- * next value of their size), and the next allocation of the same shape
- * returns the same address as it would have then.  A mark taken when no chunk
- * was current (on an empty arena) leaves a regular chunk stored into since
- * current and empty (the one a reset would pick: the first of the budget's
- * size, else the first), as a reset does, the others spare: the next scope
- * stores into it again.  Chunks are given back by a
- * reset, arena_trim() or a release, and by a store that needs a new chunk for
- * an oversized value: it frees the largest spare allocated in this batch (a
- * rewind of it left it) that is too small for it, so that scopes of a growing
- * value leave one chunk, not one per size; not in a batch that follows one
- * that freed a chunk so (it may be of the same shape, which needs them all
- * again).  Marks taken after `m` expire; `m` stays valid.
- *
- * A value stored before `m` is the most recent one again once nothing stored
- * after `m` remains, so it may be resized after `m` was taken: grown in place
- * past the mark's position, it is cut back to end there (the bytes it grew by
- * are forgotten).  Under ASan or Valgrind and in the checked build, where
- * values have guards, it is cut back to the size it had at `m`, its guard
- * closed (poisoned, clobbered and verified) again and everything from the
- * position on poisoned, also where it grew only into its guard.  The
- * library notes that size at the first in-place resize after a mark, for
- * the marks since the previous one: where it does not know it (values were
- * resized in place after `m` and again after a later mark, or two values
- * after one mark), a value grown into the 8 bytes before the position, a
- * guard at the mark, ends 8 bytes before instead.  Freed or shrunk below
- * that position (arena_free(), arena_realloc()), the bytes it gave back
- * count again after the rewind, as they did at `m` (the next reset, or a
- * rewind to an earlier mark, reclaims them), and whatever was stored after
- * `m` in their place expires too.
- *
- * Misuse, in every build: a mark that has expired -- by a reset or release,
- * or by a rewind to a mark taken before it (scopes ended out of order) -- is
- * reported as ARENA_ERR_BAD_MARK, and then nothing happens; so is a mark this
- * arena never made, where detectable (a zeroed one; one from another arena
- * that does not fit this one's saves or chunks).  A valid mark is never
- * reported.  The arena remembers the serials that its latest four rewinds
- * expired (a rewind to an earlier mark merges what it covers): a mark
- * expired by an older rewind than those four goes unreported.  The check costs a few comparisons.  Checked build: also
- * verifies the guards and headers of the values it forgets.
- *
- * Cost: inline, a few comparisons and stores, for a rewind to the
- * latest mark in the chunk the arena is storing into, with no chunk taken
- * since the mark (the innermost scope, which stayed within its chunk), where
- * nothing is instrumented; a call in every other case.
- */
-#ifndef ARENA__OUT_OF_LINE
-static inline void arena_rewind(arena *a, arena_mark m);
-#else
-ARENA_API void arena_rewind(arena *a, arena_mark m);
-#endif
-
-/** Bytes stored since the last reset or release (string NULs included;
- *  alignment padding and chunk tails excluded).  O(1), inline. */
-static inline size_t arena_size(const arena *a);
-
-/** Capacity of every chunk held, in bytes: in use and spare, regular and
- *  oversized, the caller's buffer included.  Chunk overhead (guards, the
- *  checked build's headers) is not counted.  O(1). */
-ARENA_API size_t arena_retained(const arena *a);
-
-/** The current position, to give to arena_rewind().  Each mark has its own
- *  serial, which tells a rewind whether it has expired, so taking one writes
- *  the arena (a few loads and stores, no call).  Never fails. */
-static inline arena_mark arena_save(arena *a);
-
-/* ---- Scopes ---------------------------------------------------------------- */
-
-/** A mark of an arena, to be rewound at the end of a scope: what
- *  arena_scope_begin() and arena_scratch_begin() return.  A plain value,
- *  owned by the caller. */
-typedef struct arena_scope {
-    struct arena *arena; /**< NULL: nothing to rewind (`struct`: C++ allows the name) */
-    arena_mark mark;     /**< its position at the start of the scope */
-} arena_scope;
-
-/** Starts a scope of `a`: arena_scope_end() forgets everything stored in `a`
- *  after this call.  arena_save() in a struct: inline, never fails. */
-static inline arena_scope arena_scope_begin(arena *a);
-
-/**
- * Ends a scope: arena_rewind(s->arena, s->mark); nothing when s->arena is
- * NULL.  The scope of a scratch arena (arena_scratch_begin() in thread.h) also
- * frees that arena's spare chunks beyond 1 MiB.  Scopes of one arena must end
- * in reverse order of their start: one ended after an enclosing one is
- * reported (ARENA_ERR_BAD_MARK, in every build: see arena_rewind()), and then
- * nothing happens (no rewind, no trim).  Ending a scope again is fine.  The
- * thread that uses the arena ends its scopes.  Inline where arena_rewind()
- * is, and then a call only to trim spare chunks.
- */
-#ifndef ARENA__OUT_OF_LINE
-static inline void arena_scope_end(arena_scope *s);
-#else
-ARENA_API void arena_scope_end(arena_scope *s);
-#endif
-
-#if defined(__GNUC__) || defined(__clang__)
-/** 1 where ARENA_SCOPE and ARENA_SCRATCH_SCOPE exist (gcc, clang), else 0. */
-#  define ARENA_HAVE_SCOPE 1
-/**
- * ARENA_SCOPE(a);  as a statement inside a block: everything stored in `a`
- * from here on is forgotten when the block is left, however it is left
- * (end of block, return, break, goto out of it), through the cleanup
- * attribute of gcc and clang.  Not longjmp, and not C++ exceptions in C code.
- * Elsewhere (MSVC) the macro does not exist: use arena_scope_begin() and
- * arena_scope_end() on every path.  At most one per line.
- */
-#  define ARENA_SCOPE(a)                                                                           \
-    arena_scope ARENA__CAT(arena__scope_, __LINE__)                                                \
-        __attribute__((cleanup(arena_scope_end), unused)) = arena_scope_begin(a)
-#else
-#  define ARENA_HAVE_SCOPE 0
-#endif
-
-/* ---- Storing values ---------------------------------------------------------- */
+/* ---- Storing values --------------------------------------------------------------- */
 
 /**
  * `size` uninitialised bytes, ARENA_ALIGN-aligned, owned by the arena until
@@ -583,21 +273,16 @@ ARENA_API void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_s
 ARENA_API void arena_free(arena *a, void *ptr, size_t size);
 
 /**
- * The allocation for values that are freed one by one: `size`
- * uninitialised bytes, ARENA_ALIGN-aligned.  While nothing was given back in
- * the batch, arena_alloc() (one test, no call).  Once something was, the
- * value goes where the arena can take it back whole when it is freed: a
- * block given back in this batch (arena_free(), the adapters' frees, a
- * moving arena_realloc()) that holds it, the smallest that does (a larger
- * one is split); else a value of at most 256 bytes in a page of its size
- * class (16-byte steps; in a plain build, once its class has had a few
- * values in the batch), a larger one in a block of its size class (bounds
- * at most 12.5% apart) after a 16-byte head; a value past the chunk budget
- * in a chunk of its own.  Freed, each goes back whole, and pages whose
- * blocks are all free are reused by any size.  Instrumented builds keep
- * exact sizes (a guard after each value) and no pages.  O(1) but for a
- * merge of the free blocks, amortized O(log n) per block given back.  Size 0
- * and failure as arena_alloc().
+ * The allocation for values that are freed one by one: `size` uninitialised
+ * bytes, ARENA_ALIGN-aligned.  While nothing was given back in the batch, it
+ * is arena_alloc() (one test, no call).  Once something was, the value goes
+ * where the arena can take it back whole when it is freed: a block given back
+ * in this batch, a page of its size class, or a block of its size class
+ * (docs/internals.md says which).  So what the arena holds follows what is
+ * live, under any pattern of frees.  Instrumented builds keep exact sizes,
+ * with a guard after each value.  O(1) but for a merge of the free blocks,
+ * amortized O(log n) per block given back.  Size 0 and failure as
+ * arena_alloc().
  */
 ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) ARENA_API
     void *arena_alloc_reuse(arena *a, size_t size);
@@ -632,7 +317,156 @@ ARENA__NODISCARD ARENA__FORMAT_PRINTF(2, 0) ARENA_API
 #define ARENA_ALLOC_ARRAY(a, T, n)                                                                 \
   ((T *)arena__alloc_array((a), (size_t)(n), sizeof(T), ARENA__ALIGNOF(T)))
 
-/* ---- Refs ------------------------------------------------------------------------ */
+/* ---- Batches ---------------------------------------------------------------------- */
+
+/**
+ * Ends the batch: forgets every value (size 0) and keeps the chunks, contents untouched,
+ * for the next batch.  What it keeps follows recent demand, with nothing to tune.  A
+ * batch's demand is the capacity of the chunks it used; docs/internals.md says the rest.
+ *   - Batches of one shape make no backing-allocator call and take no page fault from
+ *     the second or third on, values larger than a chunk included.
+ *   - So do, once warm, a shape that recurs at least once every ARENA_RECUR_BATCHES
+ *     batches among others, and a workload that alternates between shapes.
+ *   - A spike that does not recur is given back within ARENA_RETAIN_BATCHES batches.
+ *   - What a reset keeps never exceeds twice the largest demand of the last
+ *     ARENA_RETAIN_BATCHES batches.  The caller's buffer is always kept.
+ * A release forgets the demand of the batches before it.  Every value, pointer, ref and
+ * mark expires.  Never fails.  Inline when the arena holds one chunk; O(chunks)
+ * otherwise.  Checked build: first verifies every guard and header, and arena_check().
+ */
+static inline void arena_reset(arena *a);
+
+/**
+ * arena_reset() that keeps at most `retain_limit` bytes of chunks ("retain
+ * with a limit"): of the chunks the policy keeps, taken in order of use (the
+ * batch's own first, then older ones, the most recently used first), each
+ * one is kept if it still fits under `retain_limit`, and the others go back to
+ * the backing allocator.  With chunks of the budget's size B only, the arena
+ * retains min(what arena_reset() keeps, floor(retain_limit / B) * B) bytes.
+ * The caller's buffer is always kept (and counts).  retain_limit SIZE_MAX is
+ * arena_reset(); 0 frees every chunk the arena allocated and its
+ * bookkeeping, like arena_release().  Expires every value.  Never fails.
+ */
+ARENA_API void arena_reset_to(arena *a, size_t retain_limit);
+
+/**
+ * Frees spare chunks (those a reset or rewind kept and no value uses now),
+ * oversized ones included, at once and with no policy: taken in order of use
+ * (most recent first), each spare is kept if it still fits under
+ * `max_retained` beside the chunks in use, and freed otherwise.  Chunks
+ * holding values are never freed, so every value, pointer, ref and mark
+ * stays valid: arena_retained() may stay above `max_retained`.  Cheap when
+ * there is nothing to free (a few comparisons); O(spares) otherwise.  Never
+ * fails.
+ */
+ARENA_API void arena_trim(arena *a, size_t max_retained);
+
+/** Bytes stored since the last reset or release (string NULs included;
+ *  alignment padding and chunk tails excluded).  O(1), inline. */
+static inline size_t arena_size(const arena *a);
+
+/** Capacity of every chunk held, in bytes: in use and spare, regular and
+ *  oversized, the caller's buffer included.  Chunk overhead (guards, the
+ *  checked build's headers) is not counted.  O(1). */
+ARENA_API size_t arena_retained(const arena *a);
+
+/* ---- Marks and scopes ------------------------------------------------------------- */
+
+/** A saved position: a plain value, owned by the caller, that may be copied
+ *  and dropped freely.  See arena_save() and arena_rewind(). */
+typedef struct arena_mark {
+    char *pos;       /**< position in the current chunk, NULL: none */
+    size_t size;     /**< arena_size() at the save */
+    uint32_t cur;    /**< current chunk */
+    uint32_t nused;  /**< chunks in use */
+    uint64_t serial; /**< which of the arena's saves this is (increasing from 1;
+                          a rewind that expires marks skips one) */
+} arena_mark;
+
+/** The current position, to give to arena_rewind().  Each mark has its own
+ *  serial, which tells a rewind whether it has expired, so taking one writes
+ *  the arena (a few loads and stores, no call).  Never fails. */
+static inline arena_mark arena_save(arena *a);
+
+/**
+ * Forgets everything stored after `m` was taken: arena_size() is what it was then, and
+ * the next allocation of the same shape returns the address it would have then.  Every
+ * chunk stays with the arena, for the stores that follow; docs/internals.md says which
+ * one becomes current.  A value stored before `m` and grown in place since ends again
+ * at the position `m` saved (at its size at `m` where values have guards).  Bytes given
+ * back below that position count again.
+ * Misuse, in every build: a mark that has expired, or that this arena never made (where
+ * detectable), is reported as ARENA_ERR_BAD_MARK, and then nothing happens.  A valid
+ * mark is never reported.  A mark expired by an older rewind than the latest four goes
+ * unreported.  Checked build: also verifies the guards and headers of the values it
+ * forgets.  Inline (a few comparisons and stores) for a rewind to the latest mark with
+ * no chunk taken since, where nothing is instrumented; a call in every other case.
+ */
+#ifndef ARENA__OUT_OF_LINE
+static inline void arena_rewind(arena *a, arena_mark m);
+#else
+ARENA_API void arena_rewind(arena *a, arena_mark m);
+#endif
+
+/** A mark of an arena, to be rewound at the end of a scope: what
+ *  arena_scope_begin() and arena_scratch_begin() return.  A plain value,
+ *  owned by the caller. */
+typedef struct arena_scope {
+    struct arena *arena; /**< NULL: nothing to rewind (`struct`: C++ allows the name) */
+    arena_mark mark;     /**< its position at the start of the scope */
+} arena_scope;
+
+/** Starts a scope of `a`: arena_scope_end() forgets everything stored in `a`
+ *  after this call.  arena_save() in a struct: inline, never fails. */
+static inline arena_scope arena_scope_begin(arena *a);
+
+/**
+ * Ends a scope: arena_rewind(s->arena, s->mark); nothing when s->arena is
+ * NULL.  The scope of a scratch arena (arena_scratch_begin() in thread.h) also
+ * frees that arena's spare chunks beyond 1 MiB.  Scopes of one arena must end
+ * in reverse order of their start: one ended after an enclosing one is
+ * reported (ARENA_ERR_BAD_MARK, in every build: see arena_rewind()), and then
+ * nothing happens (no rewind, no trim).  Ending a scope again is fine.  The
+ * thread that uses the arena ends its scopes.  Inline where arena_rewind()
+ * is, and then a call only to trim spare chunks.
+ */
+#ifndef ARENA__OUT_OF_LINE
+static inline void arena_scope_end(arena_scope *s);
+#else
+ARENA_API void arena_scope_end(arena_scope *s);
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+/** 1 where ARENA_SCOPE and ARENA_SCRATCH_SCOPE exist (gcc, clang), else 0. */
+#  define ARENA_HAVE_SCOPE 1
+/**
+ * ARENA_SCOPE(a);  as a statement inside a block: everything stored in `a`
+ * from here on is forgotten when the block is left, however it is left
+ * (end of block, return, break, goto out of it), through the cleanup
+ * attribute of gcc and clang.  Not longjmp, and not C++ exceptions in C code.
+ * Elsewhere (MSVC) the macro does not exist: use arena_scope_begin() and
+ * arena_scope_end() on every path.  At most one per line.
+ */
+#  define ARENA_SCOPE(a)                                                                           \
+    arena_scope ARENA__CAT(arena__scope_, __LINE__)                                                \
+        __attribute__((cleanup(arena_scope_end), unused)) = arena_scope_begin(a)
+#else
+#  define ARENA_HAVE_SCOPE 0
+#endif
+
+/* ---- Refs ------------------------------------------------------------------------- */
+
+/** A 12-byte, pointer-free descriptor of a stored value: a plain value that
+ *  may be copied, stored in the arena itself, or written to disk and read
+ *  back while the value lives.  The all-zero ref is the empty ref.  Resolve
+ *  it with arena_ref_ptr()/arena_ref_str(), and read its length with
+ *  arena_ref_len(): a checked build keeps a tag in the top bits of `chunk`
+ *  and `len`. */
+typedef struct arena_ref {
+    uint32_t chunk; /**< index of the chunk */
+    uint32_t off;   /**< offset in the chunk */
+    uint32_t len;   /**< length in bytes (without the NUL of a string) */
+} arena_ref;
 
 /**
  * Stores a copy of `size` bytes at `align` (a power of two, 0: ARENA_ALIGN)
@@ -668,7 +502,86 @@ static inline void *arena_ref_ptr(const arena *a, arena_ref r);
  *  (and, in a checked build, after a report as arena_ref_ptr()). */
 static inline const char *arena_ref_str(const arena *a, arena_ref r);
 
-/* ---- Limits, counters and names ---------------------------------------------------- */
+/* ---- Cleanups and child arenas ---------------------------------------------------- */
+
+/** A cleanup: called once with the `ctx` it was pushed with. */
+typedef void arena_cleanup_fn(void *ctx);
+
+/** A registered cleanup (opaque): a record stored in the arena, the handle
+ *  to cancel it by.  It is a value of the arena's batch. */
+typedef struct arena_cleanup arena_cleanup;
+
+/**
+ * Registers `fn(ctx)` to run exactly once when the values stored before
+ * this call die: at the reset, arena_reset_to() or release that ends the
+ * batch (the recycle of an arena_cache's arena is a reset), or at a rewind
+ * (or scope end) to a mark taken before this call.  Cleanups run last
+ * registered first, before the end of the batch or scope touches any
+ * memory: a cleanup may read the values stored before it was pushed (a
+ * struct holding a FILE *, say), and may use other arenas.  While an
+ * arena's cleanups run it refuses, as misuse (ARENA_ERR_CLEANUP, then
+ * nothing happens), a push on it and a reset, rewind or release of it; a
+ * cleanup may store values in it (they die with the batch or scope being
+ * ended) and cancel its other cleanups.
+ *
+ * The record (48 bytes on 64-bit targets) is a value of the arena, taken
+ * as arena_alloc_reuse() takes one: the returned handle stays valid until
+ * the cleanup runs or is cancelled.  Failure: out of memory returns NULL
+ * with nothing registered and the arena as it was.  Misuse: fn NULL, or a
+ * push on an arena whose cleanups are running: ARENA_ERR_CLEANUP, then
+ * NULL.  Cost: an allocation and a few stores; while any cleanup is
+ * registered the arena's reset, rewind and release are calls (the inline
+ * paths defer to the library), each O(cleanups it runs) more; an arena with
+ * none pays nothing.  Not thread-safe (see arena_shared_cleanup_push() in
+ * thread.h).  Checked build, and every build where cheap: a record
+ * overwritten by the program is reported (ARENA_ERR_CORRUPT) when it would
+ * run, and it and the older cleanups are then dropped unrun.
+ */
+ARENA_API arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void *ctx);
+
+/**
+ * Cancels the cleanup `c` of `a` (a resource closed early): it will not
+ * run, and its record goes back to the arena (arena_free()).  O(1).
+ * NULL: nothing (the result of a failed push).  Requires a handle of `a`
+ * whose cleanup has neither run nor been cancelled: its record is a value
+ * of the batch that pushed it, so a handle used after that batch or scope
+ * ended is a use after reset (undefined; the checked build, which clobbers
+ * expired memory, mostly reports it).  Within the batch, a cleanup that
+ * ran (from a cleanup of the same run) is reported (ARENA_ERR_CLEANUP);
+ * one cancelled already, in a plain build while its record is not reused
+ * (ARENA_ERR_CLEANUP; the checked build clobbers the freed record, so it
+ * reads as foreign; ASan and Valgrind report the read of it); a handle
+ * that is no record of `a` is reported (ARENA_ERR_FOREIGN_POINTER) where
+ * its bytes show it.  After a report nothing happens.
+ */
+ARENA_API void arena_cleanup_cancel(arena *a, arena_cleanup *c);
+
+/**
+ * Initialises `child` as an empty arena whose chunks come from `parent`
+ * (through arena_allocator_of(parent): each chunk is a value of the
+ * parent, and every chunk the child gives back -- at a reset, per its
+ * retention policy, at arena_trim() or at its release -- goes back to the
+ * parent's free blocks, O(1) each, for the next child to take with no
+ * backing call).  `chunk_bytes` is the child's chunk budget (0: a quarter
+ * of the parent's, so that a child's chunk fits in one of the parent's).
+ * The child dies with the parent's batch, and with a scope of the parent
+ * in which it took memory: when it first takes memory of the parent, and
+ * at its first take after each mark of the parent, it pushes a cleanup on
+ * the parent (arena_cleanup_push(); the one it pushed before is cancelled)
+ * that releases the child, so the parent's reset, release or rewind to a
+ * mark taken before that releases it (its own cleanups run then); its
+ * release before that cancels the cleanup.  Values of the child used after that
+ * are a use after reset; the child itself is then empty and may be used
+ * again, in the parent's next batch.  The child struct may be a value of
+ * the parent.  Requires that `parent` outlives the child's use and is not
+ * used by another thread meanwhile (the child's slow paths allocate from
+ * it).  Never fails (a chunk the parent cannot give is the child's
+ * out-of-memory, and so is one asked while the parent runs its cleanups:
+ * it would die with the batch or scope ending).
+ */
+ARENA_API void arena_init_child(arena *child, arena *parent, size_t chunk_bytes);
+
+/* ---- Limits, counters and names --------------------------------------------------- */
 
 /** A group limit: one byte budget that several arenas (every arena of an
  *  arena_cache, say) charge what they take from their backing allocators
@@ -823,86 +736,108 @@ typedef struct arena_stats {
  * arena's.
  */
 ARENA_API void arena_get_stats(const arena *a, arena_stats *out);
-/* ---- Cleanups and child arenas ------------------------------------------------------ */
 
-/** A cleanup: called once with the `ctx` it was pushed with. */
-typedef void arena_cleanup_fn(void *ctx);
+/* ---- Errors ----------------------------------------------------------------------- */
 
-/** A registered cleanup (opaque): a record stored in the arena, the handle
- *  to cancel it by.  It is a value of the arena's batch. */
-typedef struct arena_cleanup arena_cleanup;
+/** Misuse codes passed to the error handler.  Out-of-memory is not misuse. */
+typedef enum arena_error {
+    /** arena_pool_free(p, NULL), arena_cache_recycle(c, NULL) */
+    ARENA_ERR_NULL_FREE = 1,
+    /** not the start of a slot of this pool, not a block of the arena_cur_*
+     *  family, an arena recycled into a cache that did not make it; checked
+     *  build: arena_realloc() of a pointer that is not the start of a live value */
+    ARENA_ERR_FOREIGN_POINTER,
+    /** the slot is already free; the arena was already recycled */
+    ARENA_ERR_DOUBLE_FREE,
+    /** a ref cannot describe the value (larger than ARENA_REF_MAX) */
+    ARENA_ERR_REF_TOO_LARGE,
+    /** checked build: a ref from before the last reset, release or rewind,
+     *  or one no call of this arena made */
+    ARENA_ERR_STALE_REF,
+    /** a rewind or scope end to a mark that has expired (a reset, a release,
+     *  or a rewind to an earlier mark since), from another arena, or never
+     *  taken */
+    ARENA_ERR_BAD_MARK,
+    /** arena_check() or arena_pool_check() found an inconsistency; checked
+     *  build: a guard or header overwritten */
+    ARENA_ERR_CORRUPT,
+    /** arena_realloc() told an old size larger than the value */
+    ARENA_ERR_BAD_SIZE,
+    /** a cleanup pushed with fn NULL, or on an arena whose cleanups are
+     *  running (from one of them); a reset, rewind or release of an arena
+     *  from one of its own cleanups; a cleanup cancelled after it ran or
+     *  was cancelled, where detectable (see arena_cleanup_cancel()) */
+    ARENA_ERR_CLEANUP,
+    /** a value given back or resized after the batch that stored it ended
+     *  (a reset, rewind or release since): seen where it lies beyond what
+     *  the arena's current batch has stored (see arena_free()) */
+    ARENA_ERR_LATE_FREE
+} arena_error;
+
+/** An error handler.  `message` names the function, the offending value,
+ *  and the arena, pool or cache the faulty call was on, by its address and,
+ *  when it has one, its name (arena_set_name(), arena_pool_set_name(),
+ *  arena_cache_set_name(); in double quotes after the address, control
+ *  characters and bytes of no well-formed UTF-8 sequence as \\xNN, cut to 64
+ *  characters); it is valid only during the call.  arena_error_about() gives
+ *  the handler the objects themselves.  If the handler returns, the faulty
+ *  call does nothing: the state is exactly as before.  It runs in the thread
+ *  that made the faulty call. */
+typedef void arena_error_fn(arena_error code, const char *message, void *ctx);
+
+/** What a misuse is about, as arena_error_about() gives it to the error
+ *  handler.  The library owns it. */
+typedef struct arena_error_info {
+    arena_error code;                /**< the code the handler was given */
+    const struct arena *arena;       /**< the arena the faulty call was on, or NULL */
+    const struct arena_pool *pool;   /**< the pool it was on (pool.h), or NULL */
+    const struct arena_cache *cache; /**< the cache it was on (thread.h), or NULL */
+    const char *name;                /**< the name of `arena`, else of `pool`, else of
+                                          `cache` (the first that is not NULL), or NULL */
+    const void *reserved[4];         /**< NULL; room for later fields */
+} arena_error_info;
+
+/** Installs `fn` (with `ctx`) as the process-wide error handler and returns the
+ *  previous one.  `fn == NULL` restores arena_default_error_handler().
+ *  Not thread-safe: set it at start-up, before threads use the library. */
+ARENA_API arena_error_fn *arena_set_error_handler(arena_error_fn *fn, void *ctx);
+
+/** The current handler; stores its ctx in `*ctx` when ctx is not NULL (a
+ *  handler that chains to the one it replaced).  Not thread-safe against
+ *  arena_set_error_handler(). */
+ARENA_API arena_error_fn *arena_get_error_handler(void **ctx);
 
 /**
- * Registers `fn(ctx)` to run exactly once when the values stored before
- * this call die: at the reset, arena_reset_to() or release that ends the
- * batch (the recycle of an arena_cache's arena is a reset), or at a rewind
- * (or scope end) to a mark taken before this call.  Cleanups run last
- * registered first, before the end of the batch or scope touches any
- * memory: a cleanup may read the values stored before it was pushed (a
- * struct holding a FILE *, say), and may use other arenas.  While an
- * arena's cleanups run it refuses, as misuse (ARENA_ERR_CLEANUP, then
- * nothing happens), a push on it and a reset, rewind or release of it; a
- * cleanup may store values in it (they die with the batch or scope being
- * ended) and cancel its other cleanups.
- *
- * The record (48 bytes on 64-bit targets) is a value of the arena, taken
- * as arena_alloc_reuse() takes one: the returned handle stays valid until
- * the cleanup runs or is cancelled.  Failure: out of memory returns NULL
- * with nothing registered and the arena as it was.  Misuse: fn NULL, or a
- * push on an arena whose cleanups are running: ARENA_ERR_CLEANUP, then
- * NULL.  Cost: an allocation and a few stores; while any cleanup is
- * registered the arena's reset, rewind and release are calls (the inline
- * paths defer to the library), each O(cleanups it runs) more; an arena with
- * none pays nothing.  Not thread-safe (see arena_shared_cleanup_push() in
- * thread.h).  Checked build, and every build where cheap: a record
- * overwritten by the program is reported (ARENA_ERR_CORRUPT) when it would
- * run, and it and the older cleanups are then dropped unrun.
+ * During a call of the error handler, from the handler (its thread): what the
+ * misuse being reported is about, so that a handler can name the object in
+ * its own words (the request an arena serves, say) or act on it.  The
+ * objects are those of the faulty call (the arena of arena_free(), the pool
+ * of arena_pool_free(), the cache and the arena of arena_cache_recycle(),
+ * the current arena of the arena_cur_* family); the struct is valid until
+ * the handler returns.  A report from within the handler (a misuse there)
+ * has its own, and the outer one is back when that inner handler returns.
+ * NULL outside a handler's call, but for a thread whose handler left by
+ * longjmp(): it still gives that report (its storage, the library's, stays
+ * valid; its objects may not).  Thread-safe: each thread sees its own.
  */
-ARENA_API arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void *ctx);
+ARENA_API const arena_error_info *arena_error_about(void);
 
-/**
- * Cancels the cleanup `c` of `a` (a resource closed early): it will not
- * run, and its record goes back to the arena (arena_free()).  O(1).
- * NULL: nothing (the result of a failed push).  Requires a handle of `a`
- * whose cleanup has neither run nor been cancelled: its record is a value
- * of the batch that pushed it, so a handle used after that batch or scope
- * ended is a use after reset (undefined; the checked build, which clobbers
- * expired memory, mostly reports it).  Within the batch, a cleanup that
- * ran (from a cleanup of the same run) is reported (ARENA_ERR_CLEANUP);
- * one cancelled already, in a plain build while its record is not reused
- * (ARENA_ERR_CLEANUP; the checked build clobbers the freed record, so it
- * reads as foreign; ASan and Valgrind report the read of it); a handle
- * that is no record of `a` is reported (ARENA_ERR_FOREIGN_POINTER) where
- * its bytes show it.  After a report nothing happens.
- */
-ARENA_API void arena_cleanup_cancel(arena *a, arena_cleanup *c);
+/** The default handler: writes "libarena: " and the message to stderr and
+ *  aborts.  Thread-safe. */
+ARENA_API void arena_default_error_handler(arena_error code, const char *message, void *ctx);
 
-/**
- * Initialises `child` as an empty arena whose chunks come from `parent`
- * (through arena_allocator_of(parent): each chunk is a value of the
- * parent, and every chunk the child gives back -- at a reset, per its
- * retention policy, at arena_trim() or at its release -- goes back to the
- * parent's free blocks, O(1) each, for the next child to take with no
- * backing call).  `chunk_bytes` is the child's chunk budget (0: a quarter
- * of the parent's, so that a child's chunk fits in one of the parent's).
- * The child dies with the parent's batch, and with a scope of the parent
- * in which it took memory: when it first takes memory of the parent, and
- * at its first take after each mark of the parent, it pushes a cleanup on
- * the parent (arena_cleanup_push(); the one it pushed before is cancelled)
- * that releases the child, so the parent's reset, release or rewind to a
- * mark taken before that releases it (its own cleanups run then); its
- * release before that cancels the cleanup.  Values of the child used after that
- * are a use after reset; the child itself is then empty and may be used
- * again, in the parent's next batch.  The child struct may be a value of
- * the parent.  Requires that `parent` outlives the child's use and is not
- * used by another thread meanwhile (the child's slow paths allocate from
- * it).  Never fails (a chunk the parent cannot give is the child's
- * out-of-memory, and so is one asked while the parent runs its cleanups:
- * it would die with the batch or scope ending).
- */
-ARENA_API void arena_init_child(arena *child, arena *parent, size_t chunk_bytes);
+/** A short constant name for a code ("ARENA_ERR_DOUBLE_FREE"), "unknown"
+ *  otherwise; a static string.  Thread-safe. */
+ARENA_API const char *arena_error_name(arena_error code);
 
-/* ---- Checks ------------------------------------------------------------------------- */
+/* ---- Version ---------------------------------------------------------------------- */
+
+/** The library's version as "MAJOR.MINOR.PATCH" (of the library linked, which
+ *  may differ from ARENA_VERSION_STRING, the header's); a static string.
+ *  Thread-safe. */
+ARENA_API const char *arena_version(void);
+
+/* ---- Checks ----------------------------------------------------------------------- */
 
 /** Walks the arena's bookkeeping and reports the first inconsistency through
  *  the error handler (ARENA_ERR_CORRUPT).  Returns true when consistent.  Any

@@ -19,11 +19,11 @@
 
 static test_backing tb;
 
-/* An arena with `budget`-byte uniform chunks from the recording backing. */
-static void init_tb(arena *a, size_t budget)
+/* An arena with `chunk_size`-byte uniform chunks from the recording backing. */
+static void init_tb(arena *a, size_t chunk_size)
 {
     arena_allocator al = tb_allocator(&tb);
-    arena_init_with(a, budget, &al);
+    arena_init_with(a, chunk_size, &al);
 }
 
 /* Releases and checks that everything went back to the backing. */
@@ -37,7 +37,7 @@ static void release_tb(arena *a)
     assert_true(arena_check(a));
 }
 
-/* ---- Chunks and the budget --------------------------------------------------------- */
+/* ---- Chunks and the chunk size --------------------------------------------------------- */
 
 static void test_zero_value_arena(void **state)
 {
@@ -58,7 +58,7 @@ static void test_zero_value_arena(void **state)
     assert_int_equal(arena_retained(&a), 0);
     assert_int_equal(arena_size(&a), 0);
 
-    /* Reusable after release, with the same (default) budget. */
+    /* Reusable after release, with the same (default) chunk size. */
     q = (char *)arena_alloc(&a, 20);
     assert_non_null(q);
     memset(q, 2, 20);
@@ -69,7 +69,7 @@ static void test_zero_value_arena(void **state)
     assert_int_equal(arena_retained(&a), 0);
 }
 
-static void test_budget_is_exact_capacity(void **state)
+static void test_chunk_size_is_exact_capacity(void **state)
 {
     arena a;
     (void)state;
@@ -86,7 +86,7 @@ static void test_budget_is_exact_capacity(void **state)
     assert_int_equal(arena_retained(&a), ARENA_DEFAULT_CHUNK);
     arena_release(&a);
 
-    /* Odd budgets are honoured too: capacity, not a rounded size. */
+    /* Odd chunk sizes are honoured too: capacity, not a rounded size. */
     arena_init(&a, 37);
     assert_non_null(arena_alloc_aligned(&a, 3, 1));
     assert_int_equal(arena_retained(&a), 37);
@@ -99,20 +99,20 @@ static void test_budget_is_exact_capacity(void **state)
     release_tb(&a);
 }
 
-/* Budgets below ARENA_ALIGN still work: every value fits a chunk, and the
+/* Chunk sizes below ARENA_ALIGN still work: every value fits a chunk, and the
  * capacity is counted exactly.  A reset keeps every chunk, so the same batch
  * again needs none. */
-static void test_tiny_budgets(void **state)
+static void test_tiny_chunk_sizes(void **state)
 {
-    static const size_t budgets[] = {1, 2, 7, 15, 16, 17, 31};
+    static const size_t chunk_sizes[] = {1, 2, 7, 15, 16, 17, 31};
     size_t bi;
     (void)state;
 
-    for (bi = 0; bi < sizeof budgets / sizeof budgets[0]; bi++) {
-        size_t budget = budgets[bi], over = 0, size = 0, i, retained, calls;
+    for (bi = 0; bi < sizeof chunk_sizes / sizeof chunk_sizes[0]; bi++) {
+        size_t chunk_size = chunk_sizes[bi], over = 0, size = 0, i, retained, calls;
         arena a;
         char *vals[200];
-        init_tb(&a, budget);
+        init_tb(&a, chunk_size);
         for (i = 0; i < 200; i++) {
             size_t n = 1 + i % 20, align = (size_t)1 << (i % 5);
             vals[i] = (char *)arena_alloc_aligned(&a, n, align);
@@ -120,12 +120,12 @@ static void test_tiny_budgets(void **state)
             assert_true(is_aligned(vals[i], align));
             fill_pattern(vals[i], n, i);
             size += n;
-            if (n + over_align(align) > budget)
+            if (n + over_align(align) > chunk_size)
                 over += n + over_align(align); /* own chunk, sized to it */
         }
         assert_int_equal(arena_size(&a), size);
         assert_true(arena_retained(&a) >= over);
-        assert_int_equal((arena_retained(&a) - over) % budget, 0);
+        assert_int_equal((arena_retained(&a) - over) % chunk_size, 0);
         for (i = 0; i < 200; i++)
             assert_true(has_pattern(vals[i], 1 + i % 20, i));
         assert_true(arena_check(&a));
@@ -148,7 +148,7 @@ static void test_tiny_budgets(void **state)
 }
 
 /* 1000 bytes of capacity hold 1000 one-byte strings, and not one more. */
-static void test_budget_packs_exactly(void **state)
+static void test_chunk_size_packs_exactly(void **state)
 {
     arena a;
     char *first, *p = NULL;
@@ -188,7 +188,7 @@ static void test_budget_packs_exactly(void **state)
     assert_int_equal(arena_retained(&a), 1000 + 1001); /* oversized, exactly */
     release_tb(&a);
 
-    /* A value of exactly the budget fits an empty uniform chunk: it is not
+    /* A value of exactly the chunk size fits an empty uniform chunk: it is not
      * oversized, so a reset keeps its chunk. */
     init_tb(&a, 1000);
     assert_non_null(arena_alloc(&a, 1000));
@@ -198,17 +198,17 @@ static void test_budget_packs_exactly(void **state)
     release_tb(&a);
 }
 
-static void test_budget_clamped_to_ref_max(void **state)
+static void test_chunk_size_clamped_to_ref_max(void **state)
 {
     arena a;
-    size_t budgets[] = {(size_t)ARENA_REF_MAX + 1, SIZE_MAX / 2 + 5, SIZE_MAX};
+    size_t chunk_sizes[] = {(size_t)ARENA_REF_MAX + 1, SIZE_MAX / 2 + 5, SIZE_MAX};
     size_t i;
     (void)state;
 
-    for (i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+    for (i = 0; i < sizeof chunk_sizes / sizeof chunk_sizes[0]; i++) {
         /* The backing refuses the chunk (it is above TB_HUGE), which shows
          * the size asked without allocating it. */
-        init_tb(&a, budgets[i]);
+        init_tb(&a, chunk_sizes[i]);
         assert_null(arena_alloc(&a, 1));
         if (TEST_REF_MAX_CHUNK_ASKED) {
             assert_true(tb.calls >= 1);
@@ -223,7 +223,7 @@ static void test_budget_clamped_to_ref_max(void **state)
         release_tb(&a);
     }
 
-    /* A budget of exactly ARENA_REF_MAX is kept. */
+    /* A chunk size of exactly ARENA_REF_MAX is kept. */
     init_tb(&a, ARENA_REF_MAX);
     assert_null(arena_alloc(&a, 1));
     if (TEST_REF_MAX_CHUNK_ASKED)
@@ -380,7 +380,7 @@ static void test_oversized_zeroed_and_aligned(void **state)
     fill_pattern(al, 3000, 9);
     assert_true(arena_retained(&a) >= 4000 + 3000);
     assert_int_equal(arena_size(&a), 7000);
-    /* An alignment that alone exceeds the budget. */
+    /* An alignment that alone exceeds the chunk size. */
     al = (char *)arena_alloc_aligned(&a, 8, 8192);
     assert_non_null(al);
     assert_true(is_aligned(al, 8192));
@@ -488,7 +488,7 @@ static void test_release_returns_everything(void **state)
     release_tb(&a);
     assert_int_equal(tb.frees, tb.calls);
 
-    /* Reusable: same budget, same backing. */
+    /* Reusable: same chunk size, same backing. */
     calls = tb.calls;
     assert_non_null(arena_alloc(&a, 10));
     assert_int_equal(arena_retained(&a), 256);
@@ -1715,10 +1715,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_zero_value_arena),
-        T(test_budget_is_exact_capacity),
-        T(test_budget_packs_exactly),
-        T(test_budget_clamped_to_ref_max),
-        T(test_tiny_budgets),
+        T(test_chunk_size_is_exact_capacity),
+        T(test_chunk_size_packs_exactly),
+        T(test_chunk_size_clamped_to_ref_max),
+        T(test_tiny_chunk_sizes),
         T(test_oversized_own_chunk_exact),
         T(test_oversized_first_and_lone),
         T(test_oversized_zeroed_and_aligned),

@@ -322,7 +322,7 @@ static void test_buffer_with_backing(void **state)
     arena_rewind(&a, m);
     assert_int_equal(tb.calls, 0);
 
-    /* Then further chunks come from the backing, with the default budget. */
+    /* Then further chunks come from the backing, with the default chunk size. */
     for (;;) {
         p = (char *)arena_alloc(&a, 50);
         assert_non_null(p);

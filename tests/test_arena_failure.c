@@ -21,7 +21,7 @@ static test_backing tb;
 
 typedef struct sweep_config {
     uint64_t seed;
-    size_t budget; /* 0: the caller-buffer arena */
+    size_t chunk_size; /* 0: the caller-buffer arena */
 } sweep_config;
 
 /* Runs the workload; returns the number of backing calls it made. */
@@ -34,9 +34,9 @@ static size_t run_workload(const sweep_config *c, size_t fail_at, size_t fail_fr
     tb.fail_at = fail_at;
     tb.fail_from = fail_from;
     md.tb = &tb;
-    if (c->budget) {
-        arena_init_with(&md.own, c->budget, &al);
-        model_start(&md, &md.own, c->seed, c->budget, 0);
+    if (c->chunk_size) {
+        arena_init_with(&md.own, c->chunk_size, &al);
+        model_start(&md, &md.own, c->seed, c->chunk_size, 0);
     } else {
         arena_init_buffer(&md.own, buf + 3, 2000, &al);
         model_start(&md, &md.own, c->seed, ARENA_DEFAULT_CHUNK, 2000 - (ARENA_ALIGN - 3));
@@ -84,10 +84,10 @@ static void sweep(const sweep_config *c, bool from)
     assert_true(injected >= total);
     /* An injected failure shows as a failed call. */
     assert_true(observed * 10 >= injected * 9);
-    print_message("sweep seed %llu budget %zu %s: %zu backing calls, %zu runs with a failure "
+    print_message("sweep seed %llu chunk size %zu %s: %zu backing calls, %zu runs with a failure "
                   "injected, %zu of them seen failing, %zu failed calls checked\n",
-                  (unsigned long long)c->seed, c->budget, from ? "fail-from-N" : "fail-at-N", total,
-                  injected, observed, failures);
+                  (unsigned long long)c->seed, c->chunk_size, from ? "fail-from-N" : "fail-at-N",
+                  total, injected, observed, failures);
 }
 
 static void test_sweep_fail_at_512(void **state)

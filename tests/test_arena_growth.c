@@ -2,7 +2,7 @@
 /*
  * Growth and retention with default settings: repeated batches of one shape
  * reach a steady state with no backing call and no page fault, values larger
- * than the chunk budget included; a batch shape that recurs within
+ * than the chunk size included; a batch shape that recurs within
  * ARENA_RECUR_BATCHES batches keeps its chunks; what a reset keeps stays
  * within twice the largest demand of the last ARENA_RETAIN_BATCHES batches;
  * a one-off spike is given back within ARENA_RETAIN_BATCHES smaller batches.
@@ -27,7 +27,7 @@ static test_backing tb;
 
 #define KIB           ((size_t)1024)
 #define MIB           ((size_t)1024 * 1024)
-#define BUDGET        ((size_t)ARENA_DEFAULT_CHUNK)
+#define CHUNK         ((size_t)ARENA_DEFAULT_CHUNK)
 #define WARMUP        2  /* batches before the steady state */
 #define MEASURED      10 /* batches of the steady state */
 #define FAULT_BATCHES 20 /* batches whose page faults are counted */
@@ -114,7 +114,7 @@ static void shape_small(arena *a)
         store(a, 16 + (i * 37u) % 385, i);
 }
 
-/* Small values around values larger than the budget: 3 and 10 chunks'
+/* Small values around values larger than the chunk size: 3 and 10 chunks'
  * worth, a string of 70 KiB, and one of 4 MiB (every page written). */
 static void shape_big(arena *a)
 {
@@ -122,10 +122,10 @@ static void shape_big(arena *a)
     unsigned i;
     for (i = 0; i < 400; i++)
         store(a, 16 + (i * 53u) % 300, i);
-    store(a, 3 * BUDGET + 5, 0);
+    store(a, 3 * CHUNK + 5, 0);
     for (i = 0; i < 400; i++)
         store(a, 16 + (i * 29u) % 300, i + 1);
-    store(a, 10 * BUDGET, 4);
+    store(a, 10 * CHUNK, 4);
     store(a, 70 * KIB, 2);
     huge = (unsigned char *)arena_alloc(a, 4 * MIB);
     assert_non_null(huge);
@@ -147,10 +147,10 @@ static void shape_mixed(arena *a)
 
     for (i = 0; i < 300; i++)
         store(a, 16 + (i * 41u) % 700, i);
-    p = (unsigned char *)arena_alloc_aligned(a, 2 * BUDGET, 4096);
+    p = (unsigned char *)arena_alloc_aligned(a, 2 * CHUNK, 4096);
     assert_non_null(p);
     assert_true(is_aligned(p, 4096));
-    keep(a, p, (arena_ref){0, 0, 0}, 2 * BUDGET);
+    keep(a, p, (arena_ref){0, 0, 0}, 2 * CHUNK);
 
     buf = (unsigned char *)arena_alloc(a, 1000);
     assert_non_null(buf);
@@ -166,7 +166,7 @@ static void shape_mixed(arena *a)
     for (i = 0; i < 100; i++)
         store(a, 500, i);
     store(a, 300 * KIB, 4);
-    store(a, 5 * BUDGET, 0);
+    store(a, 5 * CHUNK, 0);
     check_values(a);
     arena_rewind(a, m);
     nvals = before;
@@ -174,7 +174,7 @@ static void shape_mixed(arena *a)
     for (i = 0; i < 200; i++)
         store(a, 16 + (i * 43u) % 900, i + 3);
     store(a, 100 * KIB, 4);
-    store(a, BUDGET + 1, 2);
+    store(a, CHUNK + 1, 2);
 }
 
 /* ---- How a batch ends ------------------------------------------------------------------ */
@@ -238,7 +238,7 @@ static void test_steady_small_values(void **state)
     steady(shape_small, end_reset_to_64m);
 }
 
-static void test_steady_values_above_the_budget(void **state)
+static void test_steady_values_above_the_chunk_size(void **state)
 {
     (void)state;
     steady(shape_big, end_reset);
@@ -419,11 +419,11 @@ static void test_no_page_faults_when_warm(void **state)
  * the checked build, and two granules of guard after an oversized one). */
 static size_t capacity(const arena *a, const struct arena__chunk *c)
 {
-    size_t budget = arena__cold(a)->budget ? arena__cold(a)->budget : BUDGET, cap;
+    size_t chunk_size = arena__cold(a)->budget ? arena__cold(a)->budget : CHUNK, cap;
     if (c->base == a->buf || !(TEST_ASAN || ARENA_CHECKED || test_on_valgrind()))
         return c->cap;
     cap = c->cap - TEST_LEAD;
-    return cap > budget ? cap - 16 : cap;
+    return cap > chunk_size ? cap - 16 : cap;
 }
 
 /* White-box: the demand of the batch in progress as arena_reset() counts
@@ -502,7 +502,7 @@ static void spike_then_smaller(shape_fn *normal, shape_fn *spike, end_fn *end)
             assert_true(arena_check(&a));
         }
         if (k < ARENA_RECUR_BATCHES)
-            assert_true(arena_retained(&a) >= spiked - 2 * BUDGET);
+            assert_true(arena_retained(&a) >= spiked - 2 * CHUNK);
     }
     assert_true(arena_retained(&a) <= normal_retained);
     assert_true(tb.live_bytes >= arena_retained(&a));
@@ -638,7 +638,7 @@ static void test_rewinds_do_not_hoard_outgrown_chunks(void **state)
         assert_non_null(arena_alloc(&a, n));
         assert_non_null(arena_alloc(&a, 10));
         arena_rewind(&a, m);
-        assert_true(arena_retained(&a) <= 2 * n + 2 * BUDGET);
+        assert_true(arena_retained(&a) <= 2 * n + 2 * CHUNK);
         assert_true(arena_check(&a));
     }
     release_tb(&a);
@@ -674,7 +674,7 @@ static void test_limits_still_bound(void **state)
     arena_trim(&a, 2 * MIB);
     assert_true(arena_retained(&a) <= 2 * MIB);
     arena_trim(&a, 0);
-    assert_int_equal(arena_retained(&a), BUDGET); /* the chunk in use stays */
+    assert_int_equal(arena_retained(&a), CHUNK); /* the chunk in use stays */
     assert_int_equal(arena_size(&a), 100);
     assert_int_equal(tb.live, 1);
     release_tb(&a);
@@ -713,7 +713,7 @@ static void test_stale_ref_into_a_reused_chunk(void **state)
 
 /* ---- The policy's promises, as properties ----------------------------------------------- */
 
-#define SMALL_BUDGET ((size_t)4096)
+#define SMALL_CHUNK ((size_t)4096)
 
 /* The steady part of a workload (4 KiB chunks): values of 40 to 900 bytes,
  * and a scope with one of 5000. */
@@ -735,7 +735,7 @@ static void small_batch(arena *a)
 }
 
 /* A large batch among the small ones (a big document among requests), in
- * one of two shapes: about 200 KB, values past the budget in a scope too. */
+ * one of two shapes: about 200 KB, values past the chunk size in a scope too. */
 static void large_batch(arena *a, unsigned shape)
 {
     arena_mark m;
@@ -758,7 +758,7 @@ static void large_batch(arena *a, unsigned shape)
 static void init_small(arena *a)
 {
     arena_allocator al = tb_allocator(&tb);
-    arena_init_with(a, SMALL_BUDGET, &al);
+    arena_init_with(a, SMALL_CHUNK, &al);
 }
 
 /* A large batch every `period` batches, the others small, from the first
@@ -982,7 +982,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_steady_small_values),
-        cmocka_unit_test(test_steady_values_above_the_budget),
+        cmocka_unit_test(test_steady_values_above_the_chunk_size),
         cmocka_unit_test(test_steady_mixed),
         cmocka_unit_test(test_steady_scopes),
         cmocka_unit_test(test_steady_scope_then_a_larger_value),

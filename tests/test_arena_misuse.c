@@ -17,10 +17,10 @@
 
 static test_backing tb;
 
-static void init_tb(arena *a, size_t budget)
+static void init_tb(arena *a, size_t chunk_size)
 {
     arena_allocator al = tb_allocator(&tb);
-    arena_init_with(a, budget, &al);
+    arena_init_with(a, chunk_size, &al);
 }
 
 static void release_tb(arena *a)

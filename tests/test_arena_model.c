@@ -20,14 +20,14 @@ static size_t env_size(const char *name, size_t fallback)
     return s && *s ? (size_t)strtoull(s, NULL, 0) : fallback;
 }
 
-static void run_seed(uint64_t seed, size_t budget, size_t steps)
+static void run_seed(uint64_t seed, size_t chunk_size, size_t steps)
 {
     arena_allocator al = tb_allocator(&tb);
     size_t i;
 
-    arena_init_with(&md.own, budget, &al);
+    arena_init_with(&md.own, chunk_size, &al);
     md.tb = &tb;
-    model_start(&md, &md.own, seed, budget, 0);
+    model_start(&md, &md.own, seed, chunk_size, 0);
     for (i = 0; i < steps; i++)
         model_step(&md);
     model_check_values(&md);
@@ -37,7 +37,7 @@ static void run_seed(uint64_t seed, size_t budget, size_t steps)
         MCHECK(&md, md.ops[i] > 0 || steps < 2000);
 }
 
-static void run_seeds(size_t budget)
+static void run_seeds(size_t chunk_size)
 {
     static const uint64_t seeds[] = {1, 2, 3, 0xC0FFEE, 20261130};
     size_t steps = env_size("ARENA_TEST_STEPS", 4000);
@@ -45,26 +45,26 @@ static void run_seeds(size_t budget)
     size_t i;
 
     if (one) {
-        run_seed(one, budget, steps);
+        run_seed(one, chunk_size, steps);
         return;
     }
     for (i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
-        run_seed(seeds[i] * 1000003u + budget, budget, steps);
+        run_seed(seeds[i] * 1000003u + chunk_size, chunk_size, steps);
 }
 
-static void test_model_budget_512(void **state)
+static void test_model_chunk_size_512(void **state)
 {
     (void)state;
     run_seeds(512);
 }
 
-static void test_model_budget_1000(void **state)
+static void test_model_chunk_size_1000(void **state)
 {
     (void)state;
     run_seeds(1000);
 }
 
-static void test_model_budget_4096(void **state)
+static void test_model_chunk_size_4096(void **state)
 {
     (void)state;
     run_seeds(4096);
@@ -168,8 +168,9 @@ static void test_model_limits_cleanups(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_model_budget_512),      T(test_model_budget_1000),  T(test_model_budget_4096),
-        T(test_model_buffer_arena),    T(test_model_fixed_buffer), T(test_model_zero_value_malloc),
+        T(test_model_chunk_size_512),  T(test_model_chunk_size_1000),
+        T(test_model_chunk_size_4096), T(test_model_buffer_arena),
+        T(test_model_fixed_buffer),    T(test_model_zero_value_malloc),
         T(test_model_limits_cleanups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

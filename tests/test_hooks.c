@@ -1320,7 +1320,7 @@ static void cur_page_corruption(void **state)
 #define LIVE 24
 
 /* A workload of malloc/calloc/realloc/free over LIVE slots with a 256-byte
- * chunk budget (many backing calls); every call that fails must leave the
+ * chunk size (many backing calls); every call that fails must leave the
  * arena and every live block as they were.  Returns the backing calls. */
 static size_t family_workload(size_t fail_at, size_t fail_from, size_t *failures)
 {

@@ -21,11 +21,11 @@
 
 static test_backing tb;
 
-static void init_tb(arena *a, size_t budget)
+static void init_tb(arena *a, size_t chunk_size)
 {
     arena_allocator al = tb_allocator(&tb);
     tb_reset(&tb);
-    arena_init_with(a, budget, &al);
+    arena_init_with(a, chunk_size, &al);
 }
 
 static void release_tb(arena *a)
@@ -529,7 +529,7 @@ static void large_block_serves_small_values(void **state)
 }
 
 /* An oversized value (a chunk of its own) freed serves the next one of its
- * size: a buffer that grows past the budget every round soon takes no new
+ * size: a buffer that grows past the chunk size every round soon takes no new
  * chunk.  (A small value carves the smallest large block once the current
  * chunk is full, and each growth then takes the next larger one: the
  * rounds after that find every size where it was.) */

@@ -24,13 +24,13 @@
  *
  * Bounds, on arena_get_stats()'s peak_held over the sequence:
  *   - at most 3x the peak of the live bytes (the sum of the sizes asked) plus
- *     two chunk budgets;
+ *     two chunk sizes;
  *   - where glibc's malloc serves the process, at most 1.25x what glibc
  *     holds on the same sequence plus 1 MiB (see glibc_replay()).
  * Instrumented builds (ASan, Valgrind, the checked build) keep a guard after
  * each value and exact sizes, and a guarded batch (ARENA_GUARD) maps a page
  * more per chunk: there the bounds are twice the plain ones, 6x the peak
- * live plus four chunk budgets, and 2.5x glibc plus 2 MiB.
+ * live plus four chunk sizes, and 2.5x glibc plus 2 MiB.
  *
  * arena_hook_free() does nothing by contract (the block dies with the
  * batch), so the yyjson family's live bytes count what it gave there, and
@@ -59,7 +59,7 @@
 
 #define LIVE_TARGET ((size_t)200 << 10)
 #define MAX_SIZE    ((size_t)4096)
-#define BUDGET      ((size_t)ARENA_DEFAULT_CHUNK)
+#define CHUNK       ((size_t)ARENA_DEFAULT_CHUNK)
 #define BUILDERS    8
 #define RING        ((size_t)1 << 16) /* live values at most: a power of two */
 #define CHECK_EVERY 1024              /* steps between checks of every live value */
@@ -546,7 +546,7 @@ static bool one_case(const family *f, shape s, dist d, life l)
     ran = run_in_arena(&r, f, d, l, s, &st, &instrumented);
     loose_bounds |= instrumented;
     /* Twice the plain build's bounds where values carry guards. */
-    bound = (instrumented ? 6 : 3) * r.peak_live + (instrumented ? 4 : 2) * BUDGET;
+    bound = (instrumented ? 6 : 3) * r.peak_live + (instrumented ? 4 : 2) * CHUNK;
     ok = ran && st.peak_held <= bound;
     if (g) {
         ok = ok && st.peak_held <= (instrumented ? 2.5 : 1.25) * (double)g +

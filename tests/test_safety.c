@@ -25,7 +25,7 @@ static void test_counters_exact(void **state)
     bool guarded;
     (void)state;
     arena_init(&a, 1000);
-    p = (char *)arena_alloc(&a, 1000); /* the whole budget: a uniform chunk */
+    p = (char *)arena_alloc(&a, 1000); /* the whole chunk size: a uniform chunk */
     assert_non_null(p);
     memset(p, 7, 1000);
     assert_int_equal(arena_size(&a), 1000);

@@ -25,11 +25,12 @@
  *     `backing_calls` for the calls it made).  Misuse (see arena_error) goes
  *     to the process-wide error handler, whose default prints and aborts; if
  *     a handler returns, the faulty call does nothing.
- *   - Checked build (ARENA_CHECKED=1): every value gets a header and a guard;
- *     expired memory is filled with 0xDD; guards, headers and arena_check()
- *     are verified at every reset and rewind (ARENA_ERR_CORRUPT); stale refs
- *     are reported.  Under AddressSanitizer or Valgrind the guards and the
- *     expired memory are poisoned instead.
+ *   - Checked build (ARENA_CHECKED=1): every value gets a header and a
+ *     redzone (bytes after it that no value uses); expired memory is filled
+ *     with 0xDD; redzones, headers and arena_check() are verified at every
+ *     reset and rewind (ARENA_ERR_CORRUPT); stale refs are reported.  Under
+ *     AddressSanitizer or Valgrind the redzones and the expired memory are
+ *     poisoned instead.
  *
  * This file is the contract; docs/internals.md says how the arena keeps it.
  * The structs' private fields are laid out in arena/internal/types.h, which
@@ -57,7 +58,7 @@ extern "C" {
 
 /* ---- Constants -------------------------------------------------------------------- */
 
-/** Default chunk budget, in bytes of capacity. */
+/** Default chunk size, in bytes of capacity. */
 #define ARENA_DEFAULT_CHUNK 65536
 
 /** The reach of a reset's memory, in batches: a spike is given back within
@@ -72,7 +73,7 @@ extern "C" {
  *  returns: alignof(max_align_t). */
 #define ARENA_ALIGN ((size_t)ARENA__MAX_ALIGN)
 
-/** The largest value a ref can describe, in bytes (also the largest chunk budget). */
+/** The largest value a ref can describe, in bytes (also the largest chunk size). */
 #define ARENA_REF_MAX ((size_t)INT32_MAX)
 
 /* ---- The arena -------------------------------------------------------------------- */
@@ -101,11 +102,11 @@ typedef struct arena_allocator {
 typedef struct arena arena;
 
 /**
- * Initialises an empty arena whose chunk budget is `chunk_bytes` (0:
+ * Initialises an empty arena whose chunk size is `chunk_bytes` (0:
  * ARENA_DEFAULT_CHUNK; above ARENA_REF_MAX: clamped): the capacity of each
  * regular chunk, the ones values are packed into.  A value that does not fit
- * an empty regular chunk gets a chunk of its own, of its size.  The budget is
- * not a limit, and need not be sized to the largest value: every chunk,
+ * an empty regular chunk gets a chunk of its own, of its size.  The chunk
+ * size is not a limit, and need not be sized to the largest value: every chunk,
  * oversized ones included, is kept for the batches that follow (see
  * arena_reset()).  It sets how much memory the arena takes at a time.
  * Allocates nothing; memory comes from the C library's heap.  Requires an
@@ -124,7 +125,7 @@ ARENA_API void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocat
  * frees `buf`, and reset and release keep it as the first chunk.  `buf` must
  * outlive the arena.  `backing == NULL`: fixed-size; an allocation that does
  * not fit returns NULL, and nothing is ever allocated from the heap.
- * Otherwise further chunks come from `backing`, with the budget
+ * Otherwise further chunks come from `backing`, with the chunk size
  * ARENA_DEFAULT_CHUNK, and are kept or given back as arena_reset() says.
  * Never fails.  Inline for a fixed-size arena where nothing is instrumented
  * (a few stores), so a scope on the stack (init, values, arena_release())
@@ -134,8 +135,8 @@ static inline void arena_init_buffer(arena *a, void *buf, size_t len,
                                      const arena_allocator *backing);
 
 /** Frees every chunk the arena allocated and its bookkeeping; the arena is
- *  empty and reusable, with the same budget, backing (and buffer).  This is
- *  the destructor.  Expires every value.  Inline for an arena that holds
+ *  empty and reusable, with the same chunk size, backing (and buffer).  This
+ *  is the destructor.  Expires every value.  Inline for an arena that holds
  *  nothing but the caller's buffer (a scope on the stack: a few stores, or
  *  one load after the inline arena_init_buffer()). */
 static inline void arena_release(arena *a);
@@ -151,7 +152,7 @@ static inline void arena_release(arena *a);
  * would overflow, with the arena unchanged.  Inline: one compare sends size 0,
  * wrapped sizes and a full chunk to the slow path, and no counter is written
  * (docs/fast-path.md).
- * Checked build, ASan, Valgrind: a guard follows the value, so a write past
+ * Checked build, ASan, Valgrind: a redzone follows the value, so a write past
  * its end is reported.
  */
 ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) static inline void *arena_alloc(arena *a,
@@ -258,13 +259,14 @@ ARENA_API void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_s
  * (ARENA_ERR_CORRUPT) when the lists next read it.  Instrumented builds
  * report a pointer in no chunk of the arena (ARENA_ERR_FOREIGN_POINTER)
  * and a second free
- * (ARENA_ERR_DOUBLE_FREE: ASan and Valgrind see the value closed, the
+ * (ARENA_ERR_DOUBLE_FREE: ASan and Valgrind see the value poisoned, the
  * checked build its header); the checked build also a pointer that is not
  * the start of a value (ARENA_ERR_FOREIGN_POINTER), a size above the
- * value's (ARENA_ERR_BAD_SIZE), a write past the value's end (its guard,
+ * value's (ARENA_ERR_BAD_SIZE), a write past the value's end (its redzone,
  * ARENA_ERR_CORRUPT) and a write into a free block (ARENA_ERR_CORRUPT, when
- * it is reused or the batch ends).  A freed value is closed to the program
- * (poisoned, no-access, clobbered) until it is handed out again.  After a
+ * it is reused or the batch ends).  A freed value is poisoned (no-access to
+ * ASan and Valgrind, clobbered in the checked build) until it is handed out
+ * again.  After a
  * report nothing happens.  Not warn_unused_result, so that it can serve as a
  * free hook.  O(1) for a value a reusing allocation placed; O(chunks in use)
  * for any other that is not the most recent (the late-free check).  Never
@@ -277,10 +279,10 @@ ARENA_API void arena_free(arena *a, void *ptr, size_t size);
  * bytes, ARENA_ALIGN-aligned.  While nothing was given back in the batch, it
  * is arena_alloc() (one test, no call).  Once something was, the value goes
  * where the arena can take it back whole when it is freed: a block given back
- * in this batch, a page of its size class, or a block of its size class
+ * in this batch, a slab of its size class, or a block of its size class
  * (docs/internals.md says which).  So what the arena holds follows what is
  * live, under any pattern of frees.  Instrumented builds keep exact sizes,
- * with a guard after each value.  O(1) but for a merge of the free blocks,
+ * with a redzone after each value.  O(1) but for a merge of the free blocks,
  * amortized O(log n) per block given back.  Size 0 and failure as
  * arena_alloc().
  */
@@ -332,7 +334,8 @@ ARENA__NODISCARD ARENA__FORMAT_PRINTF(2, 0) ARENA_API
  *     ARENA_RETAIN_BATCHES batches.  The caller's buffer is always kept.
  * A release forgets the demand of the batches before it.  Every value, pointer, ref and
  * mark expires.  Never fails.  Inline when the arena holds one chunk; O(chunks)
- * otherwise.  Checked build: first verifies every guard and header, and arena_check().
+ * otherwise.  Checked build: first verifies every redzone and header, and
+ * arena_check().
  */
 static inline void arena_reset(arena *a);
 
@@ -341,7 +344,7 @@ static inline void arena_reset(arena *a);
  * with a limit"): of the chunks the policy keeps, taken in order of use (the
  * batch's own first, then older ones, the most recently used first), each
  * one is kept if it still fits under `retain_limit`, and the others go back to
- * the backing allocator.  With chunks of the budget's size B only, the arena
+ * the backing allocator.  With chunks of the chunk size B only, the arena
  * retains min(what arena_reset() keeps, floor(retain_limit / B) * B) bytes.
  * The caller's buffer is always kept (and counts).  retain_limit SIZE_MAX is
  * arena_reset(); 0 frees every chunk the arena allocated and its
@@ -366,7 +369,7 @@ ARENA_API void arena_trim(arena *a, size_t max_retained);
 static inline size_t arena_size(const arena *a);
 
 /** Capacity of every chunk held, in bytes: in use and spare, regular and
- *  oversized, the caller's buffer included.  Chunk overhead (guards, the
+ *  oversized, the caller's buffer included.  Chunk overhead (redzones, the
  *  checked build's headers) is not counted.  O(1). */
 ARENA_API size_t arena_retained(const arena *a);
 
@@ -393,13 +396,13 @@ static inline arena_mark arena_save(arena *a);
  * the next allocation of the same shape returns the address it would have then.  Every
  * chunk stays with the arena, for the stores that follow; docs/internals.md says which
  * one becomes current.  A value stored before `m` and grown in place since ends again
- * at the position `m` saved (at its size at `m` where values have guards).  Bytes given
- * back below that position count again.
+ * at the position `m` saved (at its size at `m` where values have redzones).  Bytes
+ * given back below that position count again.
  * Misuse, in every build: a mark that has expired, or that this arena never made (where
  * detectable), is reported as ARENA_ERR_BAD_MARK, and then nothing happens.  A valid
  * mark is never reported.  A mark expired by an older rewind than the latest four goes
- * unreported.  Checked build: also verifies the guards and headers of the values it
- * forgets.  Inline (a few comparisons and stores) for a rewind to the latest mark with
+ * unreported.  Checked build: also verifies the redzones and headers of the values
+ * it forgets.  Inline (a few comparisons and stores) for a rewind to the latest mark with
  * no chunk taken since, where nothing is instrumented; a call in every other case.
  */
 #ifndef ARENA__OUT_OF_LINE
@@ -440,9 +443,9 @@ ARENA_API void arena_scope_end(arena_scope *s);
 /** 1 where ARENA_SCOPE and ARENA_SCRATCH_SCOPE exist (gcc, clang), else 0. */
 #  define ARENA_HAVE_SCOPE 1
 /**
- * ARENA_SCOPE(a);  as a statement inside a block: everything stored in `a`
- * from here on is forgotten when the block is left, however it is left
- * (end of block, return, break, goto out of it), through the cleanup
+ * ARENA_SCOPE(a);  as a statement between braces: everything stored in `a`
+ * from here on is forgotten when the braces are left, however they are left
+ * (their end, return, break, goto out of them), through the cleanup
  * attribute of gcc and clang.  Not longjmp, and not C++ exceptions in C code.
  * Elsewhere (MSVC) the macro does not exist: use arena_scope_begin() and
  * arena_scope_end() on every path.  At most one per line.
@@ -562,7 +565,7 @@ ARENA_API void arena_cleanup_cancel(arena *a, arena_cleanup *c);
  * parent, and every chunk the child gives back -- at a reset, per its
  * retention policy, at arena_trim() or at its release -- goes back to the
  * parent's free blocks, O(1) each, for the next child to take with no
- * backing call).  `chunk_bytes` is the child's chunk budget (0: a quarter
+ * backing call).  `chunk_bytes` is the child's chunk size (0: a quarter
  * of the parent's, so that a child's chunk fits in one of the parent's).
  * The child dies with the parent's batch, and with a scope of the parent
  * in which it took memory: when it first takes memory of the parent, and
@@ -622,7 +625,7 @@ typedef void arena_limit_fn(const arena_limit_event *event, void *ctx);
  * of arena_init_buffer() is not taken, and does not count.  SIZE_MAX: no
  * limit (the default).
  *
- * Enforced at the byte: a new chunk is cut down to the room left under the
+ * Enforced at the byte: a new chunk is shrunk to the room left under the
  * limit (to no less than the value that needs it, and beside the growth of
  * the chunk index it may need), so an allocation fails only when no memory
  * the limit allows could hold it, and then it returns NULL with the arena
@@ -695,7 +698,7 @@ typedef struct arena_stats {
                                      chunk tails, alignment padding, blocks given
                                      back and not reused yet (and, under ASan or
                                      Valgrind and in the checked build, the
-                                     values' guards and headers; not the room a
+                                     values' redzones and headers; not the room a
                                      chunk keeps for its first header) */
     size_t limit;               /**< arena_limit() */
     size_t peak_stored;         /**< the largest `stored` since init ... */
@@ -759,7 +762,7 @@ typedef enum arena_error {
      *  taken */
     ARENA_ERR_BAD_MARK,
     /** arena_check() or arena_pool_check() found an inconsistency; checked
-     *  build: a guard or header overwritten */
+     *  build: a redzone or header overwritten */
     ARENA_ERR_CORRUPT,
     /** arena_realloc() told an old size larger than the value */
     ARENA_ERR_BAD_SIZE,
@@ -778,11 +781,11 @@ typedef enum arena_error {
  *  and the arena, pool or cache the faulty call was on, by its address and,
  *  when it has one, its name (arena_set_name(), arena_pool_set_name(),
  *  arena_cache_set_name(); in double quotes after the address, control
- *  characters and bytes of no well-formed UTF-8 sequence as \\xNN, cut to 64
- *  characters); it is valid only during the call.  arena_error_about() gives
- *  the handler the objects themselves.  If the handler returns, the faulty
- *  call does nothing: the state is exactly as before.  It runs in the thread
- *  that made the faulty call. */
+ *  characters and bytes of no well-formed UTF-8 sequence as \\xNN,
+ *  truncated to 64 characters); it is valid only during the call.
+ *  arena_error_about() gives the handler the objects themselves.  If the
+ *  handler returns, the faulty call does nothing: the state is exactly as
+ *  before.  It runs in the thread that made the faulty call. */
 typedef void arena_error_fn(arena_error code, const char *message, void *ctx);
 
 /** What a misuse is about, as arena_error_about() gives it to the error
@@ -842,8 +845,8 @@ ARENA_API const char *arena_version(void);
 /** Walks the arena's bookkeeping and reports the first inconsistency through
  *  the error handler (ARENA_ERR_CORRUPT).  Returns true when consistent.  Any
  *  build; reads only.  O(chunks); a checked build also walks every byte held
- *  and reports the first overwritten guard, pad or header (outside
- *  Valgrind, whose no-access guards catch such writes as they happen). */
+ *  and reports the first overwritten redzone, pad or header (outside
+ *  Valgrind, whose no-access redzones catch such writes as they happen). */
 ARENA_API bool arena_check(const arena *a);
 
 #ifdef __cplusplus

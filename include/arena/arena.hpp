@@ -8,9 +8,9 @@
  *
  *   libarena::arena          an owning, move-only arena: reset(), scope(), make<T>()
  *                            (destructors run when the batch ends)
- *   libarena::scope          a guard that rewinds an arena when it leaves its block
- *   libarena::scratch_scope  a guard over one of this thread's scratch arenas
- *   libarena::current_scope  a guard that makes an arena current (arena_cur_* hooks)
+ *   libarena::scope          an object that rewinds an arena when it goes out of scope
+ *   libarena::scratch_scope  the same over one of this thread's scratch arenas
+ *   libarena::current_scope  an object that makes an arena current (arena_cur_* hooks)
  *   libarena::pool<T>        the fixed-capacity pool, typed
  *   libarena::resource       a std::pmr::memory_resource over an arena
  *   libarena::monotonic_resource  the same without reuse: deallocation does nothing
@@ -70,9 +70,9 @@ inline void *arena__cxx_alloc_reuse(::arena *a, std::size_t size, std::size_t al
 }
 
 /**
- * Rewinds an arena when it leaves its block: arena_scope_begin() at
+ * Rewinds an arena when it goes out of scope: arena_scope_begin() at
  * construction, arena_scope_end() at destruction.  Scopes of one arena must
- * end in reverse order of their start, which blocks give for free.  Not
+ * end in reverse order of their start, which C++ scopes give for free.  Not
  * copyable or movable; C++17's guaranteed copy elision lets a function
  * return one (`auto s = a.scope();`).
  */
@@ -112,8 +112,8 @@ public:
 /**
  * Makes `a` the calling thread's current arena (arena_set_current(), the one
  * the arena_cur_* hooks of hooks.h allocate from) and restores the previous
- * one at destruction; nullptr makes none current (the C heap).  Guards nest
- * as blocks do.  The arena must outlive the guard.
+ * one at destruction; nullptr makes none current (the C heap).  They nest as
+ * C++ scopes do.  The arena must outlive the object.
  */
 class current_scope {
 public:
@@ -186,7 +186,7 @@ public:
     std::size_t size() const noexcept { return arena_size(a_); }
     std::size_t retained() const noexcept { return arena_retained(a_); }
 
-    /** A guard that forgets, when it is destroyed, everything stored after
+    /** An object that forgets, when it is destroyed, everything stored after
      *  this call. */
     libarena::scope scope() noexcept { return libarena::scope(a_); }
 

@@ -19,8 +19,8 @@
  * the next value does not come at the mark's address when they held it (the
  * rest of the page the mark's position lies in stays accessible, and cannot
  * fault).  A stale ref resolves through the arena's chunk index: it faults
- * while its slot there still names the retired chunk (until the arena takes
- * another chunk into that slot).
+ * while its entry there still names the retired chunk (until the arena takes
+ * another chunk into that entry).
  *
  * Two ways in: an arena guards every batch (arena_set_guard()), or the
  * process samples one batch in N of every arena backed by the C heap

@@ -16,7 +16,7 @@
  *     expat, jansson, libxml2, SQLite.  The arena_cur_* family takes its
  *     memory from the calling thread's "current arena" (arena_set_current),
  *     finds each block's size and owner from its address (a small block in
- *     a page of its size class, any other with a header before it), and
+ *     a slab of its size class, any other with a header before it), and
  *     falls back to the C heap while no arena is current, so the hooks can
  *     be installed for the whole process.
  *
@@ -100,7 +100,7 @@ ARENA_API void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size
  * for a shrink.  ptr NULL allocates new_size bytes.  A shrink (new_size <=
  * old_size) never fails and keeps the first new_size bytes: the most recent
  * value shrinks in place, giving its tail back; any other moves where a
- * smaller block serves it (one of a page's smaller size class, or of a page
+ * smaller block serves it (one of a slab's smaller size class, or of a slab
  * for a value past 256 bytes that falls below), its own going back whole,
  * and otherwise shrinks in place, its tail given back where the arena knows
  * its block (see arena_free()), as Lua's hook does; new_size 0 returns ptr,
@@ -120,7 +120,7 @@ ARENA_API void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, 
  * back a pool (arena_pool_init), another arena (arena_init_with) or anything
  * else that takes an arena_allocator.  Everything allocated through it dies
  * with `a`'s batch: release the pool or the inner arena before `a` is reset.
- * Give `a` a chunk budget larger than the inner arena's chunks (or each of
+ * Give `a` a chunk size larger than the inner arena's chunks (or each of
  * them takes an oversized chunk of its own).  Never fails.
  */
 ARENA_API arena_allocator arena_allocator_of(arena *a);
@@ -146,16 +146,16 @@ ARENA_API arena *arena_set_current(arena *a);
 ARENA_API arena *arena_current(void);
 
 /**
- * A block in which `a` is the calling thread's current arena, as a pair:
- * arena_current_begin(a) makes `a` current (NULL: none) and returns the
+ * A stretch of code in which `a` is the calling thread's current arena, as a
+ * pair: arena_current_begin(a) makes `a` current (NULL: none) and returns the
  * previous one, which the matching arena_current_end(prev) makes current
- * again.  Pairs nest; each must be ended on every path out of its block,
+ * again.  Pairs nest; each must be ended on every path out of its stretch,
  * innermost first (ARENA_CURRENT_SCOPE does it for gcc and clang).  The
  * arena must stay valid until the end.  Never fails.
  */
 ARENA_API arena *arena_current_begin(arena *a);
 
-/** Ends a block begun by arena_current_begin(): `prev`, what it returned,
+/** Ends a stretch begun by arena_current_begin(): `prev`, what it returned,
  *  is current again.  Never fails. */
 ARENA_API void arena_current_end(arena *prev);
 
@@ -164,10 +164,10 @@ ARENA_API void arena__current_restore(arena **prev);
 
 #if ARENA_HAVE_SCOPE
 /**
- * ARENA_CURRENT_SCOPE(a);  as a statement inside a block: `a` is the
+ * ARENA_CURRENT_SCOPE(a);  as a statement between braces: `a` is the
  * calling thread's current arena (for the arena_cur_* family) from here to
- * the end of the block, and the previous one is current again however the
- * block is left (end of block, return, break, goto out of it), through the
+ * the closing brace, and the previous one is current again however the
+ * braces are left (their end, return, break, goto out of them), through the
  * cleanup attribute of gcc and clang (ARENA_HAVE_SCOPE; elsewhere use
  * arena_current_begin() and arena_current_end() on every path).  Not
  * longjmp, and not C++ exceptions in C code.  Nests; at most one per line.
@@ -189,17 +189,17 @@ ARENA_API void arena__current_restore(arena **prev);
  * at most 8 bytes (no object that small needs more; C23's rule).
  *
  * Layout.  In a plain build, a block of at most 256 bytes from an arena has
- * no header: it lies in a 4 KiB page of blocks of its size class (8 bytes,
- * then 16-byte steps), which the arena stores, and it takes its class's
- * size (arena_size() counts that; a cJSON node of 64 bytes takes 64).  The
- * page's first 32 bytes name its arena and class; free, realloc and size
- * find them from the block's address (they read the first word of the page
- * the pointer lies in, whatever the pointer is).  Any other block (larger,
- * from the heap, or in a build with ASan, Valgrind or the checked build,
- * which poison, mark and check each block's bounds) carries a header before
- * it, holding its size and where it came from: the smallest multiple of
- * ARENA_ALIGN that holds two words, three in a checked build (16 and 32
- * bytes on x86-64).  Size 0 returns a unique block of no bytes.  NULL on
+ * no header: it lies in a slab (4 KiB, aligned to 4 KiB) of blocks of its
+ * size class (8 bytes, then 16-byte steps), which the arena stores, and it
+ * takes its class's size (arena_size() counts that; a cJSON node of 64 bytes
+ * takes 64).  The slab's first 32 bytes name its arena and class; free,
+ * realloc and size find them from the block's address (they read the first
+ * word of the slab the pointer would lie in, whatever the pointer is).  Any
+ * other block (larger, from the heap, or in a build with ASan, Valgrind or
+ * the checked build, which poison, mark and check each block's bounds)
+ * carries a header before it, holding its size and where it came from: the
+ * smallest multiple of ARENA_ALIGN that holds two words, three in a checked
+ * build (16 and 32 bytes on x86-64).  Size 0 returns a unique block of no bytes.  NULL on
  * out-of-memory or overflow: an arena that cannot grow returns NULL; it
  * never falls back to the heap (that would change the block's lifetime).
  * Thread-safe in the sense above (it uses the calling thread's arena).
@@ -217,7 +217,7 @@ ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_cur_calloc(size_t count, si
  *   - a block of the current arena with a header grows or shrinks in place
  *     when it is the most recent value and its chunk has room, else it is
  *     copied within the arena and its old place given back; a block in a
- *     page stays while the new size is of its class, else moves (a shrink
+ *     slab stays while the new size is of its class, else moves (a shrink
  *     that finds no room stays: a shrink never fails);
  *   - a block of an arena that is not current (an outer scope's while an
  *     inner one is current, another thread's, or any arena while none is
@@ -231,7 +231,7 @@ ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_cur_calloc(size_t count, si
  * Misuse: a pointer that is not from this family, or whose header was
  * overwritten, is reported (ARENA_ERR_FOREIGN_POINTER) when the header shows
  * it: a cheap test in every build catches most such headers, the checked
- * build's check word all but a forged one; a pointer inside a page's block
+ * build's check word all but a forged one; a pointer inside a slab's block
  * rather than at its start is always reported.  Under ASan the header is
  * poisoned, so the write that overwrites it is reported itself.  A block
  * freed already is reported (ARENA_ERR_DOUBLE_FREE) in every build.  If the
@@ -246,7 +246,7 @@ ARENA_API void *arena_cur_realloc(void *ptr, size_t size);
  * given back: the next block of its size class reuses it (the most recent
  * value goes back to the position).  A block of an arena that is not
  * current stays until that arena's batch ends, marked freed in its own
- * bytes (so that a second free is reported; a page's block of 8 bytes has
+ * bytes (so that a second free is reported; a slab's block of 8 bytes has
  * no room for the mark); that arena's state is not touched (it may be
  * another thread's).  Under ASan the block is poisoned, so a use after this
  * call is reported.  Misuse as for arena_cur_realloc (then nothing happens).
@@ -255,7 +255,7 @@ ARENA_API void arena_cur_free(void *ptr);
 
 /** The usable size of a block of this family, 0 for NULL: what was asked
  *  for a block with a header, its class's size (8, or a multiple of 16 up
- *  to 256) for a block in a page, which the program may use whole, as
+ *  to 256) for a block in a slab, which the program may use whole, as
  *  malloc_usable_size() allows.  SQLite's xSize.  Misuse as for
  *  arena_cur_realloc (then 0). */
 ARENA_API size_t arena_cur_size(const void *ptr);

@@ -60,7 +60,7 @@ typedef struct arena_pool {
     uintptr_t stack; /**< address of the free stack (uint32_t); its top is [nfree - 1] */
     uintptr_t state; /**< address of the slot states, one uint32_t per slot */
     size_t nfree;    /**< free slots */
-    size_t open;     /**< cap while the inline paths are open; 0 closes them */
+    size_t open;     /**< cap while the inline paths are enabled; 0 disables them */
     size_t inv;      /**< inverse of the stride's odd part, modulo 2^N (N: size_t bits) */
     size_t stride;   /**< slot size: obj_size rounded up to obj_align */
     size_t shift;    /**< trailing zero bits of stride */

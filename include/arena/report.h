@@ -77,8 +77,8 @@ ARENA_API bool arena_pool_register(arena_pool *p);
  *  for each byte of no well-formed UTF-8 sequence, so that the report is
  *  always valid UTF-8 JSON (RFC 8259); the text shows each byte of a
  *  control character (C0, DEL, C1) or of no well-formed sequence as \\xNN, so
- *  that a name never breaks its line, and cuts a name to its column (28
- *  characters, less the indent) before the first character that would
+ *  that a name never breaks its line, and truncates a name to its column
+ *  (28 characters, less the indent) before the first character that would
  *  cross it, never inside one. */
 enum {
     ARENA_REPORT_TEXT = 0, /**< aligned columns, one line per entry, children indented */

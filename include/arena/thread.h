@@ -28,7 +28,7 @@
  * the child of a process whose other threads use the library can use it
  * too: allocate, reset, acquire and recycle, use a shared arena, report.
  * What other threads held at the fork stays theirs in the child (an arena
- * they had acquired, or that waited in their slot, is freed by
+ * they had acquired, or that waited in their stash, is freed by
  * arena_cache_destroy(); their runs of a shared arena go unused), and a
  * shared arena's or a cache's values are the parent's copy.  A fork from
  * inside a callback that the library makes under a lock (a cache's or
@@ -100,7 +100,7 @@ typedef struct arena_cache arena_cache;
 
 /** How a cache is set up.  Zero fields take the defaults. */
 typedef struct arena_cache_config {
-    /** chunk budget of each arena (0: ARENA_DEFAULT_CHUNK) */
+    /** chunk size of each arena (0: ARENA_DEFAULT_CHUNK) */
     size_t chunk_bytes;
     /** arenas kept in the shared store (0: 64); beyond it a recycled arena is
      *  released */
@@ -120,7 +120,7 @@ typedef struct arena_cache_config {
  * structs come from the backing allocator.  An arena struct, once made, is
  * kept until arena_cache_destroy() (an arena released beyond max_arenas keeps
  * its struct, without chunks, for a later acquire), so they number at most the
- * most arenas ever out at once (acquired, or waiting in threads' slots), at
+ * most arenas ever out at once (acquired, or waiting in threads' stashes), at
  * about the size of an arena struct each.  The caller owns the cache until
  * arena_cache_destroy().  NULL on out-of-memory or when the system refuses a
  * mutex.  Thread-safe.
@@ -128,7 +128,7 @@ typedef struct arena_cache_config {
 ARENA__NODISCARD ARENA_API arena_cache *arena_cache_create(const arena_cache_config *config);
 
 /**
- * Frees every arena the cache made (cached, waiting in a thread's slot, and
+ * Frees every arena the cache made (cached, waiting in a thread's stash, and
  * also any still acquired: those become invalid) and the cache.  Requires that
  * no other thread uses the cache during the call (join the workers, or have
  * them stop using it, first); threads that used it may exit at any time.
@@ -138,7 +138,7 @@ ARENA_API void arena_cache_destroy(arena_cache *c);
 
 /**
  * An empty arena for one request: the one this thread recycled last, when it
- * still waits in the thread's slot (no lock, no atomic operation), else one
+ * still waits in the thread's stash (no lock, no atomic operation), else one
  * from the shared store (a short lock), else a fresh one (its chunks come on
  * first use).  It holds the chunks its last recycle kept: once the requests
  * it serves repeat a shape, they make no backing-allocator call.  The caller
@@ -164,20 +164,20 @@ ARENA__NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
  * settings the request gave it), gives it back the cache's settings (see
  * arena_cache_acquire(); an arena that keeps more than the cache's arena limit
  * frees every chunk) and keeps it for a later arena_cache_acquire(): in this
- * thread's slot when the slot is free, else in the shared store while it holds
+ * thread's stash when the stash is empty, else in the shared store while it holds
  * fewer than max_arenas, else the arena is released (its chunks are freed; its
  * struct is kept, see arena_cache_create()).  Never fails.  Thread-safe.
  * `a` must come from arena_cache_acquire() of this cache; NULL is reported
  * (ARENA_ERR_NULL_FREE), an arena already recycled (ARENA_ERR_DOUBLE_FREE,
- * wherever the cache has put it since: slot, store, or released) or from
+ * wherever the cache has put it since: stash, store, or released) or from
  * another cache, or `c` NULL (ARENA_ERR_FOREIGN_POINTER) too, and then nothing
  * happens.  Once a later acquire hands the arena out again it is that
  * request's, and a stale recycle of it cannot be told from that request's own.
  * An arena that no cache made, or whose cache was destroyed, is undefined.
  * Checked build: the reset verifies the arena's values (see arena_reset()).
- * A thread's slot holds one arena of one cache: recycling into another cache
+ * A thread's stash holds one arena of one cache: recycling into another cache
  * sends it back to its own cache's store first.  A thread that exits returns
- * the arena waiting in its slot to the store, so max_arenas bounds the store
+ * the arena waiting in its stash to the store, so max_arenas bounds the store
  * and each thread holds at most one more.
  * What an arena keeps follows the requests it serves (arena_reset()'s
  * policy, under max_retained when set): a huge request that recurs at least
@@ -189,7 +189,7 @@ ARENA__NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
 ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
 
 /** Arenas in the shared store now (not counting those waiting in threads'
- *  slots, nor the structs of released ones).  Thread-safe; a snapshot, for
+ *  stashes, nor the structs of released ones).  Thread-safe; a snapshot, for
  *  monitoring and tests. */
 ARENA_API size_t arena_cache_count(arena_cache *c);
 
@@ -197,7 +197,7 @@ ARENA_API size_t arena_cache_count(arena_cache *c);
 typedef struct arena_cache_stats {
     size_t arenas;      /**< arenas the cache holds (made, and not freed) */
     size_t out;         /**< of them, not in the shared store: acquired, or
-                             waiting in a thread's slot for its next acquire */
+                             waiting in a thread's stash for its next acquire */
     size_t stored;      /**< in the shared store (arena_cache_count()) */
     size_t held;        /**< bytes all its arenas hold from the backing now */
     size_t limit;       /**< arena_cache_set_limit() (SIZE_MAX: none) */
@@ -329,9 +329,9 @@ ARENA_API void arena_shared_destroy(arena_shared *s);
  * arena_alloc()'s for size 0 (arena_shared_alloc_aligned(): as
  * arena_alloc_aligned()'s).  NULL on out-of-memory or overflow, with the
  * arena as it was (the thread's run too).
- * The values of one run are packed without guards between them; under
+ * The values of one run are packed without redzones between them; under
  * AddressSanitizer the rest of the run stays poisoned, and values placed
- * under the lock get arena_alloc()'s guards.
+ * under the lock get arena_alloc()'s redzones.
  */
 ARENA__NODISCARD ARENA__MALLOC ARENA__ALLOC_SIZE(2) ARENA_API
     void *arena_shared_alloc(arena_shared *s, size_t size);

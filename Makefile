@@ -49,7 +49,8 @@ clean:
 	rm -rf build build-*
 
 # `make format` applies .clang-format to the C sources; `make lint` runs every
-# static check CI runs (the format check, cppcheck, clang-tidy, gcc -fanalyzer).
+# static check CI runs (the SPDX lines, the line lengths, the format check,
+# cppcheck, clang-tidy, gcc -fanalyzer).
 format:
 	scripts/format.sh
 

@@ -115,7 +115,8 @@ void return_memory() { malloc_trim(0); }
 int main(int argc, char **argv)
 {
     bench::check_malloc_is("libc.so");
-    bench::register_amalgamation("arena_amalgamation", "libarena, amalgamated (one translation unit)");
+    bench::register_amalgamation("arena_amalgamation",
+                                 "libarena, amalgamated (one translation unit)");
     return bench::run_main(argc, argv);
 }
 #endif

@@ -514,12 +514,13 @@ void register_pool()
                       typed_pool_run<PoolObj<256>>(st, rolling, cap);
               });
 #endif
-    pool_rows("new_delete", "new/delete (glibc)", [](State &st, bool rolling, size_t size, size_t cap) {
-        if (size == 16)
-            new_delete_run<PoolObj<16>>(st, rolling, cap);
-        else
-            new_delete_run<PoolObj<256>>(st, rolling, cap);
-    });
+    pool_rows("new_delete", "new/delete (glibc)",
+              [](State &st, bool rolling, size_t size, size_t cap) {
+                  if (size == 16)
+                      new_delete_run<PoolObj<16>>(st, rolling, cap);
+                  else
+                      new_delete_run<PoolObj<256>>(st, rolling, cap);
+              });
 #if HAVE_BOOST_POOL
     pool_rows("boost_pool", "Boost.Pool", [](State &st, bool rolling, size_t size, size_t cap) {
         boost::pool<> p(opaque(size), cap);
@@ -662,7 +663,8 @@ void register_tree()
     add(kTree + "talloc", "talloc", 1, [](State &st) {
         void *ctx = talloc_new(nullptr);
         tree(
-            st, [] {}, [&] { return talloc(ctx, Node); }, [&](Node *) { talloc_free_children(ctx); });
+            st, [] {}, [&] { return talloc(ctx, Node); },
+            [&](Node *) { talloc_free_children(ctx); });
         talloc_free(ctx);
     });
 #else
@@ -684,7 +686,8 @@ void register_tree()
     add(kTree + "pmr_monotonic", "std::pmr::monotonic_buffer_resource", 1, [](State &st) {
         std::pmr::monotonic_buffer_resource mr(65536);
         tree(
-            st, [] {}, [&] { return static_cast<Node *>(mr.allocate(sizeof(Node), alignof(Node))); },
+            st, [] {},
+            [&] { return static_cast<Node *>(mr.allocate(sizeof(Node), alignof(Node))); },
             [&](Node *) { mr.release(); });
     });
 #else

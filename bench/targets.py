@@ -103,7 +103,8 @@ def targets(rows):
                   "arena_alloc_limited", None, rows.error("alloc/16/arena_alloc_limited")))
     else:
         t.append(("16 B alloc with a limit set: as fast (within 5%)", "alloc/16",
-                  "arena_alloc_limited", x / base <= 1.05, "%.3fx arena_alloc (<= 1.05)" % (x / base)))
+                  "arena_alloc_limited", x / base <= 1.05,
+                  "%.3fx arena_alloc (<= 1.05)" % (x / base)))
     for name in rows.order:
         if name.startswith("pool/") and name.endswith("/arena_pool"):
             proxy("pool within 1.3x of free list, at least 2x faster than mimalloc",

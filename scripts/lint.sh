@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: MIT
 # `make lint`: every static check CI runs, each with zero findings allowed.
 #   - the SPDX licence line in every tracked source (scripts/check-spdx.sh);
+#   - lines of at most 100 columns, comments included, and trailing comments
+#     whose lines stay aligned (scripts/check-lines.py);
 #   - clang-format: the sources match .clang-format (`make format` fixes them);
 #   - cppcheck on src/ and include/;
 #   - clang-tidy (.clang-tidy) on src/, plain and checked builds (the lint-*
@@ -14,6 +16,9 @@ step() { printf '\n==== lint: %s\n' "$*"; }
 
 step "licence: every tracked source carries its SPDX line"
 scripts/check-spdx.sh
+
+step "lines of at most 100 columns; trailing comments aligned"
+scripts/check-lines.py
 
 step "clang-format (make format applies it)"
 scripts/format.sh --check

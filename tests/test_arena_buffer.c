@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The caller-buffer arena and the backing allocator (arena_init_buffer() and arena_allocator in arena.h).
+ * The caller-buffer arena and the backing allocator (arena_init_buffer() and
+ * arena_allocator in arena.h).
  *
  * This suite is linked with -Wl,--wrap=malloc (and calloc, realloc, free,
  * aligned_alloc, posix_memalign): every call the library makes to the C heap

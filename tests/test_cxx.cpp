@@ -59,7 +59,10 @@ struct recording {
     ~recording() { arena_set_error_handler(prev, prev_ctx); }
 };
 
-static bool aligned(const void *p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
+static bool aligned(const void *p, std::size_t a)
+{
+    return reinterpret_cast<std::uintptr_t>(p) % a == 0;
+}
 
 // ---- libarena::arena ----------------------------------------------------------------
 
@@ -260,7 +263,8 @@ static void test_arena_buffer(void **)
     libarena::arena a(buf, sizeof buf); // no backing: the buffer is all there is
     void *p = a.allocate(1000);
     assert_non_null(p);
-    assert_true(static_cast<unsigned char *>(p) >= buf && static_cast<unsigned char *>(p) < buf + sizeof buf);
+    unsigned char *in = static_cast<unsigned char *>(p);
+    assert_true(in >= buf && in < buf + sizeof buf);
     assert_null(a.allocate(8192));
     void *q = a.allocate(128, 256);
     assert_non_null(q);

@@ -195,15 +195,15 @@ static inline char *arena_strdup(arena *a, const char *s);
  * C's realloc, told the old size: resizes the value `ptr` of `old_size`
  * bytes to `new_size` bytes, keeping its first min(old_size, new_size) bytes.
  *   - Grow: in place (returns `ptr`) when ptr is the most recent value of
- *     the current chunk and the chunk has room; otherwise a new
+ *     the current chunk and the chunk has room.  Otherwise a new
  *     ARENA_ALIGN-aligned value of new_size bytes, placed as
  *     arena_alloc_reuse() places one, gets a copy of the old size's bytes
- *     and is returned, and the old one is given back as arena_free() gives
+ *     and is returned.  The old value is given back as arena_free() gives
  *     it (as C's realloc frees it): `ptr` is dead.
- *   - Shrink (new_size <= old_size): returns `ptr`, never moves; the tail
- *     goes back to the arena when ptr is the most recent value or the
- *     arena knows the block that holds it (see arena_free()), and stays
- *     with the batch otherwise.  Size 0 is the shrink to nothing: `ptr` is
+ *   - Shrink (new_size <= old_size): returns `ptr`, which never moves.  The
+ *     tail goes back to the arena when ptr is the most recent value or the
+ *     arena knows the block that holds it (see arena_free()); otherwise it
+ *     stays with the batch.  Size 0 is the shrink to nothing: `ptr` is
  *     returned (arena_free() drops it).
  *   - ptr NULL: arena_alloc(a, new_size) (size 0: a non-NULL pointer that
  *     must not be dereferenced).
@@ -212,65 +212,69 @@ static inline char *arena_strdup(arena *a, const char *s);
  * with the arena and the old value unchanged, as C's realloc.
  *
  * Requires: `ptr` is NULL or a live value of this arena, and `old_size` is
- * at most the size it was stored or last resized with (a shrink gives the
- * tail back: its bytes are no longer the value's; a string's counts its
- * NUL).  A larger old_size would copy bytes past the value.  Every build
+ * at most the size it was stored or last resized with.  A shrink gives the
+ * tail back: its bytes are no longer the value's.  A string's size counts
+ * its NUL.  A larger old_size would copy bytes past the value.  Every build
  * reports an old_size that reaches past the position of the current chunk
- * when ptr lies in it (ARENA_ERR_BAD_SIZE); a checked build, which keeps
- * each value's size, reports any old_size above it (ARENA_ERR_BAD_SIZE) and
- * a ptr that is not the start of a live value (ARENA_ERR_FOREIGN_POINTER).
- * After a report, NULL, and the arena is unchanged.
+ * when ptr lies in it (ARENA_ERR_BAD_SIZE).  A checked build keeps each
+ * value's size: it also reports any old_size above it (ARENA_ERR_BAD_SIZE),
+ * and a ptr that is not the start of a live value
+ * (ARENA_ERR_FOREIGN_POINTER).  After a report, NULL, and the arena is
+ * unchanged.
  */
 ARENA__NODISCARD
 ARENA_API void *arena_realloc(arena *a, void *ptr, size_t old_size, size_t new_size);
 
 /**
- * Gives the value `ptr` of `size` bytes back before its batch ends.  One
- * rule for every call told a size (this one, arena_realloc(), the adapters
- * of hooks.h): a value holds the bytes it was asked for, whichever call
- * stored it, and any of them may give it back or resize it.  The most
- * recent value of the current chunk goes back to the position (the next
- * allocation of any kind reuses its bytes); any other value becomes a free
- * block that the reusing allocations take before they bump: the adapters,
- * arena_alloc_reuse() and a moving arena_realloc() (not arena_alloc(),
- * whose inline path never looks).  A value a reusing allocation placed
- * gives back the whole block that holds it (its padding included: the
- * arena knows it), so that what the arena holds follows what is live under
- * any pattern of frees; any other value gives back its own bytes only
- * (what follows its last byte may be a value stored at a lesser alignment,
- * a string).  arena_size() drops by `size`.  A reset or a rewind forgets the
- * free blocks (O(1)); after a rewind, a block freed before its mark is not
- * reused until the next reset.  A fixed-size arena (a caller's buffer
- * without backing) reuses only its most recent value, as do blocks too small
- * to hold a free block's node (16 bytes, 48 in the checked build).
+ * Gives the value `ptr` of `size` bytes back before its batch ends.
+ * arena_size() drops by `size`.  Never fails.  One rule holds for every call
+ * told a size (this one, arena_realloc(), the adapters of hooks.h): a value
+ * holds the bytes it was asked for, whichever call stored it, and any of
+ * those calls may give it back or resize it.
+ *   - The most recent value of the current chunk goes back to the position:
+ *     the next allocation of any kind reuses its bytes.
+ *   - Any other value becomes a free block.  The reusing allocations (the
+ *     adapters, arena_alloc_reuse(), a moving arena_realloc()) take free
+ *     blocks before they bump; arena_alloc() never looks at them.
+ *   - A value that a reusing allocation placed gives back the whole block
+ *     that holds it, its padding included.  So what the arena holds follows
+ *     what is live, under any pattern of frees.
+ *   - Any other value gives back its own bytes only: a value stored at a
+ *     lesser alignment (a string) may follow its last byte.
+ *   - A reset or a rewind forgets the free blocks, in O(1).  After a rewind,
+ *     a block freed before its mark waits for the next reset.
+ *   - A fixed-size arena (a caller's buffer without backing) reuses only its
+ *     most recent value.  So do blocks too small for a free block's node (16
+ *     bytes, 48 in the checked build).
+ * A freed value is poisoned until it is handed out again: no-access to ASan
+ * and Valgrind, clobbered in the checked build.
  *
  * Requires: `ptr` NULL (nothing happens) or a live value of this arena's
  * current batch, and `size` its size (a string's counts its NUL; 0: nothing
- * happens).  A value given back after the reset, rewind or release that
- * ended its batch is reported in every build (ARENA_ERR_LATE_FREE, nothing
- * given back) when it lies beyond what the batch has stored since (past the
- * position of the current chunk, or in a spare chunk): the common case, a
- * container destroyed just after the reset.  Where the new batch has
- * stored over it already, no build can tell it from a value of the new
- * batch, and giving it back then corrupts that value: end a batch after
+ * happens).  A late free, after the reset, rewind or release that ended the
+ * value's batch, is reported in every build (ARENA_ERR_LATE_FREE) when the
+ * value lies beyond what the batch has stored since: past the position of
+ * the current chunk, or in a spare chunk.  That is the common case, a
+ * container destroyed just after the reset.  Where the new batch has stored
+ * over the value already, no build can tell it from a value of the new
+ * batch, and giving it back corrupts that value.  So end a batch after
  * everything that gives its values back (in C++, declare the scope or the
- * batch before the containers).  A value freed twice, or a wrong size, is
- * undefined in a plain build, where an overwritten free block is reported
- * (ARENA_ERR_CORRUPT) when the lists next read it.  Instrumented builds
- * report a pointer in no chunk of the arena (ARENA_ERR_FOREIGN_POINTER)
- * and a second free
- * (ARENA_ERR_DOUBLE_FREE: ASan and Valgrind see the value poisoned, the
- * checked build its header); the checked build also a pointer that is not
- * the start of a value (ARENA_ERR_FOREIGN_POINTER), a size above the
+ * batch before the containers).
+ *
+ * Other misuse.  In a plain build a value freed twice, or a wrong size, is
+ * undefined; an overwritten free block is reported (ARENA_ERR_CORRUPT) when
+ * the lists next read it.  Instrumented builds report a pointer in no chunk
+ * of the arena (ARENA_ERR_FOREIGN_POINTER) and a second free
+ * (ARENA_ERR_DOUBLE_FREE): ASan and Valgrind see the value poisoned, the
+ * checked build its header.  The checked build also reports a pointer that
+ * is not the start of a value (ARENA_ERR_FOREIGN_POINTER), a size above the
  * value's (ARENA_ERR_BAD_SIZE), a write past the value's end (its redzone,
- * ARENA_ERR_CORRUPT) and a write into a free block (ARENA_ERR_CORRUPT, when
- * it is reused or the batch ends).  A freed value is poisoned (no-access to
- * ASan and Valgrind, clobbered in the checked build) until it is handed out
- * again.  After a
- * report nothing happens.  Not warn_unused_result, so that it can serve as a
- * free hook.  O(1) for a value a reusing allocation placed; O(chunks in use)
- * for any other that is not the most recent (the late-free check).  Never
- * fails.
+ * ARENA_ERR_CORRUPT), and a write into a free block (ARENA_ERR_CORRUPT, when
+ * it is reused or the batch ends).  After a report nothing happens.
+ *
+ * Cost: O(1) for a value a reusing allocation placed; O(chunks in use) for
+ * any other that is not the most recent (the late-free check).  Not
+ * warn_unused_result, so that it can serve as a free hook.
  */
 ARENA_API void arena_free(arena *a, void *ptr, size_t size);
 
@@ -520,67 +524,75 @@ typedef struct arena_cleanup arena_cleanup;
  * batch (the recycle of an arena_cache's arena is a reset), or at a rewind
  * (or scope end) to a mark taken before this call.  Cleanups run last
  * registered first, before the end of the batch or scope touches any
- * memory: a cleanup may read the values stored before it was pushed (a
- * struct holding a FILE *, say), and may use other arenas.  While an
- * arena's cleanups run it refuses, as misuse (ARENA_ERR_CLEANUP, then
- * nothing happens), a push on it and a reset, rewind or release of it; a
- * cleanup may store values in it (they die with the batch or scope being
- * ended) and cancel its other cleanups.
+ * memory.  So a cleanup may read the values stored before it was pushed (a
+ * struct holding a FILE *, say).  It may use other arenas.  While an arena's
+ * cleanups run, a push on it and a reset, rewind or release of it are
+ * misuse (ARENA_ERR_CLEANUP, then nothing happens).  A cleanup may store
+ * values in it, which die with the batch or scope being ended, and cancel
+ * its other cleanups.
  *
- * The record (48 bytes on 64-bit targets) is a value of the arena, taken
- * as arena_alloc_reuse() takes one: the returned handle stays valid until
- * the cleanup runs or is cancelled.  Failure: out of memory returns NULL
- * with nothing registered and the arena as it was.  Misuse: fn NULL, or a
- * push on an arena whose cleanups are running: ARENA_ERR_CLEANUP, then
- * NULL.  Cost: an allocation and a few stores; while any cleanup is
- * registered the arena's reset, rewind and release are calls (the inline
- * paths defer to the library), each O(cleanups it runs) more; an arena with
- * none pays nothing.  Not thread-safe (see arena_shared_cleanup_push() in
- * thread.h).  Checked build, and every build where cheap: a record
- * overwritten by the program is reported (ARENA_ERR_CORRUPT) when it would
- * run, and it and the older cleanups are then dropped unrun.
+ * The record (48 bytes on 64-bit targets) is a value of the arena, taken as
+ * arena_alloc_reuse() takes one.  The returned handle stays valid until the
+ * cleanup runs or is cancelled.  Failure: out of memory returns NULL, with
+ * nothing registered and the arena as it was.  Misuse: fn NULL, or a push on
+ * an arena whose cleanups are running: ARENA_ERR_CLEANUP, then NULL.  Not
+ * thread-safe (see arena_shared_cleanup_push() in thread.h).  Checked build,
+ * and every build where cheap: a record overwritten by the program is
+ * reported (ARENA_ERR_CORRUPT) when it would run; it and the older cleanups
+ * are then dropped unrun.
+ *
+ * Cost: an allocation and a few stores.  While any cleanup is registered,
+ * the arena's reset, rewind and release are calls (the inline paths defer to
+ * the library), each O(cleanups it runs) more.  An arena with none pays
+ * nothing.
  */
 ARENA_API arena_cleanup *arena_cleanup_push(arena *a, arena_cleanup_fn *fn, void *ctx);
 
 /**
  * Cancels the cleanup `c` of `a` (a resource closed early): it will not
- * run, and its record goes back to the arena (arena_free()).  O(1).
- * NULL: nothing (the result of a failed push).  Requires a handle of `a`
- * whose cleanup has neither run nor been cancelled: its record is a value
- * of the batch that pushed it, so a handle used after that batch or scope
- * ended is a use after reset (undefined; the checked build, which clobbers
- * expired memory, mostly reports it).  Within the batch, a cleanup that
- * ran (from a cleanup of the same run) is reported (ARENA_ERR_CLEANUP);
- * one cancelled already, in a plain build while its record is not reused
- * (ARENA_ERR_CLEANUP; the checked build clobbers the freed record, so it
- * reads as foreign; ASan and Valgrind report the read of it); a handle
- * that is no record of `a` is reported (ARENA_ERR_FOREIGN_POINTER) where
- * its bytes show it.  After a report nothing happens.
+ * run, and its record goes back to the arena (arena_free()).  O(1).  NULL,
+ * the result of a failed push, does nothing.
+ *
+ * Requires a handle of `a` whose cleanup has neither run nor been cancelled.
+ * Its record is a value of the batch that pushed it, so a handle used after
+ * that batch or scope ended is a use after reset: undefined, and mostly
+ * reported by the checked build, which clobbers expired memory.  Within the
+ * batch, misuse is reported, and then nothing happens:
+ *   - a cleanup that ran (cancelled from a cleanup of the same run):
+ *     ARENA_ERR_CLEANUP;
+ *   - one cancelled already: ARENA_ERR_CLEANUP in a plain build, while its
+ *     record is not reused.  The checked build clobbers the freed record, so
+ *     it reads as foreign; ASan and Valgrind report the read of it;
+ *   - a handle that is no record of `a`, where its bytes show it:
+ *     ARENA_ERR_FOREIGN_POINTER.
  */
 ARENA_API void arena_cleanup_cancel(arena *a, arena_cleanup *c);
 
 /**
- * Initialises `child` as an empty arena whose chunks come from `parent`
- * (through arena_allocator_of(parent): each chunk is a value of the
- * parent, and every chunk the child gives back -- at a reset, per its
- * retention policy, at arena_trim() or at its release -- goes back to the
- * parent's free blocks, O(1) each, for the next child to take with no
- * backing call).  `chunk_bytes` is the child's chunk size (0: a quarter
- * of the parent's, so that a child's chunk fits in one of the parent's).
- * The child dies with the parent's batch, and with a scope of the parent
- * in which it took memory: when it first takes memory of the parent, and
- * at its first take after each mark of the parent, it pushes a cleanup on
- * the parent (arena_cleanup_push(); the one it pushed before is cancelled)
- * that releases the child, so the parent's reset, release or rewind to a
- * mark taken before that releases it (its own cleanups run then); its
- * release before that cancels the cleanup.  Values of the child used after that
- * are a use after reset; the child itself is then empty and may be used
- * again, in the parent's next batch.  The child struct may be a value of
- * the parent.  Requires that `parent` outlives the child's use and is not
- * used by another thread meanwhile (the child's slow paths allocate from
- * it).  Never fails (a chunk the parent cannot give is the child's
- * out-of-memory, and so is one asked while the parent runs its cleanups:
- * it would die with the batch or scope ending).
+ * Initialises `child` as an empty arena whose chunks come from `parent`,
+ * through arena_allocator_of(parent): each chunk is a value of the parent.
+ * Every chunk the child gives back (at a reset, per its retention policy,
+ * at arena_trim() or at its release) goes back to the parent's free blocks,
+ * O(1) each, for the next child to take with no backing call.
+ * `chunk_bytes` is the child's chunk size (0: a quarter of the parent's, so
+ * that a child's chunk fits in one of the parent's).  The child struct may
+ * be a value of the parent.
+ *
+ * The child dies with the parent's batch, and with a scope of the parent in
+ * which it took memory.  When it first takes memory of the parent, and at
+ * its first take after each mark of the parent, it pushes on the parent a
+ * cleanup that releases the child (arena_cleanup_push(); the one it pushed
+ * before is cancelled).  So the parent's reset, release, or rewind to a mark
+ * taken before that releases the child, whose own cleanups run then.  The
+ * child's release before that cancels the cleanup.  Values of the child used
+ * after that are a use after reset.  The child itself is then empty, and may
+ * be used again in the parent's next batch.
+ *
+ * Requires that `parent` outlives the child's use and is not used by another
+ * thread meanwhile: the child's slow paths allocate from it.  Never fails.
+ * A chunk the parent cannot give is the child's out-of-memory, and so is one
+ * asked while the parent runs its cleanups (it would die with the batch or
+ * scope ending).
  */
 ARENA_API void arena_init_child(arena *child, arena *parent, size_t chunk_bytes);
 
@@ -625,21 +637,22 @@ typedef void arena_limit_fn(const arena_limit_event *event, void *ctx);
  * of arena_init_buffer() is not taken, and does not count.  SIZE_MAX: no
  * limit (the default).
  *
- * Enforced at the byte: a new chunk is shrunk to the room left under the
- * limit (to no less than the value that needs it, and beside the growth of
- * the chunk index it may need), so an allocation fails only when no memory
- * the limit allows could hold it, and then it returns NULL with the arena
- * unchanged, as on out-of-memory (arena_on_limit() is told): it asks the
+ * Enforced at the byte.  A new chunk is shrunk to the room left under the
+ * limit, to no less than the value that needs it, and beside the growth of
+ * the chunk index it may need.  So an allocation fails only when no memory
+ * the limit allows could hold it.  It then returns NULL with the arena
+ * unchanged, as on out-of-memory, and arena_on_limit() is told.  It asks the
  * backing nothing, and every byte of the arena and every figure of
  * arena_get_stats() but `limit_hits` is as it was.  The inline fast path is
- * unchanged: it stores into chunks already held.  A limit below what the
- * arena holds already frees nothing: every allocation (inline ones
- * included) fails until a reset, arena_reset_to(), arena_trim() or release
- * brings the arena under it; a reset does: it keeps only the chunks that
- * fit under the limit beside the rest of what the arena holds (the chunks'
- * overhead, its bookkeeping).  0 refuses every allocation that needs
- * memory.  The limit stays through resets, rewinds (it is not part of a
- * mark) and releases.  Never fails; O(1).
+ * unchanged: it stores into chunks already held.
+ *
+ * A limit below what the arena holds already frees nothing.  Every
+ * allocation, inline ones included, fails until a reset, arena_reset_to(),
+ * arena_trim() or release brings the arena under it.  A reset does: it keeps
+ * only the chunks that fit under the limit beside the rest of what the arena
+ * holds (the chunks' overhead, its bookkeeping).  0 refuses every allocation
+ * that needs memory.  The limit stays through resets, rewinds (it is not
+ * part of a mark) and releases.  Never fails; O(1).
  */
 ARENA_API void arena_set_limit(arena *a, size_t limit);
 
@@ -647,21 +660,23 @@ ARENA_API void arena_set_limit(arena *a, size_t limit);
 ARENA_API size_t arena_limit(const arena *a);
 
 /**
- * Charges what the arena holds and what it takes from its backing from now
- * on against the group limit `b` (NULL: none), instead of the budget it
- * charged (whose bytes go back to it); `b` must outlive the arena or be
- * left (arena_set_budget(a, NULL)) first.  Joining charges what the arena
- * holds at once, and only if it fits under the budget's limit: if it does
- * not, the arena first gives back its spare chunks (arena_trim(a, 0)), and
- * if what it holds still does not fit, nothing changes (the arena keeps
- * the budget it had, and every byte of it is as it was) and false is
- * returned.  True otherwise: always for NULL, for the budget it has, and
- * for an arena that holds nothing.  Once joined, a charge that would cross
- * the budget's limit fails as the arena's own limit does, but only new
- * memory is refused: values still fit the chunks the arena holds.  The
- * bytes go back to the budget as the arena frees chunks.  Thread-safe
- * towards the budget (arenas on other threads charging it meanwhile); the
- * arena is its thread's.  O(chunks) when it gives back spares, else O(1).
+ * Charges what the arena holds, and what it takes from its backing from now
+ * on, against the group limit `b` (NULL: none) instead of the budget it
+ * charged, whose bytes go back to it.  `b` must outlive the arena, or be
+ * left (arena_set_budget(a, NULL)) first.
+ *
+ * Joining charges what the arena holds at once, and only if it fits under
+ * the budget's limit.  If it does not, the arena first gives back its spare
+ * chunks (arena_trim(a, 0)).  If what it holds still does not fit, nothing
+ * changes and false is returned: the arena keeps the budget it had, and
+ * every byte of it is as it was.  True otherwise: always for NULL, for the
+ * budget it has, and for an arena that holds nothing.  Once joined, a charge
+ * that would cross the budget's limit fails as the arena's own limit does.
+ * Only new memory is refused: values still fit the chunks the arena holds.
+ * The bytes go back to the budget as the arena frees chunks.  Thread-safe
+ * towards the budget, which arenas on other threads may charge meanwhile;
+ * the arena is its thread's.  O(chunks) when it gives back spares, else
+ * O(1).
  */
 ARENA_API bool arena_set_budget(arena *a, arena_budget *b);
 
@@ -715,28 +730,29 @@ typedef struct arena_stats {
 } arena_stats;
 
 /**
- * Fills `*out` with the arena's counters: O(1), reads only (one thread at a
- * time, as every use of the arena).  Every figure is exact, in every build.
- * The peaks of `stored` are the largest arena_size() between calls: a call
- * that forgets values (a rewind or scope end, a reset, a release, a value
- * given back or shrunk, through the adapters too), inline or not, notes the
- * size before it first, and a call that places a value and gives another
- * back (a moving arena_realloc()) counts once, as it leaves them.  An
- * arena that backs others (arena_allocator_of(), arena_init_child()) sees
- * their chunk requests as calls of their own: a nested arena's call that
- * takes a chunk from it before giving one back counts here as the two calls
- * it makes, the moment between them included.  A batch
- * ends at a reset, arena_reset_to() or release; values a cleanup stores
- * while its batch or scope ends count in that batch.  Sizes compare as
- * signed here: arena_size() after a rewind is the mark's, so a value from
- * before the mark that shrank after it, shrunk again, can wrap it below
- * zero, which is no peak.  The peaks of `held`
- * and `retained` are of memory, at any moment, within a call too: a call
- * that takes a larger chunk before it gives back the one that it outgrew
- * held both for that moment.  A call that fails (out-of-memory, a limit)
- * changes no figure but `limit_hits` and `backing_calls`: memory it took
- * before a later step failed goes back uncounted, never having been the
- * arena's.
+ * Fills `*out` with the arena's counters.  O(1); it only reads, on the
+ * arena's thread as every use of the arena.  Every figure is exact, in every
+ * build.
+ *   - The peaks of `stored` are the largest arena_size() between calls.  A
+ *     call that forgets values (a rewind or scope end, a reset, a release, a
+ *     value given back or shrunk, through the adapters too), inline or not,
+ *     notes the size before it first.  A call that places a value and gives
+ *     another back (a moving arena_realloc()) counts once, as it leaves them.
+ *   - An arena that backs others (arena_allocator_of(), arena_init_child())
+ *     sees their chunk requests as calls of its own.  A nested arena's call
+ *     that takes a chunk from it before giving one back counts here as the
+ *     two calls it makes, the moment between them included.
+ *   - A batch ends at a reset, arena_reset_to() or release.  Values a cleanup
+ *     stores while its batch or scope ends count in that batch.
+ *   - Sizes compare as signed here.  arena_size() after a rewind is the
+ *     mark's, so a value from before the mark that shrank after it, shrunk
+ *     again, can wrap it below zero, which is no peak.
+ *   - The peaks of `held` and `retained` are of memory at any moment, within
+ *     a call too.  A call that takes a larger chunk before it gives back the
+ *     one it outgrew held both for that moment.
+ *   - A call that fails (out-of-memory, a limit) changes no figure but
+ *     `limit_hits` and `backing_calls`.  Memory it took before a later step
+ *     failed goes back uncounted: it was never the arena's.
  */
 ARENA_API void arena_get_stats(const arena *a, arena_stats *out);
 

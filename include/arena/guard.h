@@ -123,7 +123,7 @@ typedef struct arena_guard_stats {
     size_t quarantined;              /**< bytes of address space in the quarantine now */
     size_t quarantined_ranges;       /**< ranges in it now */
     size_t mapped;                   /**< bytes of guarded chunks mapped now, guard pages
-                                         included (not the quarantine's) */
+                                          included (not the quarantine's) */
 } arena_guard_stats;
 
 /** Fills `*out` with a snapshot of the counters.  Thread-safe (a moment old

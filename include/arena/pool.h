@@ -180,10 +180,10 @@ typedef struct arena_pool_stats {
     size_t slot_size;       /**< bytes per slot: obj_size rounded up to obj_align */
     size_t stored;          /**< used * obj_size: the bytes the live objects ask for */
     size_t held;            /**< bytes taken from the backing allocator (0 on a caller's
-                            buffer), which holds them from init to destroy */
+                                 buffer), which holds them from init to destroy */
     size_t waste;           /**< bytes of the storage (the block, or the caller's
-                            buffer's used part) that no object can use: slot
-                            padding, alignment, the bookkeeping */
+                                 buffer's used part) that no object can use: slot
+                                 padding, alignment, the bookkeeping */
     uint64_t backing_calls; /**< calls to the backing allocator: 1 at init, 1 at destroy */
 } arena_pool_stats;
 

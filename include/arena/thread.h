@@ -159,32 +159,36 @@ ARENA_API void arena_cache_destroy(arena_cache *c);
 ARENA__NODISCARD ARENA_API arena *arena_cache_acquire(arena_cache *c);
 
 /**
- * Ends a request: resets `a` with arena_reset_to(a, max_retained) (every value
- * in it expires; its cleanups run, and a guarded batch ends, under the
- * settings the request gave it), gives it back the cache's settings (see
- * arena_cache_acquire(); an arena that keeps more than the cache's arena limit
- * frees every chunk) and keeps it for a later arena_cache_acquire(): in this
- * thread's stash when the stash is empty, else in the shared store while it holds
- * fewer than max_arenas, else the arena is released (its chunks are freed; its
- * struct is kept, see arena_cache_create()).  Never fails.  Thread-safe.
- * `a` must come from arena_cache_acquire() of this cache; NULL is reported
- * (ARENA_ERR_NULL_FREE), an arena already recycled (ARENA_ERR_DOUBLE_FREE,
- * wherever the cache has put it since: stash, store, or released) or from
- * another cache, or `c` NULL (ARENA_ERR_FOREIGN_POINTER) too, and then nothing
- * happens.  Once a later acquire hands the arena out again it is that
- * request's, and a stale recycle of it cannot be told from that request's own.
- * An arena that no cache made, or whose cache was destroyed, is undefined.
- * Checked build: the reset verifies the arena's values (see arena_reset()).
- * A thread's stash holds one arena of one cache: recycling into another cache
- * sends it back to its own cache's store first.  A thread that exits returns
- * the arena waiting in its stash to the store, so max_arenas bounds the store
- * and each thread holds at most one more.
+ * Ends a request.  It resets `a` with arena_reset_to(a, max_retained): every
+ * value in it expires, and its cleanups run and a guarded batch ends under
+ * the settings the request gave it.  It gives the arena back the cache's
+ * settings (see arena_cache_acquire()); an arena that keeps more than the
+ * cache's arena limit frees every chunk.  It keeps the arena for a later
+ * arena_cache_acquire(): in this thread's stash when the stash is empty,
+ * else in the shared store while that holds fewer than max_arenas.
+ * Otherwise the arena is released: its chunks are freed, and its struct is
+ * kept (see arena_cache_create()).  Never fails.  Thread-safe.  Checked
+ * build: the reset verifies the arena's values (see arena_reset()).
+ *
  * What an arena keeps follows the requests it serves (arena_reset()'s
- * policy, under max_retained when set): a huge request that recurs at least
- * once every ARENA_RECUR_BATCHES requests keeps its chunks (no backing call
- * once warm), a one-off one's go back within ARENA_RETAIN_BATCHES smaller
- * requests' recycles; an arena waiting in the store keeps its chunks until
- * it serves again.
+ * policy, under max_retained when set).  A huge request that recurs at least
+ * once every ARENA_RECUR_BATCHES requests keeps its chunks, with no backing
+ * call once warm.  A one-off one's go back within ARENA_RETAIN_BATCHES
+ * smaller requests' recycles.  An arena waiting in the store keeps its
+ * chunks until it serves again.  A thread's stash holds one arena of one
+ * cache: recycling into another cache sends it back to its own cache's
+ * store first.  A thread that exits returns the arena waiting in its stash
+ * to the store.  So max_arenas bounds the store, and each thread holds at
+ * most one more.
+ *
+ * `a` must come from arena_cache_acquire() of this cache.  Misuse is
+ * reported, and then nothing happens: NULL (ARENA_ERR_NULL_FREE); an arena
+ * already recycled, wherever the cache has put it since (stash, store, or
+ * released: ARENA_ERR_DOUBLE_FREE); an arena from another cache, or `c` NULL
+ * (ARENA_ERR_FOREIGN_POINTER).  Once a later acquire hands the arena out
+ * again it is that request's, and a stale recycle of it cannot be told from
+ * that request's own.  An arena that no cache made, or whose cache was
+ * destroyed, is undefined.
  */
 ARENA_API void arena_cache_recycle(arena_cache *c, arena *a);
 
@@ -296,21 +300,23 @@ typedef struct arena_shared arena_shared;
 
 /**
  * Creates a shared arena whose chunks hold `chunk_bytes` each (0: 1 MiB;
- * clamped to ARENA_REF_MAX), from `backing` (NULL: malloc).  Each allocating
- * thread claims a private run from the current chunk under a short lock,
- * then bumps through it with no atomic operation.  Runs are sized to what the
- * thread stores: the first is `run_bytes` (0: 16 KiB; at most chunk_bytes, at
- * least 1 KiB), each further claim in a batch doubles what the thread has
- * claimed in it, and the first claim of a batch covers what the thread stored
- * in its previous batch; no run exceeds a quarter of a chunk (or run_bytes,
- * if larger).  A thread that stores about as much in every batch so takes
- * the lock about once a batch.  A run's tail that does not fit the next value
- * is left unused, as is the rest of the last run of a batch.  A thread keeps its runs in a table of four
- * entries, one per shared arena by creation order modulo four: a thread that
- * alternates between two shared arenas created four apart gives up a run tail
- * at each switch (correct, but wasteful).  The caller owns it until
- * arena_shared_destroy().  NULL on out-of-memory.  Allocates no chunk yet.
- * Thread-safe.
+ * clamped to ARENA_REF_MAX), from `backing` (NULL: malloc).  It allocates no
+ * chunk yet.  NULL on out-of-memory.  The caller owns it until
+ * arena_shared_destroy().  Thread-safe.
+ *
+ * Each allocating thread claims a private run from the current chunk under a
+ * short lock, then bumps through it with no atomic operation.  Runs are sized
+ * to what the thread stores.  The first is `run_bytes` (0: 16 KiB; at most
+ * chunk_bytes, at least 1 KiB).  Each further claim in a batch doubles what
+ * the thread has claimed in it.  The first claim of a batch covers what the
+ * thread stored in its previous batch.  No run exceeds a quarter of a chunk,
+ * or run_bytes if that is larger.  So a thread that stores about as much in
+ * every batch takes the lock about once a batch.  A run's tail that does not
+ * fit the next value is left unused, as is the rest of the last run of a
+ * batch.  A thread keeps its runs in a table of four entries, one per shared
+ * arena by creation order modulo four.  A thread that alternates between two
+ * shared arenas created four apart gives up a run tail at each switch, which
+ * is correct but wasteful.
  */
 ARENA__NODISCARD ARENA_API arena_shared *arena_shared_create(size_t chunk_bytes, size_t run_bytes,
                                                              const arena_allocator *backing);

@@ -21,7 +21,8 @@ meson setup "$work/sub" "$work/src" --force-fallback-for=arena >"$work/sub.log"
 meson test -C "$work/sub" --print-errorlogs
 
 echo "meson-consumer: libarena installed by Meson, found through pkg-config"
-meson setup "$work/lib" "$root" --prefix="$work/meson-prefix" --libdir=lib -Dwerror=true >"$work/lib.log"
+meson setup "$work/lib" "$root" --prefix="$work/meson-prefix" --libdir=lib -Dwerror=true \
+    >"$work/lib.log"
 meson install -C "$work/lib" --quiet
 PKG_CONFIG_PATH="$work/meson-prefix/lib/pkgconfig" \
     meson setup "$work/inst" "$work/src" --wrap-mode=nofallback >"$work/inst.log"
@@ -31,6 +32,7 @@ if [ -n "$cmake_build" ]; then
     echo "meson-consumer: libarena installed by CMake ($cmake_build), found through pkg-config"
     cmake --install "$cmake_build" --prefix "$work/cmake-prefix" >"$work/cmake-install.log"
     pc=$(dirname "$(find "$work/cmake-prefix" -name arena.pc | head -n1)")
-    PKG_CONFIG_PATH="$pc" meson setup "$work/cmake" "$work/src" --wrap-mode=nofallback >"$work/cmake.log"
+    PKG_CONFIG_PATH="$pc" meson setup "$work/cmake" "$work/src" --wrap-mode=nofallback \
+        >"$work/cmake.log"
     LD_LIBRARY_PATH="$(dirname "$pc")" meson test -C "$work/cmake" --print-errorlogs
 fi

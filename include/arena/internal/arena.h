@@ -309,7 +309,8 @@ static inline char *arena__take(arena *a, uintptr_t at, size_t size, size_t alig
 {
     uintptr_t c = (uintptr_t)a->ptr;
     bool padded_series = ARENA__CONSTANT(size) && ARENA__CONSTANT(align) && size % align != 0;
-    /* cppcheck-suppress knownConditionTrueFalse ; a compile-time constant only where gcc or clang fold it */
+    /* A compile-time constant only where gcc or clang fold it. */
+    /* cppcheck-suppress knownConditionTrueFalse */
     if (padded_series || ARENA__UNLIKELY(at != c))
         a->size -= (size_t)(at - c);
     a->ptr = (char *)at + size;

@@ -60,9 +60,9 @@ struct arena {
     char *end;     /* inline limit, or NULL */
     size_t size;   /* arena_size(), less the bytes the window holds past `counted` */
     char *counted; /* where the window's uncounted bytes start: the inline paths
-                       bump ptr without touching size (a read-modify-write of a
-                       counter on every allocation would chain each one to the
-                       last through memory); arena_size() = size + (ptr - counted) */
+                      bump ptr without touching size (a read-modify-write of a
+                      counter on every allocation would chain each one to the
+                      last through memory); arena_size() = size + (ptr - counted) */
 
     char *pos;                   /* position in the current chunk when ptr == NULL */
     struct arena__chunk *chunks; /* the chunk index: [0, nused) in use, then spares */
@@ -70,23 +70,23 @@ struct arena {
     uint32_t nused;              /* chunks holding values of this batch */
     uint32_t nchunks;            /* chunks held (in use + spare) */
     uint32_t lazy;               /* nonzero: `cold` is not written yet (the inline
-                                     arena_init_buffer() leaves it to the library) */
+                                    arena_init_buffer() leaves it to the library) */
     uint32_t pending;            /* nonzero: the library holds state that a reset,
-                                     rewind or release must see (blocks given back for
-                                     reuse, cleanups), so the inline ones call it */
+                                    rewind or release must see (blocks given back for
+                                    reuse, cleanups), so the inline ones call it */
     uint32_t spare;              /* 1 + the resets the inline path may still make
-                                     before the library's next call; 0: released
-                                     inline (see arena__reset_first()) */
+                                    before the library's next call; 0: released
+                                    inline (see arena__reset_first()) */
     char *buf;                   /* the caller's first chunk, or NULL */
     struct arena__chunk first;   /* the index while it has one slot */
     uint64_t saves;              /* marks taken: the serial of the latest */
     uint64_t expired;            /* marks up to this serial expired (reset, release) */
     size_t high;                 /* this batch's largest arena_size() before its latest
-                                     fall: every path that forgets values (a rewind, a
-                                     value given back; inline or not) notes the size
-                                     it leaves first, so the peak is max(high, size) */
+                                    fall: every path that forgets values (a rewind, a
+                                    value given back; inline or not) notes the size
+                                    it leaves first, so the peak is max(high, size) */
     size_t peak;                 /* the largest `high` of the batches ended (a reset,
-                                     a release folds the batch's in) */
+                                    a release folds the batch's in) */
     arena__cold_space cold;      /* the library's: private */
 };
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The adapters (arena/hooks.h) and free-last (arena_free): each hook shape,
- * alignment, overflow, the current arena (NULL, nesting, per thread), the
- * size header of the global family (heap and arena blocks told apart,
- * foreign pointers, blocks of an arena that is not current), realloc growth
- * and shrink, and the backing failing at each call of a workload.
+ * alignment, overflow, the current arena (NULL, nesting, per thread, the
+ * scoped pair and ARENA_CURRENT_SCOPE), the size header of the global family
+ * (heap and arena blocks told apart, foreign pointers, blocks of an arena
+ * that is not current), realloc growth and shrink, and the backing failing
+ * at each call of a workload.
  */
 #include "support.h"
 
@@ -1416,6 +1417,89 @@ static void family_failure_sweep(void **state)
     assert_true(silent_from <= 1);
 }
 
+/* ---- The scoped current arena ---------------------------------------------------------- */
+
+static arena *inner_current;
+
+static int early_return(arena *a, bool leave)
+{
+    arena *prev = arena_current_begin(a);
+    if (leave) {
+        arena_current_end(prev);
+        return 1;
+    }
+    inner_current = arena_current();
+    arena_current_end(prev);
+    return 0;
+}
+
+#if ARENA_HAVE_SCOPE
+static int scoped_return(arena *a, int how)
+{
+    ARENA_CURRENT_SCOPE(a);
+    inner_current = arena_current();
+    if (how == 0)
+        return 1;
+    for (;;) {
+        ARENA_CURRENT_SCOPE(NULL);
+        assert_null(arena_current());
+        if (how == 1)
+            break;
+        goto out;
+    }
+    assert_ptr_equal(arena_current(), a);
+    return 2;
+out:
+    assert_ptr_equal(arena_current(), a);
+    return 3;
+}
+#endif
+
+/* arena_current_begin()/arena_current_end() and ARENA_CURRENT_SCOPE restore
+ * the previous current arena on every path out, nested and early returns
+ * included. */
+static void current_scope(void **state)
+{
+    arena a = {0}, b = {0};
+    (void)state;
+    assert_null(arena_current());
+    assert_int_equal(early_return(&a, true), 1);
+    assert_null(arena_current());
+    assert_int_equal(early_return(&a, false), 0);
+    assert_ptr_equal(inner_current, &a);
+    assert_null(arena_current());
+    {
+        arena *outer = arena_current_begin(&a);
+        arena *mid = arena_current_begin(&b);
+        assert_ptr_equal(mid, &a);
+        assert_ptr_equal(arena_current(), &b);
+        arena_current_end(mid);
+        assert_ptr_equal(arena_current(), &a);
+        arena_current_end(outer);
+    }
+#if ARENA_HAVE_SCOPE
+    {
+        ARENA_CURRENT_SCOPE(&b);
+        assert_int_equal(scoped_return(&a, 0), 1);
+        assert_ptr_equal(arena_current(), &b);
+        assert_int_equal(scoped_return(&a, 1), 2);
+        assert_ptr_equal(arena_current(), &b);
+        assert_int_equal(scoped_return(&a, 2), 3);
+        assert_ptr_equal(inner_current, &a);
+        assert_ptr_equal(arena_current(), &b);
+        {
+            void *p = arena_cur_malloc(10);
+            assert_non_null(p);
+            assert_true(arena_size(&b) >= 10);
+            arena_cur_free(p);
+        }
+    }
+#endif
+    assert_null(arena_current());
+    arena_release(&a);
+    arena_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1432,6 +1516,7 @@ int main(void)
         cmocka_unit_test(arena_backs_an_arena),
         cmocka_unit_test_teardown(current_nests, teardown_current),
         cmocka_unit_test_teardown(current_is_per_thread, teardown_current),
+        cmocka_unit_test_teardown(current_scope, teardown_current),
         cmocka_unit_test_teardown(cur_malloc_heap_without_current, teardown_current),
         cmocka_unit_test_teardown(cur_malloc_from_current, teardown_current),
         cmocka_unit_test_teardown(cur_free_reuses, teardown_current),

@@ -670,6 +670,76 @@ static void test_free_slots_poisoned(void **state)
 }
 
 /* Every test runs with the recording handler installed. */
+/* A pool's figures against a shadow count through random allocs and frees:
+ * used, the peak, stored; the storage, held and waste. */
+static void test_figures_match_a_shadow(void **state)
+{
+    static test_backing tb;
+    enum { CAP = 300 };
+    static void *live[CAP];
+    arena_pool p, p0 = {0};
+    arena_pool_stats st;
+    arena_allocator al = tb_allocator(&tb);
+    size_t n = 0, peak = 0;
+    int step;
+    (void)state;
+
+    arena_pool_get_stats(&p0, &st);
+    assert_int_equal(st.capacity + st.used + st.held + st.peak_used + st.waste, 0);
+    assert_null(st.name);
+
+    assert_true(arena_pool_init(&p, 24, 8, CAP, &al));
+    arena_pool_get_stats(&p, &st);
+    assert_int_equal(st.capacity, CAP);
+    assert_int_equal(st.slot_size, 24);
+    assert_int_equal(st.held, tb.live_bytes);
+    assert_int_equal(st.backing_calls, 1);
+    assert_int_equal(st.waste, tb.live_bytes - CAP * 24);
+    assert_int_equal(st.used + st.peak_used + st.stored, 0);
+    rng_state = 0x51DE5EEDu;
+    for (step = 0; step < 20000; step++) {
+        bool grow = n == 0 || (n < CAP && rng() % 100 < (step % 4000 < 2000 ? 60u : 40u));
+        if (grow) {
+            live[n] = arena_pool_alloc(&p);
+            assert_non_null(live[n]);
+            n++;
+        } else {
+            size_t k = (size_t)(rng() % n);
+            arena_pool_free(&p, live[k]);
+            live[k] = live[--n];
+        }
+        peak = n > peak ? n : peak;
+        arena_pool_get_stats(&p, &st);
+        assert_int_equal(st.used, n);
+        assert_int_equal(st.peak_used, peak);
+        assert_int_equal(st.stored, n * 24);
+    }
+    assert_true(peak > 0 && peak <= CAP);
+    while (n)
+        arena_pool_free(&p, live[--n]);
+    arena_pool_get_stats(&p, &st);
+    assert_int_equal(st.used, 0);
+    assert_int_equal(st.peak_used, peak);
+    arena_pool_destroy(&p);
+    assert_int_equal(tb.live_bytes, 0);
+
+    /* A caller's buffer: nothing held, the laid-out part counted as storage. */
+    {
+        static _Alignas(64) unsigned char buf[4096];
+        size_t need = arena_pool_buffer_size(40, 16, 50);
+        assert_true(need > 0 && need <= sizeof buf);
+        assert_true(arena_pool_init_buffer(&p, buf, sizeof buf, 40, 16, 50));
+        assert_non_null(arena_pool_alloc(&p));
+        arena_pool_get_stats(&p, &st);
+        assert_int_equal(st.held, 0);
+        assert_int_equal(st.backing_calls, 0);
+        assert_int_equal(st.slot_size, 48);
+        assert_int_equal(st.waste, need - 50 * 40);
+        assert_int_equal(st.peak_used, 1);
+        arena_pool_destroy(&p);
+    }
+}
+
 #define POOL_TEST(f) cmocka_unit_test_setup_teardown(f, setup_record_errors, teardown_record_errors)
 
 int main(void)
@@ -689,6 +759,7 @@ int main(void)
         POOL_TEST(test_destroy_leaves_empty_pool),
         POOL_TEST(test_check_finds_corruption),
         POOL_TEST(test_free_slots_poisoned),
+        POOL_TEST(test_figures_match_a_shadow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

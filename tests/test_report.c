@@ -7,11 +7,15 @@
  * resets), each registered entry listed once (a cache's arenas under it), and
  * names that are not plain text (invalid UTF-8, control characters, quotes,
  * backslashes, long multibyte names) kept to valid JSON and to one text line.
+ * Both formats truncated to a small buffer and written to a FILE; entries
+ * that leave when released, unregistered or destroyed; a pool's entry and
+ * name.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include <arena/arena.h>
+#include <arena/pool.h>
 #include <arena/report.h>
 #include <arena/thread.h>
 
@@ -906,6 +910,128 @@ static void the_reader_is_strict(void **state)
     assert_memory_equal(v->first->next->next->next->s, "\xc3\xa9\xf0\x9f\x98\x80\"", 7);
 }
 
+/* ---- Formats, truncation, a FILE, entries that leave ---------------------------------- */
+
+/* Every kind of entry in both formats; a buffer too small truncates and
+ * returns the whole length; a FILE gets the same bytes; what is released,
+ * unregistered or destroyed leaves the report. */
+static void report_formats_and_truncation(void **state)
+{
+    static char big[1 << 16], small[16];
+    arena a = {0}, b = {0};
+    arena_cache *c = arena_cache_create(NULL);
+    arena_shared *sh = arena_shared_create(0, 0, NULL);
+    arena *r;
+    size_t n, m;
+    (void)state;
+    assert_non_null(c);
+    assert_non_null(sh);
+    arena_set_name(&a, "request \"quoted\"");
+    assert_non_null(arena_alloc(&a, 1000));
+    assert_true(arena_register(&a));
+    assert_true(arena_register(&a)); /* again: nothing */
+    assert_true(arena_register(&b));
+    arena_cache_set_name(c, "requests");
+    assert_true(arena_cache_register(c));
+    r = arena_cache_acquire(c);
+    assert_non_null(r);
+    arena_set_name(r, "in the cache");
+    assert_non_null(arena_alloc(r, 5000));
+    arena_shared_set_name(sh, "shared");
+    assert_true(arena_shared_register(sh));
+    assert_non_null(arena_shared_alloc(sh, 64));
+
+    n = arena_report(big, sizeof big, ARENA_REPORT_TEXT);
+    assert_true(n < sizeof big);
+    assert_int_equal(strlen(big), n);
+    assert_non_null(strstr(big, "request \"quoted\""));
+    assert_non_null(strstr(big, "(unnamed)"));
+    assert_non_null(strstr(big, "requests"));
+    assert_non_null(strstr(big, "  in the cache")); /* indented under its cache */
+    assert_non_null(strstr(big, "shared"));
+
+    n = arena_report(big, sizeof big, ARENA_REPORT_JSON);
+    assert_int_equal(strlen(big), n);
+    assert_non_null(strstr(big, "\"name\": \"request \\\"quoted\\\"\""));
+    assert_non_null(strstr(big, "\"name\": null"));
+    assert_non_null(strstr(big, "\"kind\": \"cache\""));
+    assert_non_null(strstr(big, "\"arenas_registered\": ["));
+
+    /* Too small: truncated, NUL-terminated, the whole length returned. */
+    m = arena_report(small, sizeof small, ARENA_REPORT_JSON);
+    assert_int_equal(m, n);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    assert_memory_equal(small, big, sizeof small - 1);
+    assert_int_equal(arena_report(NULL, 0, ARENA_REPORT_JSON), n);
+    small[0] = 'x';
+    (void)arena_report(small, 1, ARENA_REPORT_TEXT);
+    assert_int_equal(small[0], '\0');
+
+    /* To a FILE. */
+    {
+        /* A file of the working directory (tmpfile() needs the root
+         * directory's permissions on Windows). */
+        FILE *f = fopen("test_report_file.txt", "wb+");
+        long len;
+        assert_non_null(f);
+        assert_int_equal(arena_report_file(f, ARENA_REPORT_TEXT), 0);
+        len = ftell(f);
+        assert_int_equal((size_t)len, arena_report(NULL, 0, ARENA_REPORT_TEXT));
+        fclose(f);
+        remove("test_report_file.txt");
+    }
+
+    /* Released, unregistered, destroyed: gone from the report. */
+    arena_release(&a);
+    arena_unregister(&b);
+    arena_cache_recycle(c, r);
+    arena_cache_destroy(c);
+    arena_shared_destroy(sh);
+    (void)arena_report(big, sizeof big, ARENA_REPORT_TEXT);
+    assert_null(strstr(big, "quoted"));
+    assert_null(strstr(big, "requests"));
+    assert_null(strstr(big, "shared"));
+    assert_null(strstr(big, "(unnamed)"));
+}
+
+static void pool_names_and_report(void **state)
+{
+    static char out[1 << 16];
+    arena_pool p, q = {0};
+    (void)state;
+    assert_true(arena_pool_init(&p, 32, 8, 64, NULL));
+    assert_null(arena_pool_name(&p));
+    arena_pool_set_name(&p, "sessions");
+    assert_string_equal(arena_pool_name(&p), "sessions");
+    assert_true(arena_pool_register(&p));
+    assert_true(arena_pool_register(&p)); /* again: nothing */
+    (void)arena_report(out, sizeof out, ARENA_REPORT_TEXT);
+    assert_non_null(strstr(out, "sessions"));
+    assert_non_null(strstr(out, "pool"));
+    assert_non_null(strstr(out, "(64 slots)"));
+    arena_pool_set_name(&p, "conns"); /* renamed while registered */
+    (void)arena_report(out, sizeof out, ARENA_REPORT_JSON);
+    assert_null(strstr(out, "sessions"));
+    assert_non_null(strstr(out, "\"kind\": \"pool\", \"name\": \"conns\", \"stored\": null"));
+    assert_non_null(strstr(out, "\"capacity\": 64"));
+    arena_pool_set_name(&p, NULL);
+    assert_null(arena_pool_name(&p));
+    arena_pool_destroy(&p);
+    (void)arena_report(out, sizeof out, ARENA_REPORT_JSON);
+    assert_null(strstr(out, "\"pool\""));
+    /* Init clears the name; an empty pool registers and leaves at destroy. */
+    arena_pool_set_name(&q, "empty");
+    assert_true(arena_pool_register(&q));
+    (void)arena_report(out, sizeof out, ARENA_REPORT_TEXT);
+    assert_non_null(strstr(out, "empty"));
+    arena_pool_destroy(&q);
+    (void)arena_report(out, sizeof out, ARENA_REPORT_TEXT);
+    assert_null(strstr(out, "empty"));
+    assert_true(arena_pool_init(&q, 8, 8, 4, NULL));
+    assert_null(arena_pool_name(&q));
+    arena_pool_destroy(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -915,6 +1041,8 @@ int main(void)
         cmocka_unit_test(cache_arenas_listed_once),
         cmocka_unit_test(hostile_names_stay_in_their_entry),
         cmocka_unit_test(the_reader_is_strict),
+        cmocka_unit_test(report_formats_and_truncation),
+        cmocka_unit_test(pool_names_and_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

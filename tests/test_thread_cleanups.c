@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Cleanups on the shared arena (issue 24): pushes and cancels from several
- * threads at once; each cleanup pushed and not cancelled runs exactly once,
- * latest first per thread, at arena_shared_reset() or
- * arena_shared_destroy(), in the resetting thread.  Runs under TSan (the
+ * Cleanups on the shared arena: pushes and cancels from several threads at
+ * once; each cleanup pushed and not cancelled runs exactly once, latest
+ * first per thread, at arena_shared_reset() or arena_shared_destroy(), in
+ * the resetting thread.  Runs under TSan (the
  * tsan preset builds the test_thread_* suites).
  */
 #include "support.h"

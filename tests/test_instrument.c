@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The safety features: counters and reuse stay exact while the library guards
- * every value (ASan, Valgrind, checked build), arena_check() finds
+ * The instrumentation (ASan, Valgrind, the checked build): counters and
+ * reuse stay exact while every value has a redzone, arena_check() finds
  * inconsistency, and, in the build that has them, the poisoning (ASan), the
- * stale-ref detection, clobbering and sentinels (checked build).
+ * stale-ref detection, clobbering and redzone checks (checked build).
  */
 #include <stdio.h>
 

@@ -645,6 +645,7 @@ static void move_entries(arena *a, uint32_t to, uint32_t from, uint32_t n)
 }
 
 static uint32_t take_spare(arena *a, uint32_t i);
+static void free_spares(arena *a, size_t limit, bool reset);
 
 /* A new chunk's `n` bytes, from the page layer for a guarded batch (whole
  * pages; no backing call), else from the backing (a counted call): neither
@@ -684,6 +685,10 @@ static uint32_t add_chunk(arena *a, size_t cap, size_t least)
 
     if ((arena__cold(a)->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra)
         return UINT32_MAX;
+    /* A guarded batch takes no spare: where the limits leave no room for
+     * its chunk beside the spares, they go back first. */
+    if (guarded_now(a) && a->nchunks > a->nused && cap + extra > arena__backing_room(a))
+        free_spares(a, 0, false);
     grow = index_growth(a, &ncap);
     if (grow == SIZE_MAX)
         return UINT32_MAX;
@@ -1766,7 +1771,16 @@ static void free_value(arena *a, char *p, size_t size, bool note)
     give_block(a, from, (size_t)(to - from));
 }
 
-void arena_free(arena *a, void *ptr, size_t size) { free_value(a, (char *)ptr, size, true); }
+void arena_free(arena *a, void *ptr, size_t size)
+{
+    /* A page's block or a block after a head goes back to its class's list
+     * inline, as the adapters give one back (hooks.c). */
+    if (ptr && size &&
+        (size <= ARENA__PAGE_BLOCK_MAX ? arena__small_give(a, (char *)ptr, size)
+                                       : arena__headed_give(a, (char *)ptr, size)))
+        return;
+    free_value(a, (char *)ptr, size, true);
+}
 
 void arena__free_placed(arena *a, void *ptr, size_t size)
 {
@@ -1905,6 +1919,11 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
 /* arena_alloc_reuse() where the lists are open. */
 static ARENA__NOINLINE void *alloc_listed(arena *a, size_t size)
 {
+    void *p;
+    /* The head of its class's list, or its page's next block, inline. */
+    if (size <= ARENA__PAGE_BLOCK_MAX ? (p = arena__small_take(a, size)) != NULL
+                                      : (p = arena__headed_take(a, size)) != NULL)
+        return p;
     return arena__reuse_alloc(a, size);
 }
 

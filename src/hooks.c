@@ -422,7 +422,6 @@ static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
 {
     unsigned c = arena__page_class_of(size);
     struct arena__pages *pg;
-    char *h;
     int grow;
     /* Pages whose blocks are all free are recycled before one is carved:
      * a page from memory given back, else a free block (the block with a
@@ -436,8 +435,11 @@ static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
             if (p)
                 return p;
         }
-        if (!grow && (h = (char *)arena__reuse_alloc_listed(a, headed(size))) != NULL)
-            return stamp(h, size, a);
+        if (!grow) {
+            char *h = (char *)arena__reuse_alloc_listed(a, headed(size));
+            if (h)
+                return stamp(h, size, a);
+        }
     }
     return cur_malloc(a, size);
 }

@@ -73,7 +73,7 @@ struct arena__slot {
   8u /* `gap` was drawn (an arena's first sampled
                                    batch is drawn as the others are) */
 
-/* An arena's part in guarded batches (src/guard.c, src/arena.c). */
+/* An arena's part in guarded batches (src/guard.c, src/arena_guard.inc.c). */
 struct arena__guard_state {
     uint32_t flags; /* ARENA__GUARD_* */
     uint32_t cut;   /* inline resets the countdown of `spare` withholds, so

@@ -2,7 +2,7 @@
 /*
  * Guarded batches: the page layer, the quarantine and the fault reporter
  * (arena/guard.h).  The arena's side (which batch is guarded, which chunks
- * retire when) is in arena.c.
+ * retire when) is in arena_guard.inc.c.
  *
  * Pages.  A guarded chunk is a mapping of its capacity, rounded up to whole
  * pages, and one page more, inaccessible: the chunk's end abuts that guard
@@ -44,7 +44,7 @@
  * Sampling draws, for each sampled batch, the unguarded batches before the
  * next one uniformly from [0, 2(N - 1)]: each batch is guarded with
  * probability 1/N, and the draws cost a few instructions per sampled batch
- * (arena.c lets the inline resets run through the unguarded ones).
+ * (arena_guard.inc.c lets the inline resets run through the unguarded ones).
  */
 #if defined(_WIN32)
 #  define WIN32_LEAN_AND_MEAN

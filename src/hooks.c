@@ -8,7 +8,7 @@
  * and the allocations take free blocks first (arena__reuse_alloc()), so a
  * client that frees inside a batch holds about what it uses.  Sizes follow
  * the arena's one rule: a value holds the bytes asked, and any call told a
- * size may give it back or resize it (arena.c, "Reuse within a batch").
+ * size may give it back or resize it (src/arena_free.inc.c).
  *
  * The global family (arena_cur_*) serves libraries whose hooks have neither
  * a context nor the old size: the arena comes from a thread-local pointer,
@@ -62,7 +62,7 @@ void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size)
 }
 
 /* The adapters that free take and give back blocks as the reusing calls
- * do, told the sizes asked (arena.c): in a plain build a value of at most
+ * do, told the sizes asked (arena_free.inc.c): in a plain build a value of at most
  * ARENA__PAGE_BLOCK_MAX bytes is a page's block, a larger one a block after
  * a head, which the halves below take or give back inline, with no call,
  * where a block of its class is at hand; everything else (a page to carve,

@@ -24,8 +24,8 @@
  * first of FIT_SCAN blocks of the class below that holds it (the exact
  * sizes of bare values given back); else the head of the smallest larger
  * class that holds a block, which the caller splits, filing the rest as a
- * block of its own when it can hold one (arena.c: file_rest()), or, where
- * the caller asks a tight fit, files again (arena.c: take_fitting()).
+ * block of its own when it can hold one (arena_free.inc.c: file_rest()), or, where
+ * the caller asks a tight fit, files again (arena_free.inc.c: take_fitting()).
  * Small values seldom come here: once their class has pages (pages.c),
  * they take its page blocks, and a page that empties goes back to these
  * lists whole.

@@ -27,7 +27,7 @@ static inline size_t arena__reuse_min(void) { return arena__hdr() + 16; }
 /* The bytes between two free blocks that a merge joins across (reuse.c):
  * fewer than any value takes in an instrumented build, so they hold none,
  * only the padding before an aligned value and what a value's block kept
- * past its guard (arena.c: take_fitting()).  The checked build may leave a
+ * past its guard (arena_free.inc.c: take_fitting()).  The checked build may leave a
  * value of no bytes, its header and a granule of guard; the builds without
  * a header never do (a shrink to nothing gives the value back), and a value
  * there takes a granule and its guard, ARENA_ALIGN bytes, at least.  None
@@ -111,7 +111,7 @@ struct arena__reuse {
     size_t merged;                  /* blocks the last merge left filed */
     size_t page_frees;              /* page blocks given back since pages were last recycled */
     /* The reusing calls' values of each page class placed after a head, in
-     * every batch since the table was made (arena.c: PAGE_AFTER). */
+     * every batch since the table was made (arena_free.inc.c: PAGE_AFTER). */
     uint32_t placed[ARENA__PAGE_CLASSES];
     size_t page_kept; /* free page blocks the last recycling left listed */
     size_t nlog, caplog;
@@ -216,7 +216,7 @@ static inline struct arena__pages *arena__pages_live(const arena *a)
 /* The family's page state of `a`, the lists made valid first (NULL: the
  * arena keeps no table: a fixed-size arena, or its backing failed). */
 ARENA__HIDDEN struct arena__pages *arena__pages_of(arena *a);
-/* ---- Blocks after a head (arena.c: "Reuse within a batch") --------------------------- */
+/* ---- Blocks after a head (arena_free.inc.c) ------------------------------------------ */
 
 struct arena__head {
     uint64_t extent; /* from the head's start to the block's end */
@@ -437,7 +437,7 @@ static ARENA__ALWAYS_INLINE bool arena__small_give(arena *a, char *p, size_t n)
     return true;
 }
 
-/* A value of `n` bytes at ARENA_ALIGN for a reusing call (arena.c): in a
+/* A value of `n` bytes at ARENA_ALIGN for a reusing call (arena_free.inc.c): in a
  * plain build a block of a page (at most ARENA__PAGE_BLOCK_MAX bytes) or one
  * after a head, which the lists' free blocks serve first; in an
  * instrumented one a free block, else a new place.  The lists are made

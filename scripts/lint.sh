@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # `make lint`: every static check CI runs, each with zero findings allowed.
 #   - the SPDX licence line in every tracked source (scripts/check-spdx.sh);
+#   - the size bounds of src/'s files and functions (scripts/check-sizes.sh);
 #   - clang-format: the sources match .clang-format (`make format` fixes them);
 #   - cppcheck on src/ and include/;
 #   - clang-tidy (.clang-tidy) on src/, plain and checked builds (the lint-*
@@ -19,6 +20,9 @@ step() { printf '\n==== lint: %s\n' "$*"; }
 
 step "licence: every tracked source carries its SPDX line"
 scripts/check-spdx.sh
+
+step "sizes: src/'s files and functions"
+scripts/check-sizes.sh
 
 step "clang-format (make format applies it)"
 scripts/format.sh --check

@@ -679,15 +679,99 @@ static void unopen(arena *a, bool spare, uint32_t last)
 /* `p` rounded up to `align` (a power of two), by pointer arithmetic. */
 static char *align_ptr(char *p, size_t align) { return p + arena__pad((uintptr_t)p, align); }
 
+/* No chunk current (a fresh arena, or a scope begun on an empty one), and
+ * a value no larger than the budget: the chunk that a reset would make
+ * current becomes current first (reopen()), so that the value goes where it
+ * goes in a later batch of the same shape, which begins with that chunk
+ * current.  `need` is the value's size with the padding a fresh chunk may
+ * take for it.  False (arena unchanged) when no chunk can be had; else
+ * *spare says whether the chunk was a spare, and *last, the batch that last
+ * used it (for unopen()). */
+static bool open_current(arena *a, size_t need, bool *spare, uint32_t *last)
+{
+    uint32_t i = guarded_now(a) ? a->nchunks : pick_current(a, a->nused, a->nchunks);
+
+    *spare = i < a->nchunks;
+    if (*spare) {
+        *last = slots(a)[i].last;
+        i = take_spare(a, i);
+    } else {
+        i = add_chunk(a, budget(a), need + arena__hdr());
+        if (i == UINT32_MAX)
+            return false;
+    }
+    enter_chunk(a, i, a->chunks[i].base);
+    return true;
+}
+
+/* `size` bytes at `align` at the position of the current chunk, where they
+ * fit (the chunk's index in *chunk); NULL otherwise. */
+static char *place_current(arena *a, size_t size, size_t align, uint32_t *chunk)
+{
+    char *pos = cursor(a), *p;
+    size_t pad, room;
+
+    if (!arena__cold(a)->lim)
+        return NULL;
+    pad = arena__pad((uintptr_t)pos + arena__hdr(), align) + arena__hdr();
+    room = (size_t)(arena__cold(a)->lim - pos);
+    if (pad > room || size > room - pad)
+        return NULL;
+    p = pos + pad;
+    set_cursor(a, p + arena__guarded_len(p, size, arena__cold(a)->lim));
+    *chunk = a->cur;
+    return p;
+}
+
+/* A value that needs `need` bytes of a fresh chunk (more than the budget)
+ * at `align`, in a chunk of its own: a spare that suits, else a new one,
+ * which may give an outgrown spare back (free_outgrown()).  The chunk's
+ * index in *chunk; NULL (arena unchanged) on failure. */
+static char *place_oversized(arena *a, size_t align, size_t need, uint32_t *chunk)
+{
+    uint32_t i = use_spare(a, need, need > SIZE_MAX / 2 ? SIZE_MAX : 2 * need);
+
+    if (i == UINT32_MAX) {
+        i = add_chunk(a, need, need);
+        if (i == UINT32_MAX)
+            return NULL;
+        free_outgrown(a, need);
+    }
+    *chunk = i;
+    return align_ptr(a->chunks[i].base + arena__hdr(), align);
+}
+
+/* `size` bytes at `align` (`need` with the padding a fresh chunk may take,
+ * at most the budget) at the start of a regular chunk, which becomes
+ * current: a spare that suits, else a new one.  The chunk's index in
+ * *chunk; NULL (arena unchanged) on failure. */
+static char *place_regular(arena *a, size_t size, size_t align, size_t need, uint32_t *chunk)
+{
+    uint32_t i = use_spare(a, need, regular_max(a));
+    char *p;
+
+    if (i == UINT32_MAX) {
+        i = add_chunk(a, budget(a), need + arena__hdr());
+        if (i == UINT32_MAX)
+            return NULL;
+    }
+    p = align_ptr(a->chunks[i].base + arena__hdr(), align);
+    enter_chunk(a, i, p);
+    set_cursor(a, p + arena__guarded_len(p, size, arena__cold(a)->lim));
+    *chunk = i;
+    return p;
+}
+
 /* Places `size` (> 0) bytes at `align` (a power of two), counted in
  * arena_size() when `stored` (the family's pages are not: their blocks
- * count as they are handed out).  Stores the chunk index in *chunk.  NULL
+ * count as they are handed out): at the position of the current chunk,
+ * else in a chunk of their own when they exceed the budget, else at the
+ * start of a new current chunk.  Stores the chunk index in *chunk.  NULL
  * (arena unchanged) on failure. */
 static char *place_as(arena *a, size_t size, size_t align, uint32_t *chunk, bool stored)
 {
-    char *pos;
     size_t worst, need;
-    uint32_t i, last = 0;
+    uint32_t last = 0;
     bool opened = false, spare = false;
     char *p;
 
@@ -707,66 +791,23 @@ static char *place_as(arena *a, size_t size, size_t align, uint32_t *chunk, bool
     worst = align > ARENA_ALIGN ? align - ARENA_ALIGN : 0;
     need = size + worst;
 
-    /* No chunk current (a fresh arena, or a scope begun on an empty one),
-     * and a value no larger than the budget: the chunk that a reset would
-     * make current becomes current first (reopen()), so that the value goes
-     * where it goes in a later batch of the same shape, which begins with
-     * that chunk current.  One that only its alignment may keep from
-     * fitting it takes a chunk of its own if it does not, below. */
+    /* A value that only its alignment may keep from fitting the chunk opened
+     * here takes a chunk of its own if it does not. */
     if (!arena__cold(a)->lim && size <= budget(a)) {
-        i = guarded_now(a) ? a->nchunks : pick_current(a, a->nused, a->nchunks);
-        spare = i < a->nchunks;
-        if (spare) {
-            last = slots(a)[i].last;
-            i = take_spare(a, i);
-        } else {
-            i = add_chunk(a, budget(a), need + arena__hdr());
-            if (i == UINT32_MAX)
-                return NULL;
-        }
-        enter_chunk(a, i, a->chunks[i].base);
+        if (!open_current(a, need, &spare, &last))
+            return NULL;
         opened = true;
     }
-    pos = cursor(a);
-    if (arena__cold(a)->lim) {
-        size_t pad = arena__pad((uintptr_t)pos + arena__hdr(), align) + arena__hdr();
-        size_t room = (size_t)(arena__cold(a)->lim - pos);
-        if (pad <= room && size <= room - pad) {
-            p = pos + pad;
-            set_cursor(a, p + arena__guarded_len(p, size, arena__cold(a)->lim));
-            *chunk = a->cur;
-            goto placed;
-        }
+    p = place_current(a, size, align, chunk);
+    if (!p && need > budget(a)) {
+        p = place_oversized(a, align, need, chunk);
+        if (!p && opened)
+            unopen(a, spare, last);
+    } else if (!p) {
+        p = place_regular(a, size, align, need, chunk);
     }
-
-    if (need > budget(a)) {
-        i = use_spare(a, need, need > SIZE_MAX / 2 ? SIZE_MAX : 2 * need);
-        if (i == UINT32_MAX) {
-            i = add_chunk(a, need, need);
-            if (i == UINT32_MAX) {
-                if (opened)
-                    unopen(a, spare, last);
-                return NULL;
-            }
-            free_outgrown(a, need);
-        }
-        p = align_ptr(a->chunks[i].base + arena__hdr(), align);
-        *chunk = i;
-        goto placed;
-    }
-
-    i = use_spare(a, need, regular_max(a));
-    if (i == UINT32_MAX) {
-        i = add_chunk(a, budget(a), need + arena__hdr());
-        if (i == UINT32_MAX)
-            return NULL;
-    }
-    p = align_ptr(a->chunks[i].base + arena__hdr(), align);
-    enter_chunk(a, i, p);
-    set_cursor(a, p + arena__guarded_len(p, size, arena__cold(a)->lim));
-    *chunk = i;
-
-placed:
+    if (!p)
+        return NULL;
     if (stored)
         a->size += size;
     published(a);
@@ -1208,13 +1249,12 @@ static bool slots_ordered(const arena *a)
     return true;
 }
 
-bool arena_check(const arena *a)
+/* The index's counts and each chunk's entry, summing the chunks'
+ * capacities into *held and those of the chunks in use into *used; false,
+ * reported, at the first fault. */
+static bool chunks_sound(const arena *a, size_t *held, size_t *used)
 {
-    size_t held = 0, used = 0;
     uint32_t i;
-    char *pos = cursor(a);
-
-    wake_const(a);
 
     if (a->nused > a->nchunks || a->nchunks > arena__cold(a)->ncap)
         return arena__corrupt(
@@ -1239,32 +1279,22 @@ bool arena_check(const arena *a)
             return arena__corrupt(ARENA__ABOUT_ARENA(a),
                                   "arena_check: arena %p: chunk %u is smaller than its overhead",
                                   (const void *)a, (unsigned)i);
-        held += usable(a, c);
+        *held += usable(a, c);
         if (i < a->nused)
-            used += usable(a, c);
+            *used += usable(a, c);
         if (!(c->base == a->buf && (arena__cold(a)->flags & ARENA__BUF_OPEN)) &&
             !arena__verify(a, i, c->base, c->base + c->cap))
             return false;
     }
-    if (!spans_ordered(a))
-        return arena__corrupt(ARENA__ABOUT_ARENA(a),
-                              "arena_check: arena %p: the record of expired marks is malformed",
-                              (const void *)a);
-    if (held != arena__cold(a)->retained)
-        return arena__corrupt(ARENA__ABOUT_ARENA(a),
-                              "arena_check: arena %p: retained %zu but chunks hold %zu",
-                              (const void *)a, arena__cold(a)->retained, held);
-    if (!slots_ordered(a))
-        return arena__corrupt(
-            ARENA__ABOUT_ARENA(a),
-            "arena_check: arena %p: the order of its chunks is malformed (in use %u, "
-            "held %u)",
-            (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks);
-    /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
-    if (!arena__instrumented() && arena_size(a) > used)
-        return arena__corrupt(ARENA__ABOUT_ARENA(a),
-                              "arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
-                              (const void *)a, arena_size(a), used);
+    return true;
+}
+
+/* The position and the inline window against the current chunk; false,
+ * reported, at the first fault. */
+static bool position_sound(const arena *a)
+{
+    char *pos = cursor(a);
+
     if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) &&
         pos != arena__cold(a)->lim)
         return arena__corrupt(ARENA__ABOUT_ARENA(a),
@@ -1294,4 +1324,33 @@ bool arena_check(const arena *a)
             "arena_check: arena %p: uncounted bytes start at %p, outside [chunk, %p]",
             (const void *)a, (void *)a->counted, (void *)a->ptr);
     return true;
+}
+
+bool arena_check(const arena *a)
+{
+    size_t held = 0, used = 0;
+
+    wake_const(a);
+    if (!chunks_sound(a, &held, &used))
+        return false;
+    if (!spans_ordered(a))
+        return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                              "arena_check: arena %p: the record of expired marks is malformed",
+                              (const void *)a);
+    if (held != arena__cold(a)->retained)
+        return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                              "arena_check: arena %p: retained %zu but chunks hold %zu",
+                              (const void *)a, arena__cold(a)->retained, held);
+    if (!slots_ordered(a))
+        return arena__corrupt(
+            ARENA__ABOUT_ARENA(a),
+            "arena_check: arena %p: the order of its chunks is malformed (in use %u, "
+            "held %u)",
+            (const void *)a, (unsigned)a->nused, (unsigned)a->nchunks);
+    /* (Instrumented, a chunk's overhead allowance can hold value bytes too.) */
+    if (!arena__instrumented() && arena_size(a) > used)
+        return arena__corrupt(ARENA__ABOUT_ARENA(a),
+                              "arena_check: arena %p: size %zu exceeds the %zu bytes of its chunks",
+                              (const void *)a, arena_size(a), used);
+    return position_sound(a);
 }

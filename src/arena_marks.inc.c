@@ -105,6 +105,41 @@ static bool mark_valid(const arena *a, arena_mark m)
     return m.pos >= c->base && (size_t)(m.pos - c->base) <= c->cap;
 }
 
+/* The end of a rewind to a mark taken at m.pos in chunk m.cur.  The chunks
+ * between m.cur and m.nused hold only oversized values stored before the
+ * mark, so the mark's chunk is all that expires here: its tail, and below
+ * the mark what was stored after a value before it was freed or shrunk
+ * below it (the position then goes back up to the mark's: arena_size() and
+ * the next address are the mark's).  A guarded batch retires the tail's
+ * pages. */
+static void rewind_in_chunk(arena *a, arena_mark m, bool guarded)
+{
+    char *from = arena__cut(a, m.cur, m.pos, m.serial);
+    enter_chunk(a, m.cur, m.pos);
+    arena__expired(a, m.cur, from);
+    if (guarded) {
+        retire_tail(a, m.cur, m.pos);
+        enter_chunk(a, m.cur, m.pos);
+    }
+}
+
+/* The end of a rewind to a mark taken while no chunk was current (a scope
+ * begun on an empty arena, as a scratch arena is between scopes): of the
+ * chunks taken since, the one a reset would pick (of key `key`, among the
+ * spares from index `from` on) stays current, empty, as a reset leaves it,
+ * so that a batch that begins so goes on as the next one, which begins
+ * with a reset, will.  The next such scope then stores into it through the
+ * inline window and ends with the inline rewind, instead of taking it back
+ * from the spares at its first value and giving it back at its end. */
+static void keep_current(arena *a, uint32_t from, uint64_t key)
+{
+    uint32_t i;
+    for (i = from; slots(a)[i].key != key; i++)
+        ;
+    take_spare(a, i);
+    enter_chunk(a, from, a->chunks[from].base);
+}
+
 bool arena__rewind(arena *a, arena_mark m)
 {
     uint32_t in_use, i;
@@ -147,35 +182,12 @@ bool arena__rewind(arena *a, arena_mark m)
         guard_end(a, true);
         regular = regular && !guarded_now(a);
     }
-    if (m.pos) {
-        /* Chunks between m.cur and m.nused hold only oversized values stored
-         * before the mark, so the mark's chunk is all that expires here: its
-         * tail, and below the mark what was stored after a value before it
-         * was freed or shrunk below it (the position then goes back up to the
-         * mark's: arena_size() and the next address are the mark's). */
-        char *from = arena__cut(a, m.cur, m.pos, m.serial);
-        enter_chunk(a, m.cur, m.pos);
-        arena__expired(a, m.cur, from);
-        if (guarded) {
-            retire_tail(a, m.cur, m.pos);
-            enter_chunk(a, m.cur, m.pos);
-        }
-    } else if (regular) {
-        /* No chunk was current at the mark (a scope begun on an empty
-         * arena, as a scratch arena is between scopes): of the chunks taken
-         * since, the one a reset would pick stays current, empty, as a reset
-         * leaves it (so a batch that begins so goes on as the next one, which
-         * begins with a reset, will).
-         * The next such scope then stores into it through the inline window
-         * and ends with the inline rewind, instead of taking it back from
-         * the spares at its first value and giving it back at its end. */
-        for (i = m.nused; slots(a)[i].key != taken; i++)
-            ;
-        take_spare(a, i);
-        enter_chunk(a, m.nused, a->chunks[m.nused].base);
-    } else {
+    if (m.pos)
+        rewind_in_chunk(a, m, guarded);
+    else if (regular)
+        keep_current(a, m.nused, taken);
+    else
         leave_chunks(a);
-    }
     expire_marks_after(a, m.serial);
     if (ARENA_CHECKED)
         arena_check(a);

@@ -578,27 +578,17 @@ static int by_count(const void *x, const void *y)
     return p->seen < q->seen ? -1 : p->seen > q->seen;
 }
 
-/* Orders class `c`'s list as above and takes its pages whose blocks are all
- * free off it; returns how many it put in `out` (at most `room`). */
-static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count *tab,
-                         struct page_count **order, char **out, size_t room)
+/* Chains each block of a page class's list, from `b` on (of `block` bytes,
+ * every node decoding), to its page's counter in `tab` (`*used` entries so
+ * far), in the list's order; returns the blocks of the pages the table had
+ * no room for, chained in that order too. */
+static char *chain_blocks(struct page_count *tab, size_t *used, char *b, size_t block)
 {
-    struct arena__page_class *k = &pg->cls[c];
-    size_t block = arena__page_block(c), cap = (ARENA__PAGE - arena__page_first(block)) / block;
-    uintptr_t carving = k->end ? ((uintptr_t)k->end - 1) & ~ARENA__PAGE_MASK : 0;
-    char *b, *next, *rest = NULL, *rest_tail = NULL, *head = NULL, *tail = NULL;
-    size_t used = 0, found = 0, i, j;
-    bool ok = true;
+    char *next, *rest = NULL, *rest_tail = NULL;
+    bool ok;
 
-    if (!k->free)
-        return 0;
-    for (b = k->free; b && ok; b = page_next(b, block, &ok))
-        (void)count_of(tab, &used, (uintptr_t)b & ~ARENA__PAGE_MASK);
-    if (!ok)
-        goto clear;
-    /* Each block to its page's chain (the table full: to the rest). */
-    for (b = k->free; b; b = next) {
-        struct page_count *pc = count_of(tab, &used, (uintptr_t)b & ~ARENA__PAGE_MASK);
+    for (; b; b = next) {
+        struct page_count *pc = count_of(tab, used, (uintptr_t)b & ~ARENA__PAGE_MASK);
         next = page_next(b, block, &ok);
         link_block(b, NULL);
         if (!pc) {
@@ -616,6 +606,42 @@ static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count 
         pc->tail = b;
         pc->n++;
     }
+    return rest;
+}
+
+/* The table as it was, for the next class: only its `used` entries are
+ * cleared. */
+static void clear_counts(struct page_count *tab, size_t used)
+{
+    size_t i;
+    for (i = 0; i < RECYCLE_SLOTS && used > 0; i++)
+        if (tab[i].page) {
+            memset(&tab[i], 0, sizeof tab[i]);
+            used--;
+        }
+}
+
+/* Orders class `c`'s list as above and takes its pages whose blocks are all
+ * free off it; returns how many it put in `out` (at most `room`). */
+static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count *tab,
+                         struct page_count **order, char **out, size_t room)
+{
+    struct arena__page_class *k = &pg->cls[c];
+    size_t block = arena__page_block(c), cap = (ARENA__PAGE - arena__page_first(block)) / block;
+    uintptr_t carving = k->end ? ((uintptr_t)k->end - 1) & ~ARENA__PAGE_MASK : 0;
+    char *b, *rest, *head = NULL, *tail = NULL;
+    size_t used = 0, found = 0, i, j;
+    bool ok = true;
+
+    if (!k->free)
+        return 0;
+    for (b = k->free; b && ok; b = page_next(b, block, &ok))
+        (void)count_of(tab, &used, (uintptr_t)b & ~ARENA__PAGE_MASK);
+    if (!ok) {
+        clear_counts(tab, used);
+        return 0;
+    }
+    rest = chain_blocks(tab, &used, k->free, block);
     for (i = j = 0; i < RECYCLE_SLOTS; i++)
         if (tab[i].page)
             order[j++] = &tab[i];
@@ -638,12 +664,7 @@ static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count 
     else
         head = rest;
     k->free = head;
-clear: /* the table as it was, for the next class: only its used entries */
-    for (i = 0; i < RECYCLE_SLOTS && used > 0; i++)
-        if (tab[i].page) {
-            memset(&tab[i], 0, sizeof tab[i]);
-            used--;
-        }
+    clear_counts(tab, used);
     return found;
 }
 

@@ -5,8 +5,13 @@ between a git revision and the working tree: a change meant to move code
 (a source carved into parts it includes, a function moved, a private name
 changed) must leave every function's instructions as they were.
 
-    scripts/object-diff.py [--rev REV] [--cc CC ...] [SOURCE ...]
+    scripts/object-diff.py [--rev REV] [--cc CC ...] [--rename OLD=NEW ...] [SOURCE ...]
         (default: HEAD, gcc and clang, src/arena.c)
+
+A SOURCE written OLD=NEW+NEW... compares the functions of OLD in the
+revision with those of the NEW sources of the tree together: functions moved
+from one source to others.  A static function that two of them define alike
+(from a header they share) counts once, each copy compared.
 
 Each source is compiled twice on each side, as the library is in a release
 build (-O2 -DNDEBUG, the bench preset's) and in the checked build
@@ -107,40 +112,74 @@ class Resolver:
         return "%s %s%+d" % (kind, sym, off)
 
 
+NOP = re.compile(r"^(nop|xchg %ax,%ax$|data16|cs nop)")
+
+
 def functions(obj):
-    """Function name -> its normalised lines."""
+    """Function name -> its normalised lines: padding dropped, a jump within
+    the function naming the instruction it lands on by its index, a call or
+    jump through a relocation naming the relocation's target only."""
     res = Resolver(obj)
-    funcs, name = {}, None
+    raw, name = {}, None
     for line in run(["objdump", "-d", "-r", "--no-show-raw-insn", obj]).splitlines():
-        m = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        m = re.match(r"^([0-9a-f]+) <(.+)>:$", line)
         if m:
-            name = m.group(1)
-            funcs[name] = []
+            name = m.group(2)
+            raw[name] = (int(m.group(1), 16), [])
             continue
         if name is None or not line.strip():
             continue
         m = re.match(r"^\s+[0-9a-f]+: (R_\S+)\s+(\S+)$", line)
+        if m and raw[name][1]:
+            raw[name][1][-1][2].append("    reloc " + res.target(m.group(1), m.group(2)))
+            continue
+        m = re.match(r"^\s+([0-9a-f]+):\s+(.*)$", line)
         if m:
-            funcs[name].append("    reloc " + res.target(m.group(1), m.group(2)))
-            continue
-        m = re.match(r"^\s+[0-9a-f]+:\s+(.*)$", line)
-        if not m:
-            continue
-        insn = re.sub(r"\s*#.*$", "", m.group(1))
-        insn = re.sub(r"\b[0-9a-f]+ <([^>]+)>", r"<\1>", insn)
-        funcs[name].append(re.sub(r"\s+", " ", insn).strip())
-    for body in funcs.values():
-        while body and re.match(r"^(nop|xchg %ax,%ax|data16|cs nop)", body[-1]):
-            body.pop()
+            insn = re.sub(r"\s+", " ", re.sub(r"\s*#.*$", "", m.group(2))).strip()
+            raw[name][1].append([int(m.group(1), 16), insn, []])
+    funcs = {}
+    for name, (start, insns) in raw.items():
+        insns = [i for i in insns if not NOP.match(i[1])]
+        index = {addr: k for k, (addr, _, _) in enumerate(insns)}
+        body = []
+        for addr, insn, relocs in insns:
+            if relocs:
+                insn = re.sub(r"\b[0-9a-f]+ <[^>]+>", "<reloc>", insn)
+            else:
+                def target(m):
+                    label = m.group(2)
+                    here = re.match(r"^(.+)\+0x([0-9a-f]+)$", label)
+                    if here and here.group(1) == name:
+                        at = int(m.group(1), 16)
+                        k = next((index[x] for x in sorted(index) if x >= at), len(insns))
+                        return "<.%d>" % k
+                    return "<%s>" % label
+                insn = re.sub(r"\b([0-9a-f]+) <([^>]+)>", target, insn)
+            body.append(insn)
+            body.extend(relocs)
+        funcs[name] = body
     return funcs
 
 
-def compile_side(cc, tree, source, extra, out):
-    run([cc] + FLAGS + extra + ["-I" + os.path.join(tree, "include"),
-                                "-I" + os.path.join(ROOT, "build-default", "include"),
-                                "-I" + os.path.join(tree, "src"), "-c",
-                                os.path.join(tree, source), "-o", out])
-    return functions(out)
+def renamed(line, renames):
+    """`line` with the functions renamed on purpose under their new names."""
+    for was, now in renames.items():
+        line = re.sub(r"(?<=[< ])%s(?=[>+ -]|$)" % re.escape(was), now, line)
+    return line
+
+
+def compile_side(cc, tree, sources, extra, tmp):
+    """The functions of `sources` compiled together: name -> [bodies]."""
+    funcs = {}
+    for k, source in enumerate(sources):
+        out = os.path.join(tmp, "%d.o" % k)
+        run([cc] + FLAGS + extra + ["-I" + os.path.join(tree, "include"),
+                                    "-I" + os.path.join(ROOT, "build-default", "include"),
+                                    "-I" + os.path.join(tree, "src"), "-c",
+                                    os.path.join(tree, source), "-o", out])
+        for name, body in functions(out).items():
+            funcs.setdefault(name, []).append(body)
+    return funcs
 
 
 def main():
@@ -163,13 +202,18 @@ def main():
         for cc in args.cc or ["gcc", "clang"]:
             for build, extra in BUILDS.items():
                 for source in args.sources:
-                    o = os.path.join(tmp, "old.o")
-                    n = os.path.join(tmp, "new.o")
-                    before = compile_side(cc, old, source, extra, o)
-                    after = compile_side(cc, ROOT, source, extra, n)
-                    before = {renames.get(k, k): v for k, v in before.items()}
+                    was, _, now = source.partition("=")
+                    before = compile_side(cc, old, [was], extra, tmp)
+                    after = compile_side(cc, ROOT, (now or was).split("+"), extra, tmp)
+                    before = {renames.get(k, k): [renamed(line, renames) for line in v[0]]
+                              for k, v in before.items()}
                     same = 0
                     for f in sorted(set(before) | set(after)):
+                        if f in after and f in before and all(b == before[f] for b in after[f]):
+                            after[f] = after[f][0]
+                        elif f in after:
+                            after[f] = next((b for b in after[f] if b != before.get(f)),
+                                            after[f][0])
                         if f not in after:
                             print("%s %s %s: %s only in %s" % (cc, build, source, f, args.rev))
                         elif f not in before:

@@ -106,7 +106,7 @@ static inline bool arena__instrumented(void)
 #endif
 
 /* Reads of memory another thread may be writing, whose value the library
- * only compares (the family's page test in hooks.c), and writes into a
+ * only compares (the family's page test in current.c), and writes into a
  * block of the library's own that no other thread reads (report.c): out of
  * a thread sanitizer's view. */
 #if defined(__SANITIZE_THREAD__)

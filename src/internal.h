@@ -28,7 +28,7 @@
 #endif
 
 /* A function inlined even where the compiler's estimate of its size says
- * otherwise: the adapters' fast path (hooks.c). */
+ * otherwise: the adapters' fast path (adapters.h, reuse.h). */
 #if defined(__GNUC__) || defined(__clang__)
 #  define ARENA__ALWAYS_INLINE inline __attribute__((always_inline))
 #else

@@ -426,7 +426,7 @@ static char *raw_sort(char *list)
 /* The node of a block merged into the one before it becomes free bytes like
  * the rest: clobbered in the checked build (whose walks verify a free
  * block's bytes after its node), and a node still elsewhere, so that a free
- * of the value that was there again decodes as one (hooks.c). */
+ * of the value that was there again decodes as one (current.c). */
 ARENA__NO_ASAN static void node_absorbed(char *s, size_t len)
 {
     if (ARENA_CHECKED) {

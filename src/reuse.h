@@ -12,7 +12,7 @@
 /* ---- Reuse (src/reuse.c) ------------------------------------------------------------ */
 
 /* Mixed into a free block's link (reuse.c) and into a block header's key
- * (hooks.c).  They differ by ARENA__FREED_OWNER, so that the header of a
+ * (current.c).  They differ by ARENA__FREED_OWNER, so that the header of a
  * block of the arena_cur_* family that a node overwrote decodes to that
  * owner, which no arena has (its low bits are set): a free of it again is
  * told from a foreign pointer. */
@@ -79,9 +79,9 @@ ARENA__HIDDEN void arena__reuse_release(arena *a);
 
 /* ---- The table of lists (reuse.c), and the adapters' fast path -------------------------
  *
- * Here rather than in reuse.c so that the adapters (hooks.c) take and give
- * back a block inline, with no call: a Lua state or a realloc loop calls
- * them for every value it makes and drops. */
+ * Here rather than in reuse.c so that the adapters (hooks.c, current.c,
+ * adapters.h) take and give back a block inline, with no call: a Lua state
+ * or a realloc loop calls them for every value it makes and drops. */
 
 /* Classes: 15 of 16-byte steps (16..240), then eight per doubling from 256
  * to 2^36. */
@@ -451,7 +451,7 @@ ARENA__HIDDEN void *arena__reuse_alloc_as(arena *a, size_t n, bool pages);
  * build, lists open, arena under its limit); NULL when none holds it. */
 ARENA__HIDDEN void *arena__reuse_alloc_listed(arena *a, size_t n);
 
-/* The adapters' shrink (hooks.c): arena_realloc() to `new_size` (<
+/* The adapters' shrink (adapters.h): arena_realloc() to `new_size` (<
  * old_size), except that a value that is not the most recent moves to a
  * block of the new size, and its own goes back whole, so that no remainder
  * of an odd size is left to fragment the lists; in place, its tail given

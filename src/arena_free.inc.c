@@ -393,6 +393,11 @@ void *arena__reuse_alloc_listed(arena *a, size_t n)
 /* arena_alloc_reuse() where the lists are open. */
 static ARENA__NOINLINE void *alloc_listed(arena *a, size_t size)
 {
+    void *p;
+    /* The head of its class's list, or its page's next block, inline. */
+    if (size <= ARENA__PAGE_BLOCK_MAX ? (p = arena__small_take(a, size)) != NULL
+                                      : (p = arena__headed_take(a, size)) != NULL)
+        return p;
     return arena__reuse_alloc(a, size);
 }
 
@@ -572,7 +577,16 @@ static void free_value(arena *a, char *p, size_t size, bool note)
     give_block(a, from, (size_t)(to - from));
 }
 
-void arena_free(arena *a, void *ptr, size_t size) { free_value(a, (char *)ptr, size, true); }
+void arena_free(arena *a, void *ptr, size_t size)
+{
+    /* A page's block or a block after a head goes back to its class's list
+     * inline, as the adapters give one back (adapters.h). */
+    if (ptr && size &&
+        (size <= ARENA__PAGE_BLOCK_MAX ? arena__small_give(a, (char *)ptr, size)
+                                       : arena__headed_give(a, (char *)ptr, size)))
+        return;
+    free_value(a, (char *)ptr, size, true);
+}
 
 void arena__free_placed(arena *a, void *ptr, size_t size)
 {

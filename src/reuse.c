@@ -34,12 +34,12 @@
  * appends, its older copies freed later) asks for each size once, so the
  * blocks it leaves fit no later request of their class.  Where a reusing
  * call finds no block, the lists are merged (arena__reuse_merge()) and
- * searched again: every block is linked into one list, sorted by address
- * (a merge sort of the list in place: no memory), and blocks that lie side
- * by side in one chunk become one, filed again by its length, chunk by
- * chunk in the index's order (so what the lists hand out next never
- * depends on where the backing put the chunks: a run is repeatable, and a
- * failure sweep meets the same calls).  Pages whose every block is free
+ * searched again: their blocks are gathered into an array (or, past
+ * MERGE_SPANS, a list), sorted by address, and blocks that lie side by
+ * side in one chunk become one, filed again by its length, chunk by chunk
+ * in the index's order (so what the lists hand out next never depends on
+ * where the backing put the chunks: a run is repeatable, and a failure
+ * sweep meets the same calls).  Pages whose every block is free
  * are recycled first (recycle(): their headers erased, each filed as a
  * block of ARENA__PAGE bytes), so that they join their neighbours.  An
  * arena with more than MERGE_CHUNKS chunks in use does not merge.  Side by
@@ -52,9 +52,8 @@
  * nothing there, and what was placed after the mark dies with it.)  A
  * merge runs only once as many blocks were filed since the last one as it
  * left (and MERGE_MIN at least), and a recycling only once as many page
- * blocks were given back since the last one as it left (a quarter of them
- * before a page is carved), so their O(n log n) and O(n) are paid for by as
- * many frees.  A list that does not decode, loops (a block freed twice in
+ * blocks were given back since the last one as it left, so that their O(n)
+ * is paid for by as many frees.  A list that does not decode, loops (a block freed twice in
  * a plain build), or names a block outside the chunks in use is reported
  * as ARENA_ERR_CORRUPT, and what it holds is left unused until the batch
  * ends, as when a take reads it.
@@ -102,6 +101,10 @@
 /* The most chunks in use for which a merge runs (it keeps a list head per
  * chunk on the stack). */
 #define MERGE_CHUNKS 256
+/* The most blocks a merge sorts in an array on the stack (a merge then
+ * takes about 11 KiB of stack on a 64-bit target); more are sorted as a
+ * list. */
+#define MERGE_SPANS 512
 
 static size_t table_bytes(size_t caplog)
 {
@@ -694,7 +697,7 @@ bool arena__pages_recycle(arena *a)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;
     return arena__paging() && lists_valid(a) && t && t->page_frees >= MERGE_MIN &&
-           t->page_frees >= t->page_kept / 4 && recycle(a, t);
+           t->page_frees >= t->page_kept && recycle(a, t);
 }
 
 static bool recycle(arena *a, struct arena__reuse *t)
@@ -748,26 +751,171 @@ static bool recycle(arena *a, struct arena__reuse *t)
     return true;
 }
 
-bool arena__reuse_merge(arena *a)
+/* A merge gathers the blocks into an array on the stack where they fit
+ * MERGE_SPANS, reading each once (its node), sorts the array by address,
+ * and files each run of blocks that lie side by side in a chunk again as
+ * one block, writing each block once (the run's node, or a node clobbered
+ * where it joined the block before it): sorting in the array chases no
+ * pointer through the blocks.  More blocks are linked into one list and
+ * sorted as a list (merge_lists()). */
+struct span {
+    uintptr_t at;
+    size_t len;
+};
+
+/* Gathers the blocks of the lists into v[0..*n), at most MERGE_SPANS;
+ * false, with the lists as they were, when they hold more.  A list that
+ * does not decode or holds more blocks than the chunks could (a loop) is
+ * reported and left out, its class emptied. */
+static bool gather_spans(arena *a, struct arena__reuse *t, size_t bound, struct span *v, size_t *n)
 {
-    struct arena__reuse *t = arena__cold(a)->reuse;
+    unsigned c;
+    *n = 0;
+    for (c = 0; c < ARENA__NCLASS; c++) {
+        size_t start = *n, k = 0, len;
+        char *s, *next;
+        if (!listed(t, c))
+            continue;
+        for (s = t->head[c]; s; s = next) {
+            if (!node_load(s, &len, &next) || ++k > bound) {
+                corrupt(a, s);
+                set_head(t, c, NULL);
+                *n = start;
+                break;
+            }
+            if (*n == MERGE_SPANS)
+                return false;
+            v[*n].at = (uintptr_t)s;
+            v[(*n)++].len = len;
+        }
+    }
+    return true;
+}
+
+/* Orders v[0..n) by address into `order` (indexes of v; `tmp` as long): a
+ * radix sort of the bits in which the addresses differ, eight at a time,
+ * with no comparison to mispredict. */
+static void sort_spans(const struct span *v, size_t n, uint16_t *order, uint16_t *tmp)
+{
+    uint16_t *const out = order;
+    uintptr_t diff = 0;
+    unsigned shift, high = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        diff |= v[i].at ^ v[0].at;
+        order[i] = (uint16_t)i;
+    }
+    while (high < sizeof diff * 8 && diff >> high)
+        high++;
+    for (shift = diff ? (unsigned)lowest_bit(diff) : high; shift < high; shift += 8) {
+        uint16_t count[256] = {0}, at = 0, *swap;
+        for (i = 0; i < n; i++)
+            count[(v[order[i]].at >> shift) & 255]++;
+        for (i = 0; i < 256; i++) {
+            uint16_t k = count[i];
+            count[i] = at;
+            at = (uint16_t)(at + k);
+        }
+        for (i = 0; i < n; i++)
+            tmp[count[(v[order[i]].at >> shift) & 255]++] = order[i];
+        swap = order;
+        order = tmp;
+        tmp = swap;
+    }
+    if (order != out)
+        memcpy(out, order, n * sizeof *order);
+}
+
+/* Merges and files again the blocks v[order[0..n)] (in address order, all
+ * in one chunk, which ends at `hi`); returns how many blocks it filed. */
+static size_t merge_spans(arena *a, struct arena__reuse *t, const struct span *v,
+                          const uint16_t *order, size_t n, uintptr_t hi)
+{
+    const uintptr_t gap = arena__reuse_gap();
+    uintptr_t run = 0, end = 0; /* the run being built, and where it ends */
+    size_t i, run_len = 0, kept = 0;
+
+    for (i = 0; i < n; i++) {
+        uintptr_t at = v[order[i]].at;
+        size_t len = v[order[i]].len;
+        if (at < end || len > hi - at) { /* overlaps the run (a block filed twice), or the
+                                            chunk's end */
+            corrupt(a, (const char *)at);
+        } else if (run && at - end <= gap) {
+            node_absorbed((char *)at, len);
+            run_len += (size_t)(at - end) + len;
+            end = at + len;
+        } else {
+            if (run) {
+                put(t, (char *)run, run_len);
+                kept++;
+            }
+            run = at;
+            run_len = len;
+            end = at + len;
+        }
+    }
+    if (run) {
+        put(t, (char *)run, run_len);
+        kept++;
+    }
+    return kept;
+}
+
+/* The merge of the blocks gathered in v[0..n): sorted, each chunk's run of
+ * them merged and filed again, chunk by chunk in the index's order (what
+ * the lists hand out next follows the batch's own history, never where the
+ * backing put the chunks). */
+static size_t merge_gathered(arena *a, struct arena__reuse *t, const struct span *v, size_t n)
+{
+    uint16_t order[MERGE_SPANS], tmp[MERGE_SPANS], first[MERGE_CHUNKS], count[MERGE_CHUNKS];
+    uintptr_t lo = 0, hi = 0; /* the chunk of the run being read */
+    uint32_t k = 0, nused = a->nused;
+    size_t i, kept = 0;
+    unsigned c;
+
+    for (c = 0; c < ARENA__NCLASS; c++)
+        set_head(t, c, NULL);
+    sort_spans(v, n, order, tmp);
+    memset(count, 0, nused * sizeof count[0]);
+    for (i = 0; i < n; i++) {
+        uintptr_t at = v[order[i]].at;
+        if (at < lo || at >= hi) {
+            const struct arena__chunk *ck = arena__chunk_of(a, (const char *)at);
+            if (!ck) { /* in no chunk in use */
+                corrupt(a, (const char *)at);
+                lo = hi = 0;
+                continue;
+            }
+            k = (uint32_t)(ck - a->chunks);
+            lo = (uintptr_t)ck->base;
+            hi = lo + ck->cap;
+            first[k] = (uint16_t)i;
+        }
+        count[k] = (uint16_t)(i + 1 - first[k]);
+    }
+    for (k = 0; k < nused; k++)
+        if (count[k])
+            kept += merge_spans(a, t, v, order + first[k], count[k],
+                                (uintptr_t)a->chunks[k].base + a->chunks[k].cap);
+    return kept;
+}
+
+/* The merge of lists longer than an array on the stack takes: linked into
+ * one list (raw), sorted by address with a merge sort of the list in place,
+ * each chunk's run of it merged and filed again, chunk by chunk in the
+ * index's order. */
+static ARENA__NOINLINE size_t merge_lists(arena *a, struct arena__reuse *t, size_t bound)
+{
     char *group[MERGE_CHUNKS], *tail = NULL, *s, *next;
     const struct arena__chunk *k;
     uint32_t i, nused = a->nused;
     uintptr_t lo = 0, hi = 0; /* the chunk of the group being read */
-    size_t bound, kept = 0;
+    size_t kept = 0;
     unsigned c;
     char *list = NULL;
 
-    if (!lists_valid(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged ||
-        nused > MERGE_CHUNKS || (arena__instrumented() && a->saves > a->expired)) /* a live mark */
-        return false;
-    /* Pages first, amortized: a run reads every free page block, so here it
-     * waits for as many page blocks given back since the last one as that
-     * one left (before a page is carved it runs sooner: pages.c). */
-    if (arena__paging() && t->page_frees >= MERGE_MIN && t->page_frees >= t->page_kept)
-        (void)recycle(a, t);
-    bound = most_blocks(a);
     for (c = 0; c < ARENA__NCLASS; c++)
         if (listed(t, c))
             gather(a, t, c, bound, &list);
@@ -797,14 +945,31 @@ bool arena__reuse_merge(arena *a)
     }
     if (tail)
         raw_link(tail, NULL);
-    /* Filed again chunk by chunk, in the index's order: what the lists hand
-     * out next follows the batch's own history, never where the backing
-     * put the chunks. */
     for (i = 0; i < nused; i++)
         if (group[i])
             kept += merge_chunk(a, t, group[i], (uintptr_t)a->chunks[i].base + a->chunks[i].cap);
+    return kept;
+}
+
+bool arena__reuse_merge(arena *a)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    struct span v[MERGE_SPANS];
+    size_t bound, n;
+
+    if (!lists_valid(a) || !t || t->filed < MERGE_MIN || t->filed < t->merged ||
+        a->nused > MERGE_CHUNKS ||
+        (arena__instrumented() && a->saves > a->expired)) /* a live mark */
+        return false;
+    /* Pages first, amortized: a run reads every free page block, so here it
+     * waits for as many page blocks given back since the last one as that
+     * one left (before a page is carved it runs sooner: pages.c). */
+    if (arena__paging() && t->page_frees >= MERGE_MIN && t->page_frees >= t->page_kept)
+        (void)recycle(a, t);
+    bound = most_blocks(a);
+    t->merged =
+        gather_spans(a, t, bound, v, &n) ? merge_gathered(a, t, v, n) : merge_lists(a, t, bound);
     t->filed = 0;
-    t->merged = kept;
     return true;
 }
 

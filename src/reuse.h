@@ -55,8 +55,8 @@ ARENA__HIDDEN bool arena__reuse_file(arena *a, char *s, size_t len);
 ARENA__HIDDEN char *arena__reuse_take(arena *a, size_t need, size_t *len);
 /* Merges the filed blocks that lie side by side in a chunk into one (where
  * a value would otherwise take a new chunk), when enough blocks were filed
- * since the last merge: true when it ran.  O(n log n) in the blocks filed,
- * amortized over as many filings.  Pages are recycled first. */
+ * since the last merge: true when it ran.  O(n) in the blocks filed (O(n
+ * log n) past MERGE_SPANS of them), amortized over as many filings.  Pages are recycled first. */
 ARENA__HIDDEN bool arena__reuse_merge(arena *a);
 /* Recycles the pages whose blocks are all free (and orders the classes'
  * lists so that nearly empty pages drain), when enough page blocks were

@@ -456,7 +456,7 @@ static void leave_chunks(arena *a)
  *
  * What each entry point does first: it writes the bookkeeping of an arena
  * that the inline arena_init_buffer() left lazy (wake()), and folds in what
- * the inline paths did since the library's last call (sync()).  After a
+ * the inline paths did since the library's last call (catch_up()).  After a
  * change of its figures, a registered arena's record gets them
  * (published()); `pending` tells the inline paths which of their calls must
  * come here (arena__note_holds()).
@@ -535,8 +535,8 @@ static ARENA__NOINLINE void note_inline_resets(arena *a)
     }
 }
 
-/* Every entry point that reads `cold` calls it first (most through sync()),
- * so it asks whether memcheck watches too. */
+/* Every entry point that reads `cold` calls it first (most through
+ * catch_up()), so it asks whether memcheck watches too. */
 static void wake(arena *a)
 {
     arena__ask_valgrind();
@@ -572,11 +572,12 @@ void arena__publish_arena(const arena *a)
  * and writing its cold part changes nothing they report. */
 static void wake_const(const arena *a) { wake((arena *)(uintptr_t)a); }
 
-/* Folds the bytes the inline paths stored since the window opened into
- * `size`.  Every out-of-line entry point calls it first, so that the
- * library's code reads an exact `size` and only ever moves the position
- * through set_cursor(). */
-static void sync(arena *a)
+/* Catches up with what the inline paths did since the library's last call:
+ * wakes a lazy arena, notes the resets they made, and folds the bytes they
+ * stored since the window opened into `size`.  Every out-of-line entry
+ * point calls it first, so that the library's code reads an exact `size`
+ * and only ever moves the position through set_cursor(). */
+static void catch_up(arena *a)
 {
     wake(a);
     if (ARENA__UNLIKELY(a->spare != spare_full(a)))
@@ -839,7 +840,7 @@ void *arena__alloc_slow(arena *a, size_t size, size_t align)
         return arena__zero_size_value(align);
     if (lazy_full(a, size, align))
         return NULL;
-    sync(a);
+    catch_up(a);
     return place(a, size, align, &chunk);
 }
 
@@ -849,7 +850,7 @@ char *arena__alloc_pages(arena *a, size_t n)
     char *p;
     if (lazy_full(a, n, ARENA__PAGE))
         return NULL;
-    sync(a);
+    catch_up(a);
     arena__cold(a)->flags |= ARENA__QUIET;
     p = place_as(a, n, ARENA__PAGE, &chunk, false);
     arena__cold(a)->flags &= ~(uint32_t)ARENA__QUIET;
@@ -878,7 +879,7 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
     char *p;
     if (len == SIZE_MAX || lazy_full(a, len + 1, 1))
         return NULL;
-    sync(a);
+    catch_up(a);
     p = place(a, len + 1, 1, &chunk);
     if (p) {
         memcpy(p, s, len);
@@ -908,7 +909,7 @@ arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t al
     uint32_t chunk;
     char *p;
 
-    /* Misuse is reported before sync(): the arena's bytes stay as they were. */
+    /* Misuse is reported before catch_up(): the arena's bytes stay as they were. */
     if (size > ARENA_REF_MAX) {
         arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_REF_TOO_LARGE,
                       "arena_ref_copy: a value of %zu bytes at %p exceeds ARENA_REF_MAX (%zu)",
@@ -920,7 +921,7 @@ arena_ref arena__ref_copy_slow(arena *a, const void *src, size_t size, size_t al
     /* An offset must fit 32 bits: the padding of an oversized value is < align. */
     if (size == 0 || !arena__is_pow2(align) || align > ARENA_REF_MAX || lazy_full(a, size, align))
         return r;
-    sync(a);
+    catch_up(a);
     p = place(a, size, align, &chunk);
     if (!p)
         return r;
@@ -942,7 +943,7 @@ arena_ref arena__ref_strndup_slow(arena *a, const char *s, size_t len)
     }
     if (len == 0 || lazy_full(a, len + 1, 1))
         return r;
-    sync(a);
+    catch_up(a);
     p = place(a, len + 1, 1, &chunk);
     if (!p)
         return r;
@@ -1045,7 +1046,7 @@ void arena__release_slow(arena *a)
     if (!arena__cleanups_end(a, 0, "arena_release"))
         return;
     bufcap = a->buf ? a->chunks[0].cap : 0;
-    sync(a);
+    catch_up(a);
     arena__end_high(a);
     if (arena__cold(a)->set.node)
         arena_unregister(a);
@@ -1121,7 +1122,7 @@ static ARENA__NOINLINE void reset_to_slow(arena *a, size_t retain_limit)
 
     if (!arena__cleanups_end(a, 0, retain_limit == SIZE_MAX ? "arena_reset" : "arena_reset_to"))
         return;
-    sync(a);
+    catch_up(a);
     arena__end_high(a);
     if (retain_limit == 0)
         arena__reuse_release(a);
@@ -1166,7 +1167,7 @@ void arena_reset_to(arena *a, size_t retain_limit)
 
 void arena_trim(arena *a, size_t max_retained)
 {
-    sync(a);
+    catch_up(a);
     free_spares(a, max_retained, false);
     check_over(a);
     published(a);

@@ -219,7 +219,7 @@ static ARENA__NOINLINE void *take_listed(arena *a, size_t n, bool tight)
         s = take_free(a, need, &len);
     if (!s)
         return NULL;
-    sync(a);
+    catch_up(a);
     end = s + len;
     p = s + arena__hdr();
     to = (char *)arena__align_up((uintptr_t)s + need, ARENA_ALIGN);
@@ -366,7 +366,7 @@ void *arena__reuse_alloc_as(arena *a, size_t n, bool pages)
         return arena__zero_size_value(ARENA_ALIGN);
     if (lazy_full(a, n, ARENA_ALIGN))
         return NULL;
-    sync(a);
+    catch_up(a);
     if (ARENA__UNLIKELY(a->pending & ARENA__PENDING_OVER)) {
         uint32_t chunk;
         return place(a, n, ARENA_ALIGN, &chunk); /* refused, and told */
@@ -386,7 +386,7 @@ void *arena__reuse_alloc_listed(arena *a, size_t n)
 {
     if (n == 0 || !arena__paging() || a->lazy || !reuse_open(a, n))
         return NULL;
-    sync(a);
+    catch_up(a);
     return place_headed(a, n, true);
 }
 
@@ -530,7 +530,7 @@ static void free_value(arena *a, char *p, size_t size, bool note)
     if (!p || size == 0)
         return;
     wake(a);
-    /* Reported before sync(): the arena's bytes stay as they were.  An
+    /* Reported before catch_up(): the arena's bytes stay as they were.  An
      * instrumented build knows every value's chunk: a late free is told
      * apart there first. */
     if (arena__instrumented() &&
@@ -545,7 +545,7 @@ static void free_value(arena *a, char *p, size_t size, bool note)
                        size, h.len - ARENA__HEAD, (void *)p, (void *)a);
         return;
     }
-    sync(a);
+    catch_up(a);
     if (note)
         arena__note_high(a);
     switch (h.kind) {
@@ -754,10 +754,10 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
     char *p = (char *)ptr, *q;
     struct held h;
 
-    /* Reported before wake() and sync(): the arena's bytes stay as they were. */
+    /* Reported before wake() and catch_up(): the arena's bytes stay as they were. */
     if (grow_misused(a, p, old_size) || !held_by(a, p, old_size, "arena_realloc", &h))
         return NULL;
-    sync(a);
+    catch_up(a);
     if (h.kind != HELD_BARE)
         return resize_held(a, p, &h, old_size, new_size, how | ARENA__RESIZE_SHRINK_MOVES);
     arena__note_high(a);
@@ -794,13 +794,13 @@ void *arena__realloc_as(arena *a, void *ptr, size_t old_size, size_t new_size, u
     bool last;
     struct held h;
 
-    /* Reported before wake() and sync(): the arena's bytes stay as they were. */
+    /* Reported before wake() and catch_up(): the arena's bytes stay as they were. */
     if (p && (grow_misused(a, p, old_size) || !held_by(a, p, old_size, "arena_realloc", &h)))
         return NULL;
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
     if (h.kind != HELD_BARE) {
-        sync(a);
+        catch_up(a);
         return resize_held(a, p, &h, old_size, new_size, how);
     }
     last = is_last(a, p, old_size);
@@ -808,7 +808,7 @@ void *arena__realloc_as(arena *a, void *ptr, size_t old_size, size_t new_size, u
     if (new_size > old_size && !(last && new_size <= (size_t)(lim - p)) &&
         lazy_full(a, new_size, ARENA_ALIGN))
         return NULL;
-    sync(a);
+    catch_up(a);
     if (new_size <= old_size) {
         arena__note_high(a);
         if (new_size == 0) /* the shrink to nothing gives the value back */

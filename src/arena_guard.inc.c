@@ -28,7 +28,7 @@
  * arena lets the inline resets count down only the unguarded batches
  * before the next drawn one (`cut`), so that the library sees it begin; a
  * guarded one, or every batch of an arena that asked, has its ends come to
- * the library (ARENA__PENDING_GUARD).  Requires no chunk in use and sync()
+ * the library (ARENA__PENDING_GUARD).  Requires no chunk in use and catch_up()
  * in this call (`spare` is full). */
 static void guard_begin(arena *a)
 {
@@ -211,7 +211,7 @@ static void guard_keep(arena *a, struct arena__guard_state *g, size_t old_size, 
 bool arena_set_guard(arena *a, bool on)
 {
     struct arena__guard_state *g;
-    sync(a);
+    catch_up(a);
     g = &arena__cold(a)->guard;
     if (!on) {
         g->flags &= ~(uint32_t)ARENA__GUARD_ON;

@@ -133,7 +133,7 @@ void arena__give_backing(arena *a, void *p, size_t n)
 
 /* Enters or leaves the state of an arena that holds more than its limit
  * (ARENA__PENDING_OVER: the window closed, allocations refused), after the
- * limit or what the arena holds changed.  Requires sync() first. */
+ * limit or what the arena holds changed.  Requires catch_up() first. */
 static void check_over(arena *a)
 {
     const struct arena__cold *c = arena__cold(a);
@@ -168,7 +168,7 @@ static size_t limited_retention(const arena *a, size_t retain_limit)
 
 void arena_set_limit(arena *a, size_t limit)
 {
-    sync(a);
+    catch_up(a);
     arena__cold(a)->set.limit = limit;
     arena__cold(a)->set.changed = 1;
     if (limit == SIZE_MAX)

@@ -146,7 +146,7 @@ bool arena__rewind(arena *a, arena_mark m)
     uint64_t taken = 0;
     bool regular = false, guarded;
 
-    /* Reported before wake() and sync(): the arena's bytes stay as they were. */
+    /* Reported before wake() and catch_up(): the arena's bytes stay as they were. */
     if (!mark_valid(a, m)) {
         arena__report(ARENA__ABOUT_ARENA(a), ARENA_ERR_BAD_MARK,
                       "arena_rewind: mark %llu of arena %p has expired (by a reset, a release, "
@@ -157,7 +157,7 @@ bool arena__rewind(arena *a, arena_mark m)
     }
     if (!arena__cleanups_end(a, m.serial, "arena_rewind"))
         return false;
-    sync(a);
+    catch_up(a);
     arena__note_high(a);
     arena__reuse_forget(a, m.serial);
     arena__buffer_reused(a);

@@ -53,11 +53,7 @@
 #  define _DEFAULT_SOURCE  /* MAP_ANONYMOUS, SA_ONSTACK (glibc, musl) */
 #  define _DARWIN_C_SOURCE /* MAP_ANON */
 #  include <signal.h>
-/* <unistd.h> declares sync(), the name of one of arena.c's static functions,
- * which the amalgamation compiles in the same unit as this file. */
-#  define sync arena__guard_unused_sync
 #  include <unistd.h>
-#  undef sync
 #  if defined(__unix__) || defined(__APPLE__)
 #    include <sys/mman.h>
 #  endif

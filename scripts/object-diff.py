@@ -164,7 +164,9 @@ def functions(obj):
 def renamed(line, renames):
     """`line` with the functions renamed on purpose under their new names."""
     for was, now in renames.items():
-        line = re.sub(r"(?<=[< ])%s(?=[>+ -]|$)" % re.escape(was), now, line)
+        w = re.escape(was)
+        line = re.sub(r"(?<=<)%s(?=[>+])" % w, now, line)
+        line = re.sub(r"^(    reloc \S+ )%s(?=[+-]\d+$)" % w, r"\g<1>" + now, line)
     return line
 
 

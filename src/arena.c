@@ -375,7 +375,7 @@ static void drop_chunks_from(arena *a, uint32_t from)
     uint32_t i;
 
     for (i = from; i < a->nused; i++) {
-        arena__expired(a, i, a->chunks[i].base);
+        arena__values_dropped(a, i, a->chunks[i].base);
         arena__cold(a)->counts.inuse -= fill_cap(a, &a->chunks[i]);
     }
     a->nused = from;
@@ -1061,7 +1061,7 @@ void arena__release_slow(arena *a)
     }
     for (i = 0; i < a->nchunks; i++) {
         if (i < a->nused)
-            arena__expired(a, i, a->chunks[i].base);
+            arena__values_dropped(a, i, a->chunks[i].base);
         if (a->chunks[i].base != a->buf)
             drop_chunk(a, a->chunks[i], slots(a)[i].paged, &why);
     }

@@ -116,7 +116,7 @@ static void rewind_in_chunk(arena *a, arena_mark m, bool guarded)
 {
     char *from = arena__cut(a, m.cur, m.pos, m.serial);
     enter_chunk(a, m.cur, m.pos);
-    arena__expired(a, m.cur, from);
+    arena__values_dropped(a, m.cur, from);
     if (guarded) {
         retire_tail(a, m.cur, m.pos);
         enter_chunk(a, m.cur, m.pos);

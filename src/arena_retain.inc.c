@@ -87,9 +87,9 @@ static size_t retention_target(arena *a, size_t demand)
     return most > SIZE_MAX / 2 ? SIZE_MAX : 2 * most;
 }
 
-/* True when chunk i, in batch `batch`, was last used before the blocks the
- * policy covers. */
-static bool expired(const arena *a, uint32_t i)
+/* True when chunk i has aged out of the history: in batch `batch`, it was
+ * last used before the blocks the policy covers. */
+static bool aged_out(const arena *a, uint32_t i)
 {
     uint32_t b = arena__cold(a)->batch;
     return b - slots(a)[i].last > b % ARENA__BLOCK + (ARENA__BLOCKS - 1) * ARENA__BLOCK;
@@ -143,7 +143,7 @@ static void keep_within(arena *a, size_t limit)
 }
 
 /* Frees the spares (at [nused, nchunks)) that the policy gives back whatever
- * their size (expired()) when `reset` is set; then, while the arena retains
+ * their size (aged_out()) when `reset` is set; then, while the arena retains
  * more than `limit` bytes, keeps the spares that fit the limit
  * (keep_within()) and frees the others.  The caller's buffer is never freed
  * (and counts).  An arena left with one chunk or none gives its heap index
@@ -155,7 +155,7 @@ static void free_spares(arena *a, size_t limit, bool reset)
 
     for (i = j = a->nused; reset && i < a->nchunks; i++) {
         struct entry e = get_entry(a, i);
-        if (e.chunk.base != a->buf && expired(a, i)) {
+        if (e.chunk.base != a->buf && aged_out(a, i)) {
             arena__cold(a)->retained -= usable(a, &e.chunk);
             free_chunk(a, e.chunk);
             continue;

@@ -304,7 +304,7 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
  * the next mark leaves the sizes at that mark unknown.  A rewind to a mark
  * of a noted serial cuts the value back to the size noted; any other rewind
  * cuts a value that grew across the mark's position to end a granule before
- * it (the checked build, and arena__instr_expired() for ASan and Valgrind).
+ * it (the checked build, and arena__instr_dropped() for ASan and Valgrind).
  * A rewind resizes no value as the tools see it but the one it cuts (a
  * value shrunk after the mark stays shrunk to them), so it leaves `calm`
  * and the note as they are: the note still tells the sizes at its marks. */
@@ -525,7 +525,7 @@ static void asan_unstraddle(const char *base, char *pos, const char *end)
 }
 #endif
 
-void arena__instr_expired(arena *a, uint32_t i, char *from)
+void arena__instr_dropped(arena *a, uint32_t i, char *from)
 {
     char *base = a->chunks[i].base;
     char *end = base + a->chunks[i].cap;

@@ -187,7 +187,7 @@ ARENA__HIDDEN void arena__instr_placed(arena *a, const struct arena__chunk *c, c
                                        size_t size);
 ARENA__HIDDEN void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size,
                                         size_t new_size);
-ARENA__HIDDEN void arena__instr_expired(arena *a, uint32_t i, char *from);
+ARENA__HIDDEN void arena__instr_dropped(arena *a, uint32_t i, char *from);
 ARENA__HIDDEN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t serial);
 ARENA__HIDDEN void arena__instr_resizing(arena *a, char *p, size_t old_size);
 ARENA__HIDDEN void arena__instr_buffer_released(arena *a, size_t cap);
@@ -239,12 +239,13 @@ static inline void arena__value_resized(const struct arena__chunk *c, char *p, s
         arena__instr_resized(c, p, old_size, new_size);
 }
 
-/* [from, end of chunk i) expired: its guards verified (checked build),
- * clobbered (checked build) and closed; Valgrind forgets its values. */
-static inline void arena__expired(arena *a, uint32_t i, char *from)
+/* The values of [from, end of chunk i) dropped (a reset, a rewind or a
+ * release ended them): its guards verified (checked build), clobbered
+ * (checked build) and closed; Valgrind forgets its values. */
+static inline void arena__values_dropped(arena *a, uint32_t i, char *from)
 {
     if (arena__instrumented())
-        arena__instr_expired(a, i, from);
+        arena__instr_dropped(a, i, from);
 }
 
 /* The most recent value `p`, of at least `old_size` bytes, is about to be
@@ -258,12 +259,12 @@ static inline void arena__value_resizing(arena *a, char *p, size_t old_size)
 }
 
 /* A rewind to the mark of serial `serial` at `pos` in chunk i, before
- * arena__expired(): where the values stored after the mark begin (pos, or in
- * the checked build below it, after a value before the mark was freed or
- * shrunk below it), having cut a value stored before the mark and grown in
- * place after it back to its size at the mark, where noted, else (checked
- * build, outside Valgrind, whose pools the expiry trims) to end a granule
- * before pos: see arena__instr_cut(). */
+ * arena__values_dropped(): where the values stored after the mark begin
+ * (pos, or in the checked build below it, after a value before the mark
+ * was freed or shrunk below it), having cut a value stored before the mark
+ * and grown in place after it back to its size at the mark, where noted,
+ * else (checked build, outside Valgrind, whose pools the drop trims) to end
+ * a granule before pos: see arena__instr_cut(). */
 static inline char *arena__cut(arena *a, uint32_t i, char *pos, uint64_t serial)
 {
     return arena__instrumented() ? arena__instr_cut(a, i, pos, serial) : pos;

@@ -491,28 +491,28 @@ static ARENA__NOINLINE void write_cold(arena *a)
     arena__cold(a)->budget = ARENA_DEFAULT_CHUNK;
 }
 
-/* What `spare` starts from: ARENA__INLINE_RESETS + 1, less the resets that
+/* What `countdown` starts from: ARENA__INLINE_RESETS + 1, less the resets that
  * a sampled arena's countdown to its next guarded batch withholds. */
-static uint32_t spare_full(const arena *a)
+static uint32_t countdown_start(const arena *a)
 {
     return ARENA__INLINE_RESETS + 1 - arena__cold(a)->guard.cut;
 }
 
 /* Notes what the inline paths did since the library's last call, as the
  * library would have: the batches that arena__reset_first() counted down in
- * `spare` (each used the one chunk the arena holds, and only it, so each
+ * `countdown` (each used the one chunk the arena holds, and only it, so each
  * demanded its capacity, and that chunk is the only one to stamp), or a
- * release of the caller's buffer (`spare` 0), which forgets the history.
- * An arena that holds no chunk (`arena a = {0}`, whose `spare` is 0 too)
+ * release of the caller's buffer (`countdown` 0), which forgets the history.
+ * An arena that holds no chunk (`arena a = {0}`, whose `countdown` is 0 too)
  * has nothing to note: forgetting an empty history changes nothing. */
 static ARENA__NOINLINE void note_inline_resets(arena *a)
 {
     size_t cap = a->nchunks ? usable(a, &a->chunks[0]) : 0;
-    uint32_t full = spare_full(a);
-    uint32_t k = a->spare < full ? full - a->spare : 0;
+    uint32_t full = countdown_start(a);
+    uint32_t k = a->countdown < full ? full - a->countdown : 0;
     struct arena__guard_state *g = &arena__cold(a)->guard;
 
-    if (a->spare == 0) {
+    if (a->countdown == 0) {
         forget_history(a, cap);
     } else if (k && a->nchunks) {
         uint32_t flags = arena__cold(a)->flags & ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
@@ -527,7 +527,7 @@ static ARENA__NOINLINE void note_inline_resets(arena *a)
         g->gap = g->gap > k ? g->gap - k : 0;
         g->ended += k;
     }
-    a->spare = full;
+    a->countdown = full;
     if (a->nchunks == 1) {
         slots(a)[0].key = 0;
         slots(a)[0].last = arena__cold(a)->batch;
@@ -580,7 +580,7 @@ static void wake_const(const arena *a) { wake((arena *)(uintptr_t)a); }
 static void catch_up(arena *a)
 {
     wake(a);
-    if (ARENA__UNLIKELY(a->spare != spare_full(a)))
+    if (ARENA__UNLIKELY(a->countdown != countdown_start(a)))
         note_inline_resets(a);
     a->size = arena_size(a);
     a->counted = a->ptr;
@@ -996,7 +996,7 @@ void *arena__ref_ptr_checked(const arena *a, arena_ref r)
 void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocator *backing)
 {
     *a = empty_arena;
-    a->spare = ARENA__INLINE_RESETS + 1;
+    a->countdown = ARENA__INLINE_RESETS + 1;
     if (chunk_bytes > ARENA_REF_MAX)
         chunk_bytes = ARENA_REF_MAX;
     arena__cold(a)->budget = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
@@ -1214,15 +1214,15 @@ void arena_get_stats(const arena *a, arena_stats *out)
         out->peak_retained = out->peak_retained_batch = out->retained;
         return;
     }
-    inline_resets = a->spare != spare_full(a);
+    inline_resets = a->countdown != countdown_start(a);
     out->held = c->counts.held;
     out->peak_held = c->counts.peak_held;
     out->reused = c->counts.reused;
     out->backing_calls = c->counts.calls;
     out->limit_hits = c->counts.limit_hits;
     out->resets = c->counts.resets;
-    if (inline_resets && a->spare)
-        out->resets += spare_full(a) - a->spare;
+    if (inline_resets && a->countdown)
+        out->resets += countdown_start(a) - a->countdown;
     out->peak_retained = c->counts.peak_retained;
     out->peak_retained_batch = inline_resets ? out->retained : c->counts.peak_retained_batch;
     if (c->set.node) /* the report shows what this call shows (arena/report.h) */

@@ -29,7 +29,7 @@
  * before the next drawn one (`cut`), so that the library sees it begin; a
  * guarded one, or every batch of an arena that asked, has its ends come to
  * the library (ARENA__PENDING_GUARD).  Requires no chunk in use and catch_up()
- * in this call (`spare` is full). */
+ * in this call (`countdown` is at its start). */
 static void guard_begin(arena *a)
 {
     struct arena__guard_state *g = &arena__cold(a)->guard;
@@ -61,7 +61,7 @@ static void guard_begin(arena *a)
         a->pending |= ARENA__PENDING_GUARD;
     else
         a->pending &= ~(uint32_t)ARENA__PENDING_GUARD;
-    a->spare = spare_full(a);
+    a->countdown = countdown_start(a);
 }
 
 /* A batch ended (a reset, a release, a rewind to nothing): the reporter's

@@ -76,8 +76,8 @@ struct arena__slot {
 /* An arena's part in guarded batches (src/guard.c, src/arena_guard.inc.c). */
 struct arena__guard_state {
     uint32_t flags; /* ARENA__GUARD_* */
-    uint32_t cut;   /* inline resets the countdown of `spare` withholds, so
-                       that the library sees the next sampled batch begin */
+    uint32_t cut;   /* inline resets `countdown` withholds, so that the
+                       library sees the next sampled batch begin */
     uint64_t gap;   /* unguarded batches before the next sampled one */
     uint64_t id;    /* identity in the quarantine's records; 0: none yet */
     uint64_t ended; /* batches ended, as the fault reporter counts them */

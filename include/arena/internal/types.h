@@ -43,7 +43,7 @@ typedef union arena__cold_space {
  * arena_retained() and the like report them); those before `cold` are
  * visible because the inline functions use them: ptr, end, size and counted on
  * every allocation, chunks and cur for refs, pos, cur, nused and saves for
- * marks, nchunks, buf, first, expired and spare for the one-chunk reset
+ * marks, nchunks, buf, first, expired and countdown for the one-chunk reset
  * and release, high and peak for the peaks of arena_size() that the inline
  * rewind and reset must not lose, and all of these and lazy for the inline
  * arena_init_buffer().
@@ -74,7 +74,7 @@ struct arena {
     uint32_t pending;            /* nonzero: the library holds state that a reset,
                                      rewind or release must see (blocks given back for
                                      reuse, cleanups), so the inline ones call it */
-    uint32_t spare;              /* 1 + the resets the inline path may still make
+    uint32_t countdown;          /* 1 + the resets the inline path may still make
                                      before the library's next call; 0: released
                                      inline (see arena__reset_first()) */
     char *buf;                   /* the caller's first chunk, or NULL */

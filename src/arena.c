@@ -12,8 +12,8 @@
  * (chunk index, offset) resolves in O(1).  The array is split in two:
  *
  *     [0, nused)        chunks holding values of this batch, in the order they
- *                       were taken into use: regular chunks (the budget's
- *                       capacity, or a kept chunk of up to twice it),
+ *                       were taken into use: regular chunks (of the chunk
+ *                       size, or a kept chunk of up to twice it),
  *                       oversized chunks (one value each) and the caller's
  *                       buffer (always index 0 when there is one);
  *     [nused, nchunks)  spares, kept by a reset or rewind, in the spares'
@@ -41,8 +41,8 @@
  *
  * Growth and retention.  A value that does not fit the current chunk takes
  * the first spare that suits (holds it, and is at most twice what a new
- * chunk for it would be), else a new chunk: the budget for a value that fits
- * one, its own size for a larger one.  A batch of the same shape as the last
+ * chunk for it would be), else a new chunk: of the chunk size for a value
+ * that fits one, of its own size for a larger one.  A batch of the same shape as the last
  * one thus takes, at each step, the chunk the last one took there (the
  * chunks before it in the order did not suit the last one either, or were in
  * use, as they are now, and those it allocated come after them): no backing
@@ -104,16 +104,11 @@ static const arena empty_arena;
  * peaks of what the arena retains.
  */
 
-static size_t budget(const arena *a)
-{
-    return arena__cold(a)->budget ? arena__cold(a)->budget : ARENA_DEFAULT_CHUNK;
-}
-
 /* A chunk's capacity as arena_retained() counts it: without the overhead
  * of an allocated chunk (arena__chunk_extra()). */
 static size_t usable(const arena *a, const struct arena__chunk *c)
 {
-    return c->base == a->buf ? c->cap : arena__chunk_usable(c->cap, budget(a));
+    return c->base == a->buf ? c->cap : arena__chunk_usable(c->cap, arena__chunk_size(a));
 }
 
 /* What values may fill of a chunk in use, as `inuse` counts it for
@@ -128,12 +123,12 @@ static size_t fill_cap(const arena *a, const struct arena__chunk *c)
 }
 
 /* The largest capacity a chunk may have to serve as a current chunk (one
- * that small values are bumped through): twice the budget, so that a kept
- * chunk a little larger than the budget is not wasted, and at most
+ * that small values are bumped through): twice the chunk size, so that a
+ * kept chunk a little larger than the chunk size is not wasted, and at most
  * ARENA_REF_MAX, so that an inline ref's offset fits its field. */
 static size_t regular_max(const arena *a)
 {
-    return budget(a) > ARENA_REF_MAX / 2 ? ARENA_REF_MAX : 2 * budget(a);
+    return arena__chunk_size(a) > ARENA_REF_MAX / 2 ? ARENA_REF_MAX : 2 * arena__chunk_size(a);
 }
 
 /* True when the batch in progress is guarded. */
@@ -328,14 +323,14 @@ static uint32_t use_spare(arena *a, size_t need, size_t most)
 }
 
 /* The chunk of [from, to) to make current when none is: the first of the
- * budget's size, else the first regular one; `to` when none is regular. */
+ * chunk size, else the first regular one; `to` when none is regular. */
 static uint32_t pick_current(const arena *a, uint32_t from, uint32_t to)
 {
     uint32_t i, pick = to;
 
     for (i = from; i < to; i++) {
         size_t cap = usable(a, &a->chunks[i]);
-        if (cap == budget(a))
+        if (cap == arena__chunk_size(a))
             return i;
         if (cap <= regular_max(a) && pick == to)
             pick = i;
@@ -488,7 +483,7 @@ static ARENA__NOINLINE void write_cold(arena *a)
     buffer_cold(a, a->first.cap);
     arena__cold(a)->lim = a->buf + a->first.cap;
     arena__cold(a)->flags = ARENA__FIXED;
-    arena__cold(a)->budget = ARENA_DEFAULT_CHUNK;
+    arena__cold(a)->chunk_size = ARENA_DEFAULT_CHUNK;
 }
 
 /* What `countdown` starts from: ARENA__INLINE_RESETS + 1, less the resets that
@@ -604,7 +599,7 @@ static void catch_up(arena *a)
  * the refusal as it was. */
 static uint32_t add_chunk(arena *a, size_t cap, size_t least)
 {
-    size_t extra = arena__chunk_extra(cap, budget(a)), room, held, grow, failed;
+    size_t extra = arena__chunk_extra(cap, arena__chunk_size(a)), room, held, grow, failed;
     struct arena__chunk *index = NULL;
     struct arena__slot *s;
     uint32_t ncap;
@@ -624,7 +619,7 @@ static uint32_t add_chunk(arena *a, size_t cap, size_t least)
         size_t fit = room > extra ? room - extra : 0;
         if (fit >= least) {
             cap = fit;
-            extra = arena__chunk_extra(cap, budget(a));
+            extra = arena__chunk_extra(cap, arena__chunk_size(a));
         }
     }
     held = cap + extra;
@@ -681,7 +676,7 @@ static void unopen(arena *a, bool spare, uint32_t last)
 static char *align_ptr(char *p, size_t align) { return p + arena__pad((uintptr_t)p, align); }
 
 /* No chunk current (a fresh arena, or a scope begun on an empty one), and
- * a value no larger than the budget: the chunk that a reset would make
+ * a value no larger than the chunk size: the chunk that a reset would make
  * current becomes current first (reopen()), so that the value goes where it
  * goes in a later batch of the same shape, which begins with that chunk
  * current.  `need` is the value's size with the padding a fresh chunk may
@@ -697,7 +692,7 @@ static bool open_current(arena *a, size_t need, bool *spare, uint32_t *last)
         *last = slots(a)[i].last;
         i = take_spare(a, i);
     } else {
-        i = add_chunk(a, budget(a), need + arena__hdr());
+        i = add_chunk(a, arena__chunk_size(a), need + arena__hdr());
         if (i == UINT32_MAX)
             return false;
     }
@@ -724,8 +719,8 @@ static char *place_current(arena *a, size_t size, size_t align, uint32_t *chunk)
     return p;
 }
 
-/* A value that needs `need` bytes of a fresh chunk (more than the budget)
- * at `align`, in a chunk of its own: a spare that suits, else a new one,
+/* A value that needs `need` bytes of a fresh chunk (more than the chunk
+ * size) at `align`, in a chunk of its own: a spare that suits, else a new one,
  * which may give an outgrown spare back (free_outgrown()).  The chunk's
  * index in *chunk; NULL (arena unchanged) on failure. */
 static char *place_oversized(arena *a, size_t align, size_t need, uint32_t *chunk)
@@ -743,7 +738,7 @@ static char *place_oversized(arena *a, size_t align, size_t need, uint32_t *chun
 }
 
 /* `size` bytes at `align` (`need` with the padding a fresh chunk may take,
- * at most the budget) at the start of a regular chunk, which becomes
+ * at most the chunk size) at the start of a regular chunk, which becomes
  * current: a spare that suits, else a new one.  The chunk's index in
  * *chunk; NULL (arena unchanged) on failure. */
 static char *place_regular(arena *a, size_t size, size_t align, size_t need, uint32_t *chunk)
@@ -752,7 +747,7 @@ static char *place_regular(arena *a, size_t size, size_t align, size_t need, uin
     char *p;
 
     if (i == UINT32_MAX) {
-        i = add_chunk(a, budget(a), need + arena__hdr());
+        i = add_chunk(a, arena__chunk_size(a), need + arena__hdr());
         if (i == UINT32_MAX)
             return NULL;
     }
@@ -766,7 +761,7 @@ static char *place_regular(arena *a, size_t size, size_t align, size_t need, uin
 /* Places `size` (> 0) bytes at `align` (a power of two), counted in
  * arena_size() when `stored` (the family's pages are not: their blocks
  * count as they are handed out): at the position of the current chunk,
- * else in a chunk of their own when they exceed the budget, else at the
+ * else in a chunk of their own when they exceed the chunk size, else at the
  * start of a new current chunk.  Stores the chunk index in *chunk.  NULL
  * (arena unchanged) on failure. */
 static char *place_as(arena *a, size_t size, size_t align, uint32_t *chunk, bool stored)
@@ -794,13 +789,13 @@ static char *place_as(arena *a, size_t size, size_t align, uint32_t *chunk, bool
 
     /* A value that only its alignment may keep from fitting the chunk opened
      * here takes a chunk of its own if it does not. */
-    if (!arena__cold(a)->lim && size <= budget(a)) {
+    if (!arena__cold(a)->lim && size <= arena__chunk_size(a)) {
         if (!open_current(a, need, &spare, &last))
             return NULL;
         opened = true;
     }
     p = place_current(a, size, align, chunk);
-    if (!p && need > budget(a)) {
+    if (!p && need > arena__chunk_size(a)) {
         p = place_oversized(a, align, need, chunk);
         if (!p && opened)
             unopen(a, spare, last);
@@ -999,7 +994,7 @@ void arena_init_with(arena *a, size_t chunk_bytes, const arena_allocator *backin
     a->countdown = ARENA__INLINE_RESETS + 1;
     if (chunk_bytes > ARENA_REF_MAX)
         chunk_bytes = ARENA_REF_MAX;
-    arena__cold(a)->budget = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
+    arena__cold(a)->chunk_size = chunk_bytes ? chunk_bytes : ARENA_DEFAULT_CHUNK;
     if (backing && backing->alloc)
         arena__cold(a)->backing = *backing;
 }
@@ -1091,7 +1086,7 @@ void arena__release_slow(arena *a)
 }
 
 /* Makes the arena empty (size 0, every mark expired), every chunk a spare,
- * with the caller's buffer, or else the first chunk of the budget's size, or
+ * with the caller's buffer, or else the first chunk of the chunk size, or
  * else the first regular one, current as chunk 0 (none when every chunk is
  * oversized: the first value then picks one). */
 static void reopen(arena *a)
@@ -1276,7 +1271,7 @@ static bool chunks_sound(const arena *a, size_t *held, size_t *used)
             return arena__corrupt(ARENA__ABOUT_ARENA(a),
                                   "arena_check: arena %p: the caller's buffer is chunk %u, not 0",
                                   (const void *)a, (unsigned)i);
-        if (c->base != a->buf && c->cap < arena__chunk_extra(0, budget(a)))
+        if (c->base != a->buf && c->cap < arena__chunk_extra(0, arena__chunk_size(a)))
             return arena__corrupt(ARENA__ABOUT_ARENA(a),
                                   "arena_check: arena %p: chunk %u is smaller than its overhead",
                                   (const void *)a, (unsigned)i);

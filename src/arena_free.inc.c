@@ -261,9 +261,9 @@ static bool fits_current(const arena *a, size_t need)
  * lists, else bare in a block that holds it but not its head, else, unless
  * `listed_only`, after a head placed anew; NULL when there is none or on
  * failure (arena unchanged).  A large value's block is a whole class
- * (arena__class_round()) where that fits a chunk of the budget, a small one's (a
- * page's class had none) its value's size; one past the budget takes a
- * chunk of its own, bare. */
+ * (arena__class_round()) where that fits a chunk of the chunk size, a small
+ * one's (a page's class had none) its value's size; one past the chunk size
+ * takes a chunk of its own, bare. */
 static void *place_headed(arena *a, size_t n, bool listed_only)
 {
     size_t need, len;
@@ -277,7 +277,7 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
      * bare. */
     if (!arena__reuse_live(a))
         return listed_only ? NULL : place(a, n, ARENA_ALIGN, &chunk);
-    if (n > ARENA__PAGE_BLOCK_MAX && arena__class_round(need) <= budget(a))
+    if (n > ARENA__PAGE_BLOCK_MAX && arena__class_round(need) <= arena__chunk_size(a))
         need = arena__class_round(need);
     h = take_free(a, need, &len);
     if (h) {
@@ -292,9 +292,9 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
             return p;
         if (listed_only)
             return NULL;
-        /* A value past the budget takes a chunk of its own, where nothing
-         * follows it. */
-        if (need > budget(a))
+        /* A value past the chunk size takes a chunk of its own, where
+         * nothing follows it. */
+        if (need > arena__chunk_size(a))
             return place(a, n, ARENA_ALIGN, &chunk);
         /* Placed anew: a whole class where the current chunk has room for
          * one, else just what the value takes, rather than a new chunk. */
@@ -335,7 +335,8 @@ static void *place_small(arena *a, size_t n)
 
     if (!pg)
         return place(a, n, ARENA_ALIGN, &chunk);
-    if (arena__cold(a)->reuse->placed[c] < PAGE_AFTER || budget(a) < PAGE_CHUNKS * ARENA__PAGE) {
+    if (arena__cold(a)->reuse->placed[c] < PAGE_AFTER ||
+        arena__chunk_size(a) < PAGE_CHUNKS * ARENA__PAGE) {
         p = place_headed(a, n, false);
         if (p && arena__cold(a)->reuse->placed[c] < PAGE_AFTER)
             arena__cold(a)->reuse->placed[c]++;

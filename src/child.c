@@ -90,10 +90,10 @@ void arena_init_child(arena *child, arena *parent, size_t chunk_bytes)
     arena_allocator al;
 
     if (chunk_bytes == 0) {
-        size_t budget = 0;
+        size_t size = 0;
         if (!parent->lazy)
-            budget = arena__cold(parent)->budget;
-        chunk_bytes = (budget ? budget : ARENA_DEFAULT_CHUNK) / 4;
+            size = arena__cold(parent)->chunk_size;
+        chunk_bytes = (size ? size : ARENA_DEFAULT_CHUNK) / 4;
     }
     al.alloc = child_alloc;
     al.free = child_free;

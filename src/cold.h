@@ -109,7 +109,7 @@ struct arena__cold {
     uint32_t flags;                /* ARENA__FIXED, ARENA__BUF_OPEN, ARENA__OUTGREW(_LAST);
                                      the checked build's tag serial in bits 8-31 */
     size_t retained;               /* arena_retained() */
-    size_t budget;                 /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
+    size_t chunk_size;             /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
     arena_allocator backing;       /* alloc == NULL: malloc */
     size_t demand[ARENA__BLOCKS];  /* the largest demand of each of the latest blocks
                                      of ARENA__BLOCK batches (see retention_target()) */
@@ -133,6 +133,12 @@ struct arena__cold {
 static inline struct arena__cold *arena__cold(const arena *a)
 {
     return (struct arena__cold *)(void *)(uintptr_t)a->cold.bytes;
+}
+
+/* The capacity of a regular chunk of `a` (arena_init()'s chunk_bytes). */
+static inline size_t arena__chunk_size(const arena *a)
+{
+    return arena__cold(a)->chunk_size ? arena__cold(a)->chunk_size : ARENA_DEFAULT_CHUNK;
 }
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L

@@ -19,10 +19,10 @@
  * (see arena__instr_tag_ref()), so resolving a ref whose value has expired
  * (and maybe been overwritten) is detected in O(1).
  *
- * A guard is cut short at the end of a chunk of the budget's size, so values
+ * A guard is cut short at the end of a chunk of the chunk size, so values
  * still fill such a chunk exactly.  In the checked build every chunk the
  * arena allocates has a header's worth of bytes on top of its capacity, so
- * that a value that fits the budget still fits a fresh chunk, and an
+ * that a value that fits the chunk size still fits a fresh chunk, and an
  * oversized chunk has room for its value's guard too (arena__chunk_extra());
  * arena_retained() reports capacities exactly as documented.
  *

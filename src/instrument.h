@@ -156,28 +156,28 @@ static inline size_t arena__guarded_len(const char *p, size_t n, const char *lim
     return foot < room ? foot : room;
 }
 
-/* Overhead a chunk allocated by an arena of chunk budget `budget` carries
+/* Overhead a chunk allocated by an arena of chunk size `chunk_size` carries
  * beyond its capacity `cap`: a header's worth (checked build), and for an
  * oversized chunk two granules of guard after its value too (the last value
- * of a chunk of the budget's size may end at the chunk's end: values fill it
+ * of a chunk of the chunk size may end at the chunk's end: values fill it
  * exactly, as without guards).  The kind of a chunk shows in its capacity,
  * so a kept chunk of either kind may serve a value of the other. */
-static inline size_t arena__chunk_extra(size_t cap, size_t budget)
+static inline size_t arena__chunk_extra(size_t cap, size_t chunk_size)
 {
     if (!arena__instrumented())
         return 0;
-    return cap > budget ? arena__hdr() + 2 * ARENA__GRANULE : arena__hdr();
+    return cap > chunk_size ? arena__hdr() + 2 * ARENA__GRANULE : arena__hdr();
 }
 
 /* The capacity of an allocated chunk of `held` bytes (capacity and overhead:
  * the inverse of arena__chunk_extra()). */
-static inline size_t arena__chunk_usable(size_t held, size_t budget)
+static inline size_t arena__chunk_usable(size_t held, size_t chunk_size)
 {
     size_t cap;
     if (!arena__instrumented())
         return held;
     cap = held - arena__hdr();
-    return cap > budget ? cap - 2 * ARENA__GRANULE : cap;
+    return cap > chunk_size ? cap - 2 * ARENA__GRANULE : cap;
 }
 
 ARENA__HIDDEN void arena__instr_chunk_made(char *base, size_t cap);

@@ -268,12 +268,6 @@ static inline size_t arena__class_round(size_t n)
     return r >= n ? r : (size_t)arena__align_up(n, ARENA_ALIGN);
 }
 
-/* The chunk budget of `a` (arena.c keeps the same figure). */
-static inline size_t arena__budget_of(const arena *a)
-{
-    return arena__cold(a)->budget ? arena__cold(a)->budget : ARENA_DEFAULT_CHUNK;
-}
-
 /* A value of `n` (> ARENA__PAGE_BLOCK_MAX) bytes after a head in the block at
  * the head of its class's list when that block is exactly the class's size
  * (one a value of the class gave back), in a plain build whose lists are
@@ -291,12 +285,12 @@ static ARENA__ALWAYS_INLINE void *arena__headed_take(arena *a, size_t n)
 
     if (!arena__paging() ||
         (a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) != ARENA__PENDING_REUSE ||
-        n > arena__budget_of(a))
+        n > arena__chunk_size(a))
         return NULL;
     need = arena__class_round(ARENA__HEAD + n);
     c = arena__class_of(need);
     t = arena__cold(a)->reuse;
-    if (need > arena__budget_of(a) || !(t->map[c / 64] >> (c % 64) & 1))
+    if (need > arena__chunk_size(a) || !(t->map[c / 64] >> (c % 64) & 1))
         return NULL;
     s = t->head[c];
     memcpy(&nd, s, sizeof nd);

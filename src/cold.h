@@ -65,13 +65,14 @@ struct arena__slot {
                        (src/guard.c), not the backing's */
 };
 
-/* Flags of arena__guard_state. */
-#define ARENA__GUARD_ON      1u /* every batch guarded (arena_set_guard()) */
-#define ARENA__GUARD_NOW     2u /* the batch in progress is guarded */
-#define ARENA__GUARD_DECIDED 4u /* the batch in progress was decided */
-#define ARENA__GUARD_DRAWN                                                                         \
-  8u /* `gap` was drawn (an arena's first sampled
-                                   batch is drawn as the others are) */
+/* Flags of arena__guard_state: ON, every batch guarded (arena_set_guard());
+ * NOW, the batch in progress is guarded; DECIDED, the batch in progress was
+ * decided; DRAWN, `gap` was drawn (an arena's first sampled batch is drawn
+ * as the others are). */
+#define ARENA__GUARD_ON      1u
+#define ARENA__GUARD_NOW     2u
+#define ARENA__GUARD_DECIDED 4u
+#define ARENA__GUARD_DRAWN   8u
 
 /* An arena's part in guarded batches (src/guard.c, src/arena_guard.inc.c). */
 struct arena__guard_state {

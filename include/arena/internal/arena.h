@@ -49,12 +49,6 @@ ARENA_API extern int arena__inline_ok;
 #  define ARENA__SCOPE_INLINE
 #endif
 
-/* The bit of `pending` that only a release must see: the library holds
- * something for the arena beyond its chunks (the reuse table, a record in
- * the registry), which the inline release would leak.  The inline reset and
- * rewind ignore it; the other bits stop them too (src/internal.h). */
-#define ARENA__PENDING_HOLDS 8u
-
 /* How many resets the inline path may make between two of the library's
  * calls (`countdown` counts them down: see arena__reset_first()). */
 #define ARENA__INLINE_RESETS ((uint32_t)256)

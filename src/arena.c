@@ -461,14 +461,15 @@ static void leave_chunks(arena *a)
  * buffer of capacity `cap`: attach_buffer() and write_cold() share it. */
 static void buffer_cold(arena *a, size_t cap)
 {
-    struct arena__slot *s = &arena__cold(a)->first_slot;
-    arena__cold(a)->ncap = 1;
-    arena__cold(a)->retained = cap;
-    arena__cold(a)->counts.inuse = cap;
+    struct arena__cold *c = arena__cold(a);
+    struct arena__slot *s = &c->first_slot;
+    c->ncap = 1;
+    c->retained = cap;
+    c->counts.inuse = cap;
     note_retained(a);
-    arena__cold(a)->nkeys = 1;
+    c->nkeys = 1;
     s->key = 0;
-    s->last = arena__cold(a)->batch;
+    s->last = c->batch;
 }
 
 /* Writes the bookkeeping of an arena the inline arena_init_buffer() set up
@@ -502,31 +503,32 @@ static uint32_t countdown_start(const arena *a)
  * has nothing to note: forgetting an empty history changes nothing. */
 static ARENA__NOINLINE void note_inline_resets(arena *a)
 {
+    struct arena__cold *c = arena__cold(a);
     size_t cap = a->nchunks ? usable(a, &a->chunks[0]) : 0;
     uint32_t full = countdown_start(a);
     uint32_t k = a->countdown < full ? full - a->countdown : 0;
-    struct arena__guard_state *g = &arena__cold(a)->guard;
+    struct arena__guard_state *g = &c->guard;
 
     if (a->countdown == 0) {
         forget_history(a, cap);
     } else if (k && a->nchunks) {
-        uint32_t flags = arena__cold(a)->flags & ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
+        uint32_t flags = c->flags & ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
         note_batches(a, cap, k);
-        arena__cold(a)->batch += k;
+        c->batch += k;
         new_batch_counts(a, k);
         /* The batch under way at the last call may have freed an outgrown
          * chunk (free_outgrown()); the k - 1 after it did not. */
-        if (k == 1 && (arena__cold(a)->flags & ARENA__OUTGREW))
+        if (k == 1 && (c->flags & ARENA__OUTGREW))
             flags |= ARENA__OUTGREW_LAST;
-        arena__cold(a)->flags = flags;
+        c->flags = flags;
         g->gap = g->gap > k ? g->gap - k : 0;
         g->ended += k;
     }
     a->countdown = full;
     if (a->nchunks == 1) {
         slots(a)[0].key = 0;
-        slots(a)[0].last = arena__cold(a)->batch;
-        arena__cold(a)->nkeys = arena__cold(a)->born = 1;
+        slots(a)[0].last = c->batch;
+        c->nkeys = c->born = 1;
     }
 }
 
@@ -704,17 +706,18 @@ static bool open_current(arena *a, size_t need, bool *spare, uint32_t *last)
  * fit (the chunk's index in *chunk); NULL otherwise. */
 static char *place_current(arena *a, size_t size, size_t align, uint32_t *chunk)
 {
+    struct arena__cold *c = arena__cold(a);
     char *pos = cursor(a), *p;
     size_t pad, room;
 
-    if (!arena__cold(a)->lim)
+    if (!c->lim)
         return NULL;
     pad = arena__pad((uintptr_t)pos + arena__hdr(), align) + arena__hdr();
-    room = (size_t)(arena__cold(a)->lim - pos);
+    room = (size_t)(c->lim - pos);
     if (pad > room || size > room - pad)
         return NULL;
     p = pos + pad;
-    set_cursor(a, p + arena__guarded_len(p, size, arena__cold(a)->lim));
+    set_cursor(a, p + arena__guarded_len(p, size, c->lim));
     *chunk = a->cur;
     return p;
 }
@@ -1289,17 +1292,16 @@ static bool chunks_sound(const arena *a, size_t *held, size_t *used)
  * reported, at the first fault. */
 static bool position_sound(const arena *a)
 {
+    const struct arena__cold *k = arena__cold(a);
     char *pos = cursor(a);
 
-    if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) &&
-        pos != arena__cold(a)->lim)
+    if (arena__instrumented() && ((uintptr_t)pos & (ARENA__GRANULE - 1)) && pos != k->lim)
         return arena__corrupt(ARENA__ABOUT_ARENA(a),
                               "arena_check: arena %p: position %p is not on a granule",
                               (const void *)a, (void *)pos);
-    if (arena__cold(a)->lim) {
+    if (k->lim) {
         const struct arena__chunk *c = &a->chunks[a->cur];
-        if (a->cur >= a->nused || arena__cold(a)->lim != c->base + c->cap || pos < c->base ||
-            pos > arena__cold(a)->lim)
+        if (a->cur >= a->nused || k->lim != c->base + c->cap || pos < c->base || pos > k->lim)
             return arena__corrupt(ARENA__ABOUT_ARENA(a),
                                   "arena_check: arena %p: position %p outside current chunk %u",
                                   (const void *)a, (void *)pos, (unsigned)a->cur);
@@ -1308,9 +1310,9 @@ static bool position_sound(const arena *a)
                               "arena_check: arena %p: a position without a current chunk",
                               (const void *)a);
     }
-    if (a->ptr && (a->ptr > a->end || ((uintptr_t)a->end & (ARENA_ALIGN - 1)) ||
-                   arena__align_up((uintptr_t)a->ptr, ARENA_ALIGN) > (uintptr_t)a->end ||
-                   a->end > arena__cold(a)->lim))
+    if (a->ptr &&
+        (a->ptr > a->end || ((uintptr_t)a->end & (ARENA_ALIGN - 1)) ||
+         arena__align_up((uintptr_t)a->ptr, ARENA_ALIGN) > (uintptr_t)a->end || a->end > k->lim))
         return arena__corrupt(ARENA__ABOUT_ARENA(a),
                               "arena_check: arena %p: inline window [%p, %p) is malformed",
                               (const void *)a, (void *)a->ptr, (void *)a->end);

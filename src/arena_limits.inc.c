@@ -17,11 +17,12 @@
  * one, the trace (ARENA_LIMIT_TRACE) of a limit's refusal. */
 static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
 {
-    const struct arena__settings *s = &arena__cold(a)->set;
+    struct arena__cold *c = arena__cold(a);
+    const struct arena__settings *s = &c->set;
     arena_limit_event e;
-    if (arena__cold(a)->flags & ARENA__QUIET)
+    if (c->flags & ARENA__QUIET)
         return;
-    arena__cold(a)->counts.limit_hits++;
+    c->counts.limit_hits++;
     if (s->node) /* the report counts it now, not at the arena's next call */
         arena__publish_arena(a);
     if (!s->on_limit && cause == ARENA_LIMIT_BACKING)
@@ -31,7 +32,7 @@ static ARENA__NOINLINE void refused(arena *a, arena_limit_cause cause, size_t n)
     e.cause = cause;
     e.limit_name = s->name;
     e.limit = SIZE_MAX;
-    e.held = arena__cold(a)->counts.held;
+    e.held = c->counts.held;
     e.asked = n;
     if (cause == ARENA_LIMIT_ARENA) {
         e.limit = s->limit;
@@ -168,13 +169,14 @@ static size_t limited_retention(const arena *a, size_t retain_limit)
 
 void arena_set_limit(arena *a, size_t limit)
 {
+    struct arena__cold *c = arena__cold(a);
     catch_up(a);
-    arena__cold(a)->set.limit = limit;
-    arena__cold(a)->set.changed = 1;
+    c->set.limit = limit;
+    c->set.changed = 1;
     if (limit == SIZE_MAX)
-        arena__cold(a)->flags &= ~(uint32_t)ARENA__LIMITED;
+        c->flags &= ~(uint32_t)ARENA__LIMITED;
     else
-        arena__cold(a)->flags |= ARENA__LIMITED;
+        c->flags |= ARENA__LIMITED;
     check_over(a);
     published(a);
 }
@@ -229,8 +231,9 @@ bool arena_set_budget(arena *a, arena_budget *b)
 
 void arena_on_limit(arena *a, arena_limit_fn *fn, void *ctx)
 {
+    struct arena__cold *c = arena__cold(a);
     wake(a);
-    arena__cold(a)->set.on_limit = fn;
-    arena__cold(a)->set.on_limit_ctx = fn ? ctx : NULL;
-    arena__cold(a)->set.changed = 1;
+    c->set.on_limit = fn;
+    c->set.on_limit_ctx = fn ? ctx : NULL;
+    c->set.changed = 1;
 }

@@ -31,14 +31,15 @@
  * innermost scope) is above the newest span, and done in one comparison. */
 static bool serial_live(const arena *a, uint64_t s)
 {
+    const struct arena__cold *c = arena__cold(a);
     uint32_t i;
     if (s <= a->expired || s > a->saves)
         return false;
     /* (A lazy arena has no spans: its bookkeeping is not written yet.) */
-    for (i = a->lazy ? 0 : arena__cold(a)->ndead; i-- > 0;) {
-        if (s > arena__cold(a)->dead[i].to)
+    for (i = a->lazy ? 0 : c->ndead; i-- > 0;) {
+        if (s > c->dead[i].to)
             return true;
-        if (s > arena__cold(a)->dead[i].from)
+        if (s > c->dead[i].from)
             return false;
     }
     return true;
@@ -51,20 +52,21 @@ static bool serial_live(const arena *a, uint64_t s)
  * (below `expired`) are the oldest, so they go first. */
 static void expire_marks_after(arena *a, uint64_t s)
 {
-    uint32_t n = arena__cold(a)->ndead;
+    struct arena__cold *c = arena__cold(a);
+    uint32_t n = c->ndead;
     if (s == a->saves)
         return;
-    while (n > 0 && arena__cold(a)->dead[n - 1].from >= s)
+    while (n > 0 && c->dead[n - 1].from >= s)
         n--;
     if (n == ARENA__DEAD_SPANS) {
         uint32_t i;
         for (i = 1; i < n; i++)
-            arena__cold(a)->dead[i - 1] = arena__cold(a)->dead[i];
+            c->dead[i - 1] = c->dead[i];
         n--;
     }
-    arena__cold(a)->dead[n].from = s;
-    arena__cold(a)->dead[n].to = a->saves;
-    arena__cold(a)->ndead = n + 1;
+    c->dead[n].from = s;
+    c->dead[n].to = a->saves;
+    c->ndead = n + 1;
     /* A serial no mark carries: `saves` is then no expired mark's serial,
      * which lets the inline rewind (arena__rewind_window) know the latest
      * mark valid from `saves` and `expired` alone. */
@@ -75,16 +77,15 @@ static void expire_marks_after(arena *a, uint64_t s)
  * in order and apart, within the serials handed out. */
 static bool spans_ordered(const arena *a)
 {
+    const struct arena__cold *c = arena__cold(a);
     uint64_t low = 0;
     uint32_t i;
-    if (arena__cold(a)->ndead > ARENA__DEAD_SPANS || a->expired > a->saves)
+    if (c->ndead > ARENA__DEAD_SPANS || a->expired > a->saves)
         return false;
-    for (i = 0; i < arena__cold(a)->ndead; i++) {
-        if (arena__cold(a)->dead[i].from < low ||
-            arena__cold(a)->dead[i].from >= arena__cold(a)->dead[i].to ||
-            arena__cold(a)->dead[i].to > a->saves)
+    for (i = 0; i < c->ndead; i++) {
+        if (c->dead[i].from < low || c->dead[i].from >= c->dead[i].to || c->dead[i].to > a->saves)
             return false;
-        low = arena__cold(a)->dead[i].to + 1;
+        low = c->dead[i].to + 1;
     }
     return true;
 }

@@ -43,11 +43,12 @@ static void new_batch_counts(arena *a, uint32_t k)
  * caller's buffer), counting batches from 0 again. */
 static void forget_history(arena *a, size_t keep)
 {
+    struct arena__cold *c = arena__cold(a);
     uint32_t i;
     for (i = 0; i < ARENA__BLOCKS; i++)
-        arena__cold(a)->demand[i] = keep;
-    arena__cold(a)->batch = 0;
-    arena__cold(a)->flags &= ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
+        c->demand[i] = keep;
+    c->batch = 0;
+    c->flags &= ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
 }
 
 /* Notes `k` batches that each demanded `demand`, from `batch` on (the
@@ -98,11 +99,12 @@ static bool aged_out(const arena *a, uint32_t i)
 /* Counts the batch as ended: the next one begins. */
 static void end_batch(arena *a)
 {
-    uint32_t flags = arena__cold(a)->flags & ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
-    if (arena__cold(a)->flags & ARENA__OUTGREW)
+    struct arena__cold *c = arena__cold(a);
+    uint32_t flags = c->flags & ~(uint32_t)(ARENA__OUTGREW | ARENA__OUTGREW_LAST);
+    if (c->flags & ARENA__OUTGREW)
         flags |= ARENA__OUTGREW_LAST;
-    arena__cold(a)->flags = flags;
-    arena__cold(a)->batch++;
+    c->flags = flags;
+    c->batch++;
     new_batch_counts(a, 1);
 }
 
@@ -183,15 +185,16 @@ static void free_spares(arena *a, size_t limit, bool reset)
  * Spares keep their order. */
 static void free_outgrown(arena *a, size_t cap)
 {
+    struct arena__cold *k = arena__cold(a);
     size_t most = 0;
     uint32_t i, worst = UINT32_MAX;
     struct arena__chunk c;
 
-    if (arena__cold(a)->flags & ARENA__OUTGREW_LAST)
+    if (k->flags & ARENA__OUTGREW_LAST)
         return;
     for (i = a->nused; i < a->nchunks; i++) {
         size_t u = usable(a, &a->chunks[i]);
-        if (slots(a)[i].key >= arena__cold(a)->born && u < cap && u > regular_max(a) && u > most) {
+        if (slots(a)[i].key >= k->born && u < cap && u > regular_max(a) && u > most) {
             most = u;
             worst = i;
         }
@@ -200,7 +203,7 @@ static void free_outgrown(arena *a, size_t cap)
         return;
     c = a->chunks[worst];
     forget_spare(a, worst);
-    arena__cold(a)->retained -= most;
+    k->retained -= most;
     free_chunk(a, c);
-    arena__cold(a)->flags |= ARENA__OUTGREW;
+    k->flags |= ARENA__OUTGREW;
 }

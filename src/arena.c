@@ -33,11 +33,10 @@
  * oldest first: a chunk taken into use leaves it, and a rewind (or the next
  * reset) puts it back in its place.  So a rewind leaves the spares as they
  * were at its mark, and a batch of the same shape as the last one meets the
- * spares in the order the last one met them.  (An order by last use would
- * do for the latter, but there a shape that comes after another meets the
- * other's chunks first, and may take one for a role its own chunk played
- * when it came first, which then goes unused until the policy gives it
- * back: in workloads of alternating shapes, most did once.)
+ * spares in the order the last one met them.  An order by last use would
+ * not do: a batch would meet the chunks of the batch before it first, of
+ * whatever shape, and might take one for a role its own chunk played.  Its
+ * own chunk would then go unused until the policy gave it back.
  *
  * Growth and retention.  A value that does not fit the current chunk takes
  * the first spare that suits (holds it, and is at most twice what a new

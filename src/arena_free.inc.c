@@ -149,8 +149,8 @@ static size_t block_need(size_t n)
 
 /* Whether the lists may hold a block of `n` bytes: they are valid and the
  * arena is under its limit.  Tested inline, so that a batch with no free
- * block (a client that never frees, as protobuf-c's unpack) pays a load and
- * a branch, not the call and the saved registers of the search. */
+ * block pays a load and a branch, not the call and the saved registers of
+ * the search. */
 static ARENA__ALWAYS_INLINE bool reuse_open(const arena *a, size_t n)
 {
     return (a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) == ARENA__PENDING_REUSE &&

@@ -108,12 +108,12 @@ struct arena__cold {
     uint64_t nkeys;                /* `key` of the next new chunk */
     uint64_t born;                 /* keys from `born` on: chunks allocated this batch */
     uint32_t flags;                /* ARENA__FIXED, ARENA__BUF_OPEN, ARENA__OUTGREW(_LAST);
-                                     the checked build's tag serial in bits 8-31 */
+                                      the checked build's tag serial in bits 8-31 */
     size_t retained;               /* arena_retained() */
     size_t chunk_size;             /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
     arena_allocator backing;       /* alloc == NULL: malloc */
     size_t demand[ARENA__BLOCKS];  /* the largest demand of each of the latest blocks
-                                     of ARENA__BLOCK batches (see retention_target()) */
+                                      of ARENA__BLOCK batches (see retention_target()) */
     struct arena__reuse *reuse;    /* blocks given back for reuse (src/reuse.c); NULL: none yet */
     struct arena__slot first_slot; /* the slot of `first` while the index is there */
     uint32_t ndead;                /* spans in `dead` */

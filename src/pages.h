@@ -67,7 +67,9 @@ struct arena__page_header {
     uint64_t saves;     /* the owner's marks taken when it was carved */
 };
 
-#define ARENA__PAGE_HDR  ((sizeof(struct arena__page_header) + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1))
+/* A page header's bytes, rounded up to ARENA_ALIGN. */
+#define ARENA__PAGE_HDR ((sizeof(struct arena__page_header) + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1))
+/* The bits of an address below its page's start. */
 #define ARENA__PAGE_MASK ((uintptr_t)ARENA__PAGE - 1)
 /* The smallest class's blocks: a bit per block of their page says it is free. */
 #define ARENA__TINY        ((size_t)8)
@@ -159,9 +161,9 @@ static inline bool arena__page_is_freed(const char *b, size_t block)
     return arena__page_word(b, 1) == arena__page_freed_key(b);
 }
 
-/* Marks the block `b` of `block` bytes of a page free, or not.  Inlined
- * into each caller, where `freed` is a constant (gcc, left to itself, made
- * it a call in arena_cur_malloc()'s path). */
+/* Marks the block `b` of `block` bytes of a page free, or not.  Always
+ * inlined: each caller passes a constant `freed`, and arena_cur_malloc()'s
+ * path must not pay a call for it. */
 static ARENA__ALWAYS_INLINE void arena__page_set_freed(char *b, size_t block, bool freed)
 {
     unsigned bit;

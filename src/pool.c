@@ -29,10 +29,11 @@
  * Under AddressSanitizer (or a checked build) the library must see every
  * transition, to poison free slots.  A program built with ASan never inlines
  * (level 1); a program built without it but linked to an instrumented
- * library sees `open == 0` (level 3), which fails both inline tests (nfree - 1 < 0 and index < 0), so every call comes
- * here.  Poisoning and any future annotation go in take() and give().  The
- * inline paths load the pool's fields again after calling out, so a slow
- * path (or an error handler it calls) may change any of them.
+ * library sees `open == 0` (level 3), which fails both inline tests
+ * (nfree - 1 < 0 and index < 0), so every call comes here.  Poisoning and
+ * any future annotation go in take() and give().  The inline paths load the
+ * pool's fields again after calling out, so a slow path (or an error
+ * handler it calls) may change any of them.
  *
  * Tools.  Under ASan a free slot (freed, or never handed out) is poisoned.
  * Under Valgrind the slots are a mempool (anchored at base): a live object is

@@ -608,6 +608,10 @@ static uint32_t add_chunk(arena *a, size_t cap, size_t least)
 
     if ((arena__cold(a)->flags & ARENA__FIXED) || cap > (size_t)PTRDIFF_MAX - extra)
         return UINT32_MAX;
+    /* A guarded batch takes no spare: where the limits leave no room for
+     * its chunk beside the spares, they go back first. */
+    if (guarded_now(a) && a->nchunks > a->nused && cap + extra > arena__backing_room(a))
+        free_spares(a, 0, false);
     grow = index_growth(a, &ncap);
     if (grow == SIZE_MAX)
         return UINT32_MAX;

@@ -642,6 +642,35 @@ static void test_rewind_below_enclosing_mark(void **state)
     arena_release(&a);
 }
 
+/* A guarded batch takes no spare: where an arena's limit leaves no room
+ * for its chunk beside the spares an unguarded batch kept, the spares go
+ * back first, so that sampling never turns a limit into a refusal the
+ * unguarded batch would not meet. */
+static void test_spares_give_way_to_a_guarded_chunk(void **state)
+{
+    arena a;
+    arena_stats s;
+    size_t n = 0;
+    (void)state;
+
+    arena_init(&a, 16384);
+    arena_set_limit(&a, 100 * 1000);
+    while (arena_alloc(&a, 1000))
+        n++;
+    assert_true(n > 50);
+    assert_true(arena_set_guard(&a, true));
+    arena_reset(&a); /* the chunks are kept as spares; the next batch is guarded */
+    assert_true(arena_guarded(&a) || arena_retained(&a) > 0);
+    assert_non_null(arena_alloc(&a, 10));
+    assert_true(arena_guarded(&a));
+    while (arena_alloc(&a, 1000))
+        n--;
+    arena_get_stats(&a, &s);
+    assert_true(s.held <= 100 * 1000);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+}
+
 /* A value given back after its guarded batch ended lies in pages the
  * quarantine keeps for the arena: reported as a late free (not as a foreign
  * pointer), without a read of those pages (which would fault), whichever
@@ -797,6 +826,7 @@ int main(void)
         cmocka_unit_test_setup(test_nested_rewinds, setup),
         cmocka_unit_test_setup_teardown(test_rewind_below_enclosing_mark, setup_guarded_errors,
                                         teardown_record_errors),
+        cmocka_unit_test_setup(test_spares_give_way_to_a_guarded_chunk, setup),
         cmocka_unit_test_setup_teardown(test_late_free_after_guarded_batch, setup_guarded_errors,
                                         teardown_record_errors),
         cmocka_unit_test_setup(test_sampling, setup),

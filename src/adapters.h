@@ -4,13 +4,13 @@
  * family (current.c) share.  Never installed.
  *
  * The adapters that free take and give back blocks as the reusing calls
- * do, told the sizes asked (arena_free.inc.c): in a plain build a value of
+ * do, told the sizes asked (arena_free.inc.c).  In a plain build a value of
  * at most ARENA__PAGE_BLOCK_MAX bytes is a page's block, a larger one a
- * block after a head, which the halves here and in reuse.h take or give
- * back inline, with no call, where a block of its class is at hand;
- * everything else (a page to carve, a block to split or merge,
- * instrumented builds, misuse) goes through the library's general path,
- * which they agree with.
+ * block after a head.  The halves here and in reuse.h take or give back
+ * such a block inline, with no call, where a block of its class is at hand.
+ * Everything else (a page to carve, a block to split or merge, instrumented
+ * builds, misuse) goes through the library's general path, which they agree
+ * with.
  */
 #ifndef ARENA_ADAPTERS_H
 #define ARENA_ADAPTERS_H

@@ -321,11 +321,12 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
 #define PAGE_CHUNKS 4
 
 /* A value of `n` (> 0, at most ARENA__PAGE_BLOCK_MAX) bytes (plain build),
- * where arena__small_take() found no block of its page class at once:
- * until the class has had PAGE_AFTER values, after a head (in a free block
- * of the lists, else placed anew); then a block of a page carved for it
- * from memory given back, else after a head in a free block, else a block
- * of a page of new memory, else bare; NULL on failure. */
+ * where arena__small_take() found no block of its page class at once;
+ * NULL on failure.  Until the class has had PAGE_AFTER values, the value
+ * goes after a head, in a free block of the lists, else placed anew.  Then
+ * it takes the first of: a block of a page carved for it from memory given
+ * back, a place after a head in a free block, a block of a page of new
+ * memory, a bare place. */
 static void *place_small(arena *a, size_t n)
 {
     unsigned c = arena__small_class(n);

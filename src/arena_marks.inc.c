@@ -125,11 +125,11 @@ static void rewind_in_chunk(arena *a, arena_mark m, bool guarded)
 }
 
 /* The end of a rewind to a mark taken while no chunk was current (a scope
- * begun on an empty arena, as a scratch arena is between scopes): of the
+ * begun on an empty arena, as a scratch arena is between scopes).  Of the
  * chunks taken since, the one a reset would pick (of key `key`, among the
- * spares from index `from` on) stays current, empty, as a reset leaves it,
- * so that a batch that begins so goes on as the next one, which begins
- * with a reset, will.  The next such scope then stores into it through the
+ * spares from index `from` on) stays current, empty, as a reset leaves it.
+ * A batch that begins so then goes on as the next one, which begins with a
+ * reset, will.  The next such scope then stores into it through the
  * inline window and ends with the inline rewind, instead of taking it back
  * from the spares at its first value and giving it back at its end. */
 static void keep_current(arena *a, uint32_t from, uint64_t key)

@@ -8,16 +8,20 @@
  * per batch, in a fixed few words.  Those blocks are the batches the policy
  * covers at a reset: the last 225 to 256 (ARENA_RETAIN_BATCHES), as the
  * batch is early or late in its block.  The target is the largest demand in
- * them; a reset keeps the chunks they used, the most recently used first, up
- * to twice the target in all, and frees the others (those last used before
- * them first).  So a steady workload keeps exactly what it uses; a shape
- * that recurs within ARENA_RECUR_BATCHES batches (and in fact within 225)
- * keeps its chunks, its demand in the target; a workload that alternates
- * between shapes keeps what each needs, both within twice the larger; a spike
- * that does not recur goes back once its batch leaves the blocks (after 225
- * to 256 batches), or earlier if the chunks of the batches since outgrow
- * twice the target; and what a reset keeps is at most twice the largest
- * demand of the last ARENA_RETAIN_BATCHES batches.
+ * them.  A reset keeps the chunks they used, the most recently used first,
+ * up to twice the target in all.  It frees the others, those last used
+ * before them first.  So:
+ *
+ *   - a steady workload keeps exactly what it uses;
+ *   - a shape that recurs within ARENA_RECUR_BATCHES batches (in fact
+ *     within 225) keeps its chunks, since its demand is in the target;
+ *   - a workload that alternates between shapes keeps what each needs, both
+ *     within twice the larger;
+ *   - a spike that does not recur goes back once its batch leaves the
+ *     blocks (after 225 to 256 batches), or earlier if the chunks of the
+ *     batches since outgrow twice the target;
+ *   - what a reset keeps is at most twice the largest demand of the last
+ *     ARENA_RETAIN_BATCHES batches.
  *
  * Within a batch, a new oversized chunk gives back the spare that a rewind
  * of a smaller one left (free_outgrown()), so that scopes of a growing
@@ -171,12 +175,12 @@ static void free_spares(arena *a, size_t limit, bool reset)
     shrink_index(a);
 }
 
-/* After a new chunk of `cap` bytes for an oversized value: the largest spare
- * allocated in this batch (a rewind of it left it), smaller than the new one
- * and too large to serve as a regular chunk, goes back to the backing, so
- * that scopes of a value growing from one to the next leave one chunk
- * behind, not one per size (a batch that never ends has no reset to bound
- * it).  Spares of earlier batches are left to the retention policy: the
+/* After a new chunk of `cap` bytes for an oversized value, gives back the
+ * largest spare allocated in this batch (a rewind of it left it) that is
+ * smaller than the new one and too large to serve as a regular chunk.
+ * Scopes of a value growing from one to the next then leave one chunk
+ * behind, not one per size; a batch that never ends has no reset to bound
+ * them.  Spares of earlier batches are left to the retention policy: the
  * workload may still need them.  And nothing goes back in a batch that
  * follows one that gave chunks back so: if it is of the same shape, it
  * allocates again, at their steps, the chunks the last one gave back, and

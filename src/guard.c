@@ -25,13 +25,13 @@
  * again for a later guarded batch.  A stale pointer of the earlier batch
  * then faults in the later batch's range, whose record cannot tell the two
  * apart: the report must not blame the later batch.  So every range that
- * leaves joins a set of ghost spans (sorted, disjoint, at most GHOSTS; when
- * full, the two closest join across their gap, whose addresses then only
- * "may" have been held), which the handler reads as it reads the records,
- * under a sequence number: a fault in a recorded range that a ghost covers
- * names the later batch as the last holder and says that an earlier one
- * held the address too; a fault in a ghost alone says what is known, that a
- * guarded batch held it.  Memory the heap held before a guarded batch
+ * leaves joins a set of ghost spans: sorted, disjoint, at most GHOSTS.
+ * When the set is full, the two closest spans join across their gap, whose
+ * addresses then only "may" have been held.  The handler reads the ghosts
+ * as it reads the records, under a sequence number.  A fault in a recorded
+ * range that a ghost covers names the later batch as the last holder, and
+ * says that an earlier one held the address too.  A fault in a ghost alone
+ * says what is known: a guarded batch held it.  Memory the heap held before a guarded batch
  * mapped it is beyond what the mode sees.  O(GHOSTS) per range that leaves.
  *
  * Batches ago.  A record holds its arena's identity, the slot of the

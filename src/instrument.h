@@ -38,13 +38,13 @@
  * set by CMake for the library only), ARENA__VALGRIND says, once for the
  * process, whether memcheck watches it.  The client requests cost a few
  * instructions natively; the library still skips them unless it does.
- * arena__valgrind is -1 until asked (and reads as "no" until then): the
- * library's constructor asks, but a program's own constructor (or a C++
+ * arena__valgrind is -1 until asked, and reads as "no" until then.  The
+ * library's constructor asks.  A program's own constructor (or a C++
  * static initializer) may call the library before it runs, so the entry
- * points through which an arena or a pool first holds memory (wake(), which
- * every call that reads an arena's state makes first, arena_set_current(),
- * arena_allocator_of(), the pool's) ask first (arena__ask_valgrind()).  A
- * plain int, read on the fast paths: it is written before main, or by the
+ * points through which an arena or a pool first holds memory ask first
+ * (arena__ask_valgrind()): wake(), which every call that reads an arena's
+ * state makes first, arena_set_current(), arena_allocator_of(), the
+ * pool's.  A plain int, read on the fast paths: it is written before main, or by the
  * first such call, before any thread can have an arena. */
 #if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
 #  include <valgrind/memcheck.h>
@@ -142,10 +142,10 @@ static inline size_t arena__hdr(void)
 
 /* How far the value of `n` bytes at `p` reaches with its guard, in a chunk
  * that ends at `lim` (p + n <= lim): n, or when instrumented, n rounded up
- * to a granule plus one, cut short at the chunk's end, so that a value may
- * fill a chunk exactly, as it would without guards (past an allocated chunk
- * lies the allocator's own redzone; past a caller's buffer, the caller's
- * memory).  n is at most a chunk's capacity, far from SIZE_MAX. */
+ * to a granule plus one, cut short at the chunk's end.  A value may then
+ * fill a chunk exactly, as it would without guards.  Past an allocated
+ * chunk lies the allocator's own redzone; past a caller's buffer, the
+ * caller's memory.  n is at most a chunk's capacity, far from SIZE_MAX. */
 static inline size_t arena__guarded_len(const char *p, size_t n, const char *lim)
 {
     size_t room, foot;
@@ -259,12 +259,12 @@ static inline void arena__value_resizing(arena *a, char *p, size_t old_size)
 }
 
 /* A rewind to the mark of serial `serial` at `pos` in chunk i, before
- * arena__values_dropped(): where the values stored after the mark begin
- * (pos, or in the checked build below it, after a value before the mark
- * was freed or shrunk below it), having cut a value stored before the mark
- * and grown in place after it back to its size at the mark, where noted,
- * else (checked build, outside Valgrind, whose pools the drop trims) to end
- * a granule before pos: see arena__instr_cut(). */
+ * arena__values_dropped(): where the values stored after the mark begin.
+ * That is pos, or in the checked build below it, after a value before the
+ * mark was freed or shrunk below it.  A value stored before the mark and
+ * grown in place after it is cut first: back to its size at the mark,
+ * where noted, else to end a granule before pos (checked build, outside
+ * Valgrind, whose pools the drop trims).  See arena__instr_cut(). */
 static inline char *arena__cut(arena *a, uint32_t i, char *pos, uint64_t serial)
 {
     return arena__instrumented() ? arena__instr_cut(a, i, pos, serial) : pos;

@@ -4,11 +4,12 @@
  *
  * In a plain build a block of at most ARENA__PAGE_BLOCK_MAX bytes that may be
  * given back (the reusing allocations' small values, the arena_cur_*
- * family's blocks) has no header: blocks of one size class (8 bytes, then
+ * family's blocks) has no header.  Blocks of one size class share a page of
+ * ARENA__PAGE bytes, aligned to its size.  The classes are 8 bytes, then
  * 16-byte steps; a block of 8 bytes is 8-aligned, as any object that small
- * needs, and as C23 asks of malloc) share a page of ARENA__PAGE bytes at that
- * alignment, carved from regions the arena stores (arena__alloc_pages(): 1
- * page, then twice the last, up to REGION_PAGES, in each batch).  The page
+ * needs, and as C23 asks of malloc.  Pages are carved from regions the
+ * arena stores (arena__alloc_pages()): 1 page, then twice the last, up to
+ * REGION_PAGES, in each batch.  The page
  * starts with its header, which names the owner and the class; a free, a
  * realloc and a size query find it by masking the block's address.  So the
  * address of a block tells what it is, and how many bytes it holds, with no

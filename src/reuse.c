@@ -4,9 +4,9 @@
  *
  * A value freed before its batch ends (arena_free() of a value that is not
  * the most recent, an adapter's free, the old place of a value that
- * arena_realloc() moved) becomes a free block, and the reusing allocations
+ * arena_realloc() moved) becomes a free block.  The reusing allocations
  * (the adapters, arena_alloc_reuse(), a moving arena_realloc()) take free
- * blocks before they bump: the memory of a client that frees then follows
+ * blocks before they bump.  So the memory of a client that frees follows
  * what it holds, not everything it ever allocated.  arena_alloc() never looks
  * here, so its inline path stays what it was.
  *
@@ -17,15 +17,20 @@
  * a LIFO list threaded through the blocks themselves, and a bitmap says
  * which lists hold a block.
  *
- * Fit.  A request of `need` bytes takes, in this order: the head of the
- * smallest class whose every block holds it (exact, with no search: a
- * reusing call places a large value in a whole class, arena__class_round(),
- * so that the block it gives back fits the next value of that class); the
- * first of FIT_SCAN blocks of the class below that holds it (the exact
- * sizes of bare values given back); else the head of the smallest larger
- * class that holds a block, which the caller splits, filing the rest as a
- * block of its own when it can hold one (arena_free.inc.c: file_rest()), or, where
- * the caller asks a tight fit, files again (arena_free.inc.c: take_fitting()).
+ * Fit.  A request of `need` bytes takes the first of:
+ *
+ *   1. the head of the smallest class whose every block holds it, exact and
+ *      with no search (a reusing call places a large value in a whole
+ *      class, arena__class_round(), so that the block it gives back fits
+ *      the next value of that class);
+ *   2. the first of FIT_SCAN blocks of the class below that holds it (the
+ *      exact sizes of bare values given back);
+ *   3. the head of the smallest larger class that holds a block.  The
+ *      caller splits it, and files the rest as a block of its own when it
+ *      can hold one (arena_free.inc.c: file_rest()).  Where the caller asks
+ *      a tight fit, it files the block again instead (arena_free.inc.c:
+ *      take_fitting()).
+ *
  * Small values seldom come here: once their class has pages (pages.c),
  * they take its page blocks, and a page that empties goes back to these
  * lists whole.
@@ -34,14 +39,14 @@
  * appends, its older copies freed later) asks for each size once, so the
  * blocks it leaves fit no later request of their class.  Where a reusing
  * call finds no block, the lists are merged (arena__reuse_merge()) and
- * searched again: their blocks are gathered into an array (or, past
- * MERGE_SPANS, a list), sorted by address, and blocks that lie side by
- * side in one chunk become one, filed again by its length, chunk by chunk
- * in the index's order (so what the lists hand out next never depends on
- * where the backing put the chunks: a run is repeatable, and a failure
- * sweep meets the same calls).  Pages whose every block is free
- * are recycled first (recycle(): their headers erased, each filed as a
- * block of ARENA__PAGE bytes), so that they join their neighbours.  An
+ * searched again.  Their blocks are gathered into an array (or, past
+ * MERGE_SPANS, a list) and sorted by address.  Blocks that lie side by side
+ * in one chunk become one, filed again by its length, chunk by chunk in the
+ * index's order.  So what the lists hand out next never depends on where
+ * the backing put the chunks: a run is repeatable, and a failure sweep
+ * meets the same calls.  Pages whose every block is free are recycled
+ * first (recycle(): their headers erased, each filed as a block of
+ * ARENA__PAGE bytes), so that they join their neighbours.  An
  * arena with more than MERGE_CHUNKS chunks in use does not merge.  Side by
  * side: touching in a plain build; in an instrumented one, apart by less
  * than arena__reuse_gap() (the padding before an aligned header, and the
@@ -517,19 +522,18 @@ static size_t merge_chunk(arena *a, struct arena__reuse *t, char *list, uintptr_
  * batch ends: values that move to other sizes (a phase of small values,
  * then large ones; a value grown by appends through every class) would
  * leave such pages behind, and a class's list, last in first out across
- * its pages, keeps values spread over all of them.  Before a merge, each
+ * its pages, keeps values spread over all of them.  So before a merge each
  * class's list is ordered by page, the pages with the fewest free blocks
- * first, so that the next values fill those and the others drain; and
- * every page whose blocks are all on the list (but the class's current
- * page, part of which was never handed out) leaves the list and the chain
- * of live page headers, its header is erased, and it is filed as a free
- * block, which the merge joins to its neighbours, as are the pages of the
- * current region not carved yet.  A class's blocks are
- * counted per page in a small table, at most RECYCLE_SLOTS pages a merge
- * (blocks of further pages keep their place, after the others); the order
- * among pages of the same count is the list's, so that a run is
- * repeatable.  Pages of 8-byte blocks (their free bits live in the page)
- * are left as they are. */
+ * first: the next values fill those, and the others drain.  Every page
+ * whose blocks are all on the list leaves the list and the chain of live
+ * page headers, but for the class's current page, part of which was never
+ * handed out.  Its header is erased, and it is filed as a free block, which
+ * the merge joins to its neighbours; so are the pages of the current
+ * region not carved yet.  A class's blocks are counted per page in a small
+ * table, at most RECYCLE_SLOTS pages a merge; blocks of further pages keep
+ * their place, after the others.  The order among pages of the same count
+ * is the list's, so that a run is repeatable.  Pages of 8-byte blocks
+ * (their free bits live in the page) are left as they are. */
 #define RECYCLE_SLOTS 64
 
 struct page_count {
@@ -752,11 +756,11 @@ static bool recycle(arena *a, struct arena__reuse *t)
 }
 
 /* A merge gathers the blocks into an array on the stack where they fit
- * MERGE_SPANS, reading each once (its node), sorts the array by address,
- * and files each run of blocks that lie side by side in a chunk again as
- * one block, writing each block once (the run's node, or a node clobbered
- * where it joined the block before it): sorting in the array chases no
- * pointer through the blocks.  More blocks are linked into one list and
+ * MERGE_SPANS, reading each once (its node), and sorts the array by
+ * address.  It files each run of blocks that lie side by side in a chunk
+ * again as one block, writing each block once: the run's node, or a node
+ * clobbered where it joined the block before it.  Sorting in the array
+ * chases no pointer through the blocks.  More blocks are linked into one list and
  * sorted as a list (merge_lists()). */
 struct span {
     uintptr_t at;

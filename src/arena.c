@@ -70,10 +70,12 @@
  * (arena_free.inc.c), and marks (arena_marks.inc.c).  A file
  * src/arena_*.inc.c is a part of arena.c, never compiled alone: the
  * compiler sees one unit, so that the parts share this file's static
- * helpers, none of them exposed, and inline them.
+ * helpers, none of them exposed, and inline them.  The #include of each
+ * part tells clang-tidy so (its NOLINT), which otherwise flags a .c file
+ * included.
  *
  * Instrumentation (sanitizers, Valgrind, the checked build's headers and
- * guards) lives in instrument.c: this file calls its hooks (internal.h) at
+ * guards) lives in instrument.c: this file calls its hooks (instrument.h) at
  * each event, and sizes values and chunks with its layout helpers, which are
  * identities in a plain build.
  */
@@ -385,7 +387,7 @@ static void renumber(arena *a)
     arena__cold(a)->nkeys = arena__cold(a)->born = a->nchunks;
 }
 
-#include "arena_retain.inc.c"
+#include "arena_retain.inc.c" /* NOLINT(bugprone-suspicious-include): a part */
 
 /* ---- The position --------------------------------------------------------------------------- */
 
@@ -582,9 +584,9 @@ static void catch_up(arena *a)
     a->counted = a->ptr;
 }
 
-#include "arena_limits.inc.c"
+#include "arena_limits.inc.c" /* NOLINT(bugprone-suspicious-include): a part */
 
-#include "arena_guard.inc.c"
+#include "arena_guard.inc.c" /* NOLINT(bugprone-suspicious-include): a part */
 
 /* ---- Placing values ------------------------------------------------------------------------- */
 
@@ -889,7 +891,7 @@ char *arena__strndup_slow(arena *a, const char *s, size_t len)
     return p;
 }
 
-#include "arena_free.inc.c"
+#include "arena_free.inc.c" /* NOLINT(bugprone-suspicious-include): a part */
 
 /* ---- Refs ----------------------------------------------------------------------------------- */
 
@@ -1174,7 +1176,7 @@ void arena_trim(arena *a, size_t max_retained)
     published(a);
 }
 
-#include "arena_marks.inc.c"
+#include "arena_marks.inc.c" /* NOLINT(bugprone-suspicious-include): a part */
 
 /* ---- Names and figures ---------------------------------------------------------------------- */
 

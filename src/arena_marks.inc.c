@@ -143,7 +143,7 @@ static void keep_current(arena *a, uint32_t from, uint64_t key)
 
 bool arena__rewind(arena *a, arena_mark m)
 {
-    uint32_t in_use, i;
+    uint32_t in_use;
     uint64_t taken = 0;
     bool regular = false, guarded;
 
@@ -165,7 +165,7 @@ bool arena__rewind(arena *a, arena_mark m)
     in_use = a->nused;
     guarded = guarded_now(a);
     if (!m.pos && !guarded) {
-        i = pick_current(a, m.nused, in_use);
+        uint32_t i = pick_current(a, m.nused, in_use);
         if (i < in_use) {
             taken = slots(a)[i].key;
             regular = true;

@@ -259,7 +259,6 @@ static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
 {
     unsigned c = arena__page_class_of(size);
     struct arena__pages *pg;
-    char *h;
     int grow;
     /* Pages whose blocks are all free are recycled before one is carved:
      * a page from memory given back, else a free block (the block with a
@@ -267,6 +266,7 @@ static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
     if (!a->lazy && (pg = arena__pages_of(a)) != NULL && pg->cls[c].next == pg->cls[c].end)
         arena__pages_tidy(a);
     for (grow = 0; grow < 2; grow++) {
+        char *h;
         while (!a->lazy && (pg = arena__pages_of(a)) != NULL &&
                arena__page_refill(a, pg, c, grow, "arena_cur_malloc")) {
             void *p = cur_take(a, pg, c);

@@ -266,15 +266,17 @@ static ARENA__NOINLINE void *cur_malloc_paged(arena *a, size_t size)
     if (!a->lazy && (pg = arena__pages_of(a)) != NULL && pg->cls[c].next == pg->cls[c].end)
         arena__pages_tidy(a);
     for (grow = 0; grow < 2; grow++) {
-        char *h;
         while (!a->lazy && (pg = arena__pages_of(a)) != NULL &&
                arena__page_refill(a, pg, c, grow, "arena_cur_malloc")) {
             void *p = cur_take(a, pg, c);
             if (p)
                 return p;
         }
-        if (!grow && (h = (char *)arena__reuse_alloc_listed(a, headed(size))) != NULL)
-            return stamp(h, size, a);
+        if (!grow) {
+            char *h = (char *)arena__reuse_alloc_listed(a, headed(size));
+            if (h)
+                return stamp(h, size, a);
+        }
     }
     return cur_malloc(a, size);
 }

@@ -41,11 +41,23 @@ FEATURE = re.compile(r"^#\s*define\s+(_POSIX_C_SOURCE|_GNU_SOURCE|_DEFAULT_SOURC
                      r"|ARENA__OUT_OF_LINE|ARENA__DEFINE_OUT_OF_LINE)\b"
                      r"[ \t]*([^\n]*)$", re.M)
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[^\n]*$', re.M)
+# A part of a source (src/*.inc.c): never compiled alone, it is the source's
+# text where the source includes it.
+PART = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"/]+\.inc\.c)"[^\n]*$', re.M)
 
 
 def read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
+
+
+def source_text(path):
+    """A source with its parts in place: their file-scope names are the
+    source's, and clash or not as its own do."""
+    here = os.path.dirname(path)
+    return PART.sub(lambda m: inl_banner(os.path.join(here, m.group(1)),
+                                         source_text(os.path.join(here, m.group(1)))),
+                    read(path))
 
 
 def revision():
@@ -171,7 +183,7 @@ def main():
         f.write("\n".join(header))
 
     srcs = [os.path.join(ROOT, s) for s in sources()]
-    texts = {s: read(s) for s in srcs}
+    texts = {s: source_text(s) for s in srcs}
     features = {}
     for s in srcs:
         for name, value in FEATURE.findall(texts[s]):

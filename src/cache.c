@@ -4,13 +4,13 @@
  *
  * Two levels.  Each thread has a one-arena slot in thread-local storage,
  * tagged with the generation of the cache the arena belongs to (a number
- * from a process-wide counter, new at every create): a request that starts
+ * from a process-wide counter, new at every create).  A request that starts
  * and ends on one thread takes and gives back its arena with no call into
- * libc, no lock and no atomic operation, which is what makes acquire +
+ * libc, no lock and no atomic operation.  That is what makes acquire +
  * recycle cheaper than a malloc and free of the same request.  Behind the
- * slots is a shared stack (LIFO, so the warmest arena goes out first) under a
- * mutex, bounded by max_arenas; an arena recycled while the slot is taken
- * goes there, and beyond the bound its chunks are freed.
+ * slots is a shared stack under a mutex, bounded by max_arenas; it is LIFO,
+ * so the warmest arena goes out first.  An arena recycled while the slot is
+ * taken goes there, and beyond the bound its chunks are freed.
  *
  * An arena struct the cache made is never freed before destroy: beyond the
  * bound only the chunks go back, and the struct waits on a spare list for

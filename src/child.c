@@ -3,10 +3,10 @@
  * Child arenas: an arena whose chunks are values of another arena.
  *
  * The child's backing allocator takes its chunks from the parent as
- * arena_allocator_of() does (hooks.c: a block rounded to its size class,
- * ARENA_ALIGN bytes into a value of the parent), and gives them back the
+ * arena_allocator_of() does (hooks.c): a block rounded to its size class,
+ * ARENA_ALIGN bytes into a value of the parent.  It gives them back the
  * same way, to the parent's free blocks, from which the next chunk of the
- * same size is taken at once: a child made, used and released in every
+ * same size is taken at once.  So a child made, used and released in every
  * step of a long batch of its parent costs the parent no backing call and
  * no growth once warm, O(1) per chunk each way.
  *
@@ -14,12 +14,12 @@
  * scope it was taken in, so the child must die with it: while the child
  * holds memory of the parent (chunks, its index, its lists of free blocks)
  * the parent holds a cleanup, the child's `tie`, that releases the child.
- * The tie is pushed by the child's first backing call, and pushed again by
- * a backing call after the parent took a mark (the old one is cancelled
- * then): a tie runs at a rewind to a mark taken before it, so the latest
- * tie is newer than the parent's latest mark whenever the child took
- * memory after that mark, and a rewind that forgets any of the child's
- * memory releases the child first.  It is cancelled when a release (or a
+ * The tie is pushed by the child's first backing call, and pushed again,
+ * the old one cancelled, by a backing call after the parent took a mark.
+ * A tie runs at a rewind to a mark taken before it.  So whenever the child
+ * took memory after the parent's latest mark, the latest tie is newer than
+ * that mark, and a rewind that forgets any of the child's memory releases
+ * the child first.  It is cancelled when a release (or a
  * reset to nothing) leaves the child holding nothing of the parent's, so
  * that a child that is released and dropped (a struct on the stack) leaves
  * nothing on the parent that names it, and the tie's record goes back to
@@ -90,10 +90,10 @@ void arena_init_child(arena *child, arena *parent, size_t chunk_bytes)
     arena_allocator al;
 
     if (chunk_bytes == 0) {
-        size_t budget = 0;
+        size_t size = 0;
         if (!parent->lazy)
-            budget = arena__cold(parent)->budget;
-        chunk_bytes = (budget ? budget : ARENA_DEFAULT_CHUNK) / 4;
+            size = arena__cold(parent)->chunk_size;
+        chunk_bytes = (size ? size : ARENA_DEFAULT_CHUNK) / 4;
     }
     al.alloc = child_alloc;
     al.free = child_free;

@@ -5,11 +5,11 @@
  * Each cleanup is a record stored in the arena itself, a value of the batch
  * that pushed it, on a doubly linked list whose head is in the arena's
  * bookkeeping (cold.h), the latest first.  A record notes the arena's mark
- * serial (`saves`) when it was pushed: a mark taken before the push has a
- * serial at most that, one taken after it a larger one, so a rewind to the
+ * serial (`saves`) when it was pushed.  A mark taken before the push has a
+ * serial at most that, one taken after it a larger one.  So a rewind to the
  * mark of serial s runs the records from the head while their serial is
- * >= s (they were pushed after the mark, so they lie, like the values they
- * refer to, after it), and a reset or release runs them all.  Serials only
+ * >= s: they were pushed after the mark, and lie after it, like the values
+ * they refer to.  A reset or release runs them all.  Serials only
  * grow, so the list stays in order of serial.
  *
  * While the list is not empty, and while its cleanups run, the arena's

@@ -65,19 +65,20 @@ struct arena__slot {
                        (src/guard.c), not the backing's */
 };
 
-/* Flags of arena__guard_state. */
-#define ARENA__GUARD_ON      1u /* every batch guarded (arena_set_guard()) */
-#define ARENA__GUARD_NOW     2u /* the batch in progress is guarded */
-#define ARENA__GUARD_DECIDED 4u /* the batch in progress was decided */
-#define ARENA__GUARD_DRAWN                                                                         \
-  8u /* `gap` was drawn (an arena's first sampled
-                                   batch is drawn as the others are) */
+/* Flags of arena__guard_state: ON, every batch guarded (arena_set_guard());
+ * NOW, the batch in progress is guarded; DECIDED, the batch in progress was
+ * decided; DRAWN, `gap` was drawn (an arena's first sampled batch is drawn
+ * as the others are). */
+#define ARENA__GUARD_ON      1u
+#define ARENA__GUARD_NOW     2u
+#define ARENA__GUARD_DECIDED 4u
+#define ARENA__GUARD_DRAWN   8u
 
-/* An arena's part in guarded batches (src/guard.c, src/arena.c). */
+/* An arena's part in guarded batches (src/guard.c, src/arena_guard.inc.c). */
 struct arena__guard_state {
     uint32_t flags; /* ARENA__GUARD_* */
-    uint32_t cut;   /* inline resets the countdown of `spare` withholds, so
-                       that the library sees the next sampled batch begin */
+    uint32_t cut;   /* inline resets `countdown` withholds, so that the
+                       library sees the next sampled batch begin */
     uint64_t gap;   /* unguarded batches before the next sampled one */
     uint64_t id;    /* identity in the quarantine's records; 0: none yet */
     uint64_t ended; /* batches ended, as the fault reporter counts them */
@@ -107,12 +108,12 @@ struct arena__cold {
     uint64_t nkeys;                /* `key` of the next new chunk */
     uint64_t born;                 /* keys from `born` on: chunks allocated this batch */
     uint32_t flags;                /* ARENA__FIXED, ARENA__BUF_OPEN, ARENA__OUTGREW(_LAST);
-                                     the checked build's tag serial in bits 8-31 */
+                                      the checked build's tag serial in bits 8-31 */
     size_t retained;               /* arena_retained() */
-    size_t budget;                 /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
+    size_t chunk_size;             /* regular chunk capacity; 0: ARENA_DEFAULT_CHUNK */
     arena_allocator backing;       /* alloc == NULL: malloc */
     size_t demand[ARENA__BLOCKS];  /* the largest demand of each of the latest blocks
-                                     of ARENA__BLOCK batches (see retention_target()) */
+                                      of ARENA__BLOCK batches (see retention_target()) */
     struct arena__reuse *reuse;    /* blocks given back for reuse (src/reuse.c); NULL: none yet */
     struct arena__slot first_slot; /* the slot of `first` while the index is there */
     uint32_t ndead;                /* spans in `dead` */
@@ -133,6 +134,12 @@ struct arena__cold {
 static inline struct arena__cold *arena__cold(const arena *a)
 {
     return (struct arena__cold *)(void *)(uintptr_t)a->cold.bytes;
+}
+
+/* The capacity of a regular chunk of `a` (arena_init()'s chunk_bytes). */
+static inline size_t arena__chunk_size(const arena *a)
+{
+    return arena__cold(a)->chunk_size ? arena__cold(a)->chunk_size : ARENA_DEFAULT_CHUNK;
 }
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L

@@ -12,15 +12,20 @@
  *
  * The order is the library's own nesting, outermost first, so that the
  * prepare handler waits for a thread that holds a lock rather than
- * deadlocking with it: the caches' registry (which a thread's slot
- * eviction holds while it releases an arena, and so while it takes the
- * report's registry and a cache's backing lock), the report's registry
- * (held while it reads caches and shared arenas), the shared arenas' locks
- * (held while their inner arena calls its backing, which may be a cache's
- * arena), the caches' backing locks (newest cache first: a cache's backing
- * may allocate from an arena of an older one), the caches' own locks
- * (which nothing is taken under), the quarantine's lock, the maker of
- * per-thread keys; and the moment the sampling rate is first read.
+ * deadlocking with it:
+ *
+ *   1. the caches' registry, which a thread's slot eviction holds while it
+ *      releases an arena, and so while it takes the report's registry and a
+ *      cache's backing lock;
+ *   2. the report's registry, held while it reads caches and shared arenas;
+ *   3. the shared arenas' locks, held while their inner arena calls its
+ *      backing, which may be a cache's arena;
+ *   4. the caches' backing locks, newest cache first, since a cache's
+ *      backing may allocate from an arena of an older one;
+ *   5. the caches' own locks, which nothing is taken under;
+ *   6. the quarantine's lock;
+ *   7. the maker of per-thread keys;
+ *   8. the moment the sampling rate is first read.
  *
  * The handlers are registered once, by the first call that may take a lock
  * (arena__fork_ready(), through pthread_once(): no constructor, so a program

@@ -2,7 +2,7 @@
 /*
  * Guarded batches: the page layer, the quarantine and the fault reporter
  * (arena/guard.h).  The arena's side (which batch is guarded, which chunks
- * retire when) is in arena.c.
+ * retire when) is in arena_guard.inc.c.
  *
  * Pages.  A guarded chunk is a mapping of its capacity, rounded up to whole
  * pages, and one page more, inaccessible: the chunk's end abuts that guard
@@ -25,13 +25,13 @@
  * again for a later guarded batch.  A stale pointer of the earlier batch
  * then faults in the later batch's range, whose record cannot tell the two
  * apart: the report must not blame the later batch.  So every range that
- * leaves joins a set of ghost spans (sorted, disjoint, at most GHOSTS; when
- * full, the two closest join across their gap, whose addresses then only
- * "may" have been held), which the handler reads as it reads the records,
- * under a sequence number: a fault in a recorded range that a ghost covers
- * names the later batch as the last holder and says that an earlier one
- * held the address too; a fault in a ghost alone says what is known, that a
- * guarded batch held it.  Memory the heap held before a guarded batch
+ * leaves joins a set of ghost spans: sorted, disjoint, at most GHOSTS.
+ * When the set is full, the two closest spans join across their gap, whose
+ * addresses then only "may" have been held.  The handler reads the ghosts
+ * as it reads the records, under a sequence number.  A fault in a recorded
+ * range that a ghost covers names the later batch as the last holder, and
+ * says that an earlier one held the address too.  A fault in a ghost alone
+ * says what is known: a guarded batch held it.  Memory the heap held before a guarded batch
  * mapped it is beyond what the mode sees.  O(GHOSTS) per range that leaves.
  *
  * Batches ago.  A record holds its arena's identity, the slot of the
@@ -44,7 +44,7 @@
  * Sampling draws, for each sampled batch, the unguarded batches before the
  * next one uniformly from [0, 2(N - 1)]: each batch is guarded with
  * probability 1/N, and the draws cost a few instructions per sampled batch
- * (arena.c lets the inline resets run through the unguarded ones).
+ * (arena_guard.inc.c lets the inline resets run through the unguarded ones).
  */
 #if defined(_WIN32)
 #  define WIN32_LEAN_AND_MEAN
@@ -53,11 +53,7 @@
 #  define _DEFAULT_SOURCE  /* MAP_ANONYMOUS, SA_ONSTACK (glibc, musl) */
 #  define _DARWIN_C_SOURCE /* MAP_ANON */
 #  include <signal.h>
-/* <unistd.h> declares sync(), the name of one of arena.c's static functions,
- * which the amalgamation compiles in the same unit as this file. */
-#  define sync arena__guard_unused_sync
 #  include <unistd.h>
-#  undef sync
 #  if defined(__unix__) || defined(__APPLE__)
 #    include <sys/mman.h>
 #  endif

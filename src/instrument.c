@@ -19,16 +19,16 @@
  * (see arena__instr_tag_ref()), so resolving a ref whose value has expired
  * (and maybe been overwritten) is detected in O(1).
  *
- * A guard is cut short at the end of a chunk of the budget's size, so values
+ * A guard is cut short at the end of a chunk of the chunk size, so values
  * still fill such a chunk exactly.  In the checked build every chunk the
- * arena allocates has a header's worth of bytes on top of its capacity, so
- * that a value that fits the budget still fits a fresh chunk, and an
- * oversized chunk has room for its value's guard too (arena__chunk_extra());
+ * arena allocates has a header's worth of bytes on top of its capacity
+ * (arena__chunk_extra()).  A value that fits the chunk size then still fits
+ * a fresh chunk, and an oversized chunk has room for its value's guard too.
  * arena_retained() reports capacities exactly as documented.
  *
- * src/arena.c reaches this file only through the hooks of internal.h, which
- * test a constant first: none of it runs in a plain build (Valgrind aside,
- * which is decided once at load).
+ * src/arena.c reaches this file only through the hooks of instrument.h,
+ * which test a constant first.  None of it runs in a plain build, Valgrind
+ * aside, which is decided once at load.
  */
 #include <string.h>
 
@@ -304,7 +304,7 @@ ARENA__NO_ASAN bool arena__instr_verify(const arena *a, uint32_t i, const char *
  * the next mark leaves the sizes at that mark unknown.  A rewind to a mark
  * of a noted serial cuts the value back to the size noted; any other rewind
  * cuts a value that grew across the mark's position to end a granule before
- * it (the checked build, and arena__instr_expired() for ASan and Valgrind).
+ * it (the checked build, and arena__instr_dropped() for ASan and Valgrind).
  * A rewind resizes no value as the tools see it but the one it cuts (a
  * value shrunk after the mark stays shrunk to them), so it leaves `calm`
  * and the note as they are: the note still tells the sizes at its marks. */
@@ -386,12 +386,13 @@ static char *noted(const arena *a, const char *base, const char *pos, const char
  * was freed or shrunk below pos after it (it was the most recent value
  * then): those stored since lie below pos, from the first header that
  * counts `serial` marks or more on (values lie in the order they were
- * placed).  Outside Valgrind (whose pools the expiry trims), it also cuts a
- * value stored before the mark that grew in place after it: back to its
- * size at the mark where that was noted (`at`, of `keep` bytes), else, if it
- * grew across pos, to end one granule before pos; its guard is verified,
- * then its header cut and the rest of it clobbered, so that the walks still
- * find a header, a value and a guard, then clobbered bytes. */
+ * placed).  Outside Valgrind, whose pools the expiry trims, it also cuts a
+ * value stored before the mark that grew in place after it.  The value goes
+ * back to its size at the mark where that was noted (`at`, of `keep`
+ * bytes), else, if it grew across pos, it ends one granule before pos.
+ * Its guard is verified, then its header cut and the rest of it clobbered,
+ * so that the walks still find a header, a value and a guard, then
+ * clobbered bytes. */
 ARENA__NO_ASAN static char *checked_cut(arena *a, uint32_t i, char *pos, uint64_t serial,
                                         const char *at, size_t keep)
 {
@@ -525,7 +526,7 @@ static void asan_unstraddle(const char *base, char *pos, const char *end)
 }
 #endif
 
-void arena__instr_expired(arena *a, uint32_t i, char *from)
+void arena__instr_dropped(arena *a, uint32_t i, char *from)
 {
     char *base = a->chunks[i].base;
     char *end = base + a->chunks[i].cap;
@@ -701,9 +702,9 @@ void arena__instr_unreused(const char *base, char *from, const char *to, char *p
 /* ---- Tagged refs --------------------------------------------------------------------
  *
  * The checked build carries the value's tag in bits of the ref that its
- * fields cannot use, without limiting what the ref can name: bit 0 in the
- * top bit of len (a length is <= ARENA_REF_MAX), and, while the chunk index
- * is below SHORT_INDEX (arenas of up to a million chunks), the other 11 in
+ * fields cannot use, without limiting what the ref can name.  Bit 0 is the
+ * top bit of len (a length is <= ARENA_REF_MAX).  While the chunk index is
+ * below SHORT_INDEX (arenas of up to a million chunks), the other 11 are in
  * the chunk field, whose top bit then says so:
  *
  *     chunk = 1 | tag bits 1-11 | index (20 bits)     index < 2^20: 12 tag bits

@@ -38,13 +38,13 @@
  * set by CMake for the library only), ARENA__VALGRIND says, once for the
  * process, whether memcheck watches it.  The client requests cost a few
  * instructions natively; the library still skips them unless it does.
- * arena__valgrind is -1 until asked (and reads as "no" until then): the
- * library's constructor asks, but a program's own constructor (or a C++
+ * arena__valgrind is -1 until asked, and reads as "no" until then.  The
+ * library's constructor asks.  A program's own constructor (or a C++
  * static initializer) may call the library before it runs, so the entry
- * points through which an arena or a pool first holds memory (wake(), which
- * every call that reads an arena's state makes first, arena_set_current(),
- * arena_allocator_of(), the pool's) ask first (arena__ask_valgrind()).  A
- * plain int, read on the fast paths: it is written before main, or by the
+ * points through which an arena or a pool first holds memory ask first
+ * (arena__ask_valgrind()): wake(), which every call that reads an arena's
+ * state makes first, arena_set_current(), arena_allocator_of(), the
+ * pool's.  A plain int, read on the fast paths: it is written before main, or by the
  * first such call, before any thread can have an arena. */
 #if defined(ARENA_HAVE_VALGRIND) && ARENA_HAVE_VALGRIND
 #  include <valgrind/memcheck.h>
@@ -106,7 +106,7 @@ static inline bool arena__instrumented(void)
 #endif
 
 /* Reads of memory another thread may be writing, whose value the library
- * only compares (the family's page test in hooks.c), and writes into a
+ * only compares (the family's page test in current.c), and writes into a
  * block of the library's own that no other thread reads (report.c): out of
  * a thread sanitizer's view. */
 #if defined(__SANITIZE_THREAD__)
@@ -142,10 +142,10 @@ static inline size_t arena__hdr(void)
 
 /* How far the value of `n` bytes at `p` reaches with its guard, in a chunk
  * that ends at `lim` (p + n <= lim): n, or when instrumented, n rounded up
- * to a granule plus one, cut short at the chunk's end, so that a value may
- * fill a chunk exactly, as it would without guards (past an allocated chunk
- * lies the allocator's own redzone; past a caller's buffer, the caller's
- * memory).  n is at most a chunk's capacity, far from SIZE_MAX. */
+ * to a granule plus one, cut short at the chunk's end.  A value may then
+ * fill a chunk exactly, as it would without guards.  Past an allocated
+ * chunk lies the allocator's own redzone; past a caller's buffer, the
+ * caller's memory.  n is at most a chunk's capacity, far from SIZE_MAX. */
 static inline size_t arena__guarded_len(const char *p, size_t n, const char *lim)
 {
     size_t room, foot;
@@ -156,28 +156,28 @@ static inline size_t arena__guarded_len(const char *p, size_t n, const char *lim
     return foot < room ? foot : room;
 }
 
-/* Overhead a chunk allocated by an arena of chunk budget `budget` carries
+/* Overhead a chunk allocated by an arena of chunk size `chunk_size` carries
  * beyond its capacity `cap`: a header's worth (checked build), and for an
  * oversized chunk two granules of guard after its value too (the last value
- * of a chunk of the budget's size may end at the chunk's end: values fill it
+ * of a chunk of the chunk size may end at the chunk's end: values fill it
  * exactly, as without guards).  The kind of a chunk shows in its capacity,
  * so a kept chunk of either kind may serve a value of the other. */
-static inline size_t arena__chunk_extra(size_t cap, size_t budget)
+static inline size_t arena__chunk_extra(size_t cap, size_t chunk_size)
 {
     if (!arena__instrumented())
         return 0;
-    return cap > budget ? arena__hdr() + 2 * ARENA__GRANULE : arena__hdr();
+    return cap > chunk_size ? arena__hdr() + 2 * ARENA__GRANULE : arena__hdr();
 }
 
 /* The capacity of an allocated chunk of `held` bytes (capacity and overhead:
  * the inverse of arena__chunk_extra()). */
-static inline size_t arena__chunk_usable(size_t held, size_t budget)
+static inline size_t arena__chunk_usable(size_t held, size_t chunk_size)
 {
     size_t cap;
     if (!arena__instrumented())
         return held;
     cap = held - arena__hdr();
-    return cap > budget ? cap - 2 * ARENA__GRANULE : cap;
+    return cap > chunk_size ? cap - 2 * ARENA__GRANULE : cap;
 }
 
 ARENA__HIDDEN void arena__instr_chunk_made(char *base, size_t cap);
@@ -187,7 +187,7 @@ ARENA__HIDDEN void arena__instr_placed(arena *a, const struct arena__chunk *c, c
                                        size_t size);
 ARENA__HIDDEN void arena__instr_resized(const struct arena__chunk *c, char *p, size_t old_size,
                                         size_t new_size);
-ARENA__HIDDEN void arena__instr_expired(arena *a, uint32_t i, char *from);
+ARENA__HIDDEN void arena__instr_dropped(arena *a, uint32_t i, char *from);
 ARENA__HIDDEN char *arena__instr_cut(arena *a, uint32_t i, char *pos, uint64_t serial);
 ARENA__HIDDEN void arena__instr_resizing(arena *a, char *p, size_t old_size);
 ARENA__HIDDEN void arena__instr_buffer_released(arena *a, size_t cap);
@@ -239,12 +239,13 @@ static inline void arena__value_resized(const struct arena__chunk *c, char *p, s
         arena__instr_resized(c, p, old_size, new_size);
 }
 
-/* [from, end of chunk i) expired: its guards verified (checked build),
- * clobbered (checked build) and closed; Valgrind forgets its values. */
-static inline void arena__expired(arena *a, uint32_t i, char *from)
+/* The values of [from, end of chunk i) dropped (a reset, a rewind or a
+ * release ended them): its guards verified (checked build), clobbered
+ * (checked build) and closed; Valgrind forgets its values. */
+static inline void arena__values_dropped(arena *a, uint32_t i, char *from)
 {
     if (arena__instrumented())
-        arena__instr_expired(a, i, from);
+        arena__instr_dropped(a, i, from);
 }
 
 /* The most recent value `p`, of at least `old_size` bytes, is about to be
@@ -258,12 +259,12 @@ static inline void arena__value_resizing(arena *a, char *p, size_t old_size)
 }
 
 /* A rewind to the mark of serial `serial` at `pos` in chunk i, before
- * arena__expired(): where the values stored after the mark begin (pos, or in
- * the checked build below it, after a value before the mark was freed or
- * shrunk below it), having cut a value stored before the mark and grown in
- * place after it back to its size at the mark, where noted, else (checked
- * build, outside Valgrind, whose pools the expiry trims) to end a granule
- * before pos: see arena__instr_cut(). */
+ * arena__values_dropped(): where the values stored after the mark begin.
+ * That is pos, or in the checked build below it, after a value before the
+ * mark was freed or shrunk below it.  A value stored before the mark and
+ * grown in place after it is cut first: back to its size at the mark,
+ * where noted, else to end a granule before pos (checked build, outside
+ * Valgrind, whose pools the drop trims).  See arena__instr_cut(). */
 static inline char *arena__cut(arena *a, uint32_t i, char *pos, uint64_t serial)
 {
     return arena__instrumented() ? arena__instr_cut(a, i, pos, serial) : pos;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal helpers shared by the library's sources: platform macros, the
- * arena's flags, arithmetic, the backing allocator, errors.  Never
- * installed.  The tools' side (sanitizers, Valgrind, the checked build) is
- * instrument.h; the reuse of freed blocks, reuse.h.
+ * arena's flags, the registry, group limits, arithmetic, the backing
+ * allocator, what the arena, its cleanups, its children and guarded batches
+ * call of each other, errors, names in text.  Never installed.  The tools'
+ * side (sanitizers, Valgrind, the checked build) is instrument.h; the reuse
+ * of freed blocks, reuse.h.
  */
 #ifndef ARENA_INTERNAL_H
 #define ARENA_INTERNAL_H
@@ -28,7 +30,7 @@
 #endif
 
 /* A function inlined even where the compiler's estimate of its size says
- * otherwise: the adapters' fast path (hooks.c). */
+ * otherwise: the adapters' fast path (adapters.h, reuse.h). */
 #if defined(__GNUC__) || defined(__clang__)
 #  define ARENA__ALWAYS_INLINE inline __attribute__((always_inline))
 #else
@@ -49,55 +51,41 @@
 
 /* ---- The arena's flags ---------------------------------------------------------------- */
 
-/* Bits of the arena's flags; the checked build's tag serial is in bits 8-31. */
+/* Bits of the arena's flags (`flags` of its bookkeeping, cold.h); the
+ * checked build's tag serial is in bits 8-31.  The bits of `pending`, which
+ * the inline paths read, are in arena/internal/types.h.
+ *
+ *   FIXED        a caller's buffer without backing: never allocate;
+ *   BUF_OPEN     instrumented: the caller's buffer is open (after a release)
+ *                until the arena next stores into it;
+ *   OUTGREW      this batch gave an outgrown chunk back (free_outgrown());
+ *   OUTGREW_LAST the last batch did;
+ *   CLEANING     its cleanups are running (cleanup.c);
+ *   LIMITED      set.limit applies (arena_set_limit());
+ *   QUIET        a refusal is neither counted nor told (a request the caller
+ *                makes smaller if refused: arena__alloc_pages()). */
 enum {
-    ARENA__FIXED = 1u,        /* caller's buffer without backing: never allocate */
-    ARENA__BUF_OPEN = 2u,     /* instrumented: the caller's buffer is open (after a
-                             release) until the arena next stores into it */
-    ARENA__OUTGREW = 4u,      /* this batch gave an outgrown chunk back (free_outgrown()) */
-    ARENA__OUTGREW_LAST = 8u, /* the last batch did */
-    ARENA__CLEANING = 16u,    /* its cleanups are running (cleanup.c) */
-    ARENA__LIMITED = 32u,     /* set.limit applies (arena_set_limit()) */
-    ARENA__QUIET = 64u        /* a refusal is neither counted nor told (a request the
-                                 caller makes smaller if refused: arena__alloc_pages()) */
+    ARENA__FIXED = 1u,
+    ARENA__BUF_OPEN = 2u,
+    ARENA__OUTGREW = 4u,
+    ARENA__OUTGREW_LAST = 8u,
+    ARENA__CLEANING = 16u,
+    ARENA__LIMITED = 32u,
+    ARENA__QUIET = 64u
 };
 
-/* Bits of `pending` (types.h): state of the library's that the end of a
- * batch or of a scope must see, so that while any is set the inline reset,
- * rewind and release call the library.  REUSE: the lists of free blocks
- * are valid (reuse.c); CLEANUP: cleanups are registered, or running
- * (cleanup.c); OVER: the arena holds more than its limit (arena_set_limit()),
- * so its window stays closed and the library refuses allocations until it
- * is under it again.  ARENA__PENDING_HOLDS (8, internal/arena.h): the reuse
- * table or a registry record exists, which only a release must see. */
-#define ARENA__PENDING_REUSE   1u
-#define ARENA__PENDING_CLEANUP 2u
-#define ARENA__PENDING_OVER    4u
-/* GUARD: the batch in progress is guarded, or every batch is (guard.c), so
- * that its end comes to the library, which makes its pages inaccessible. */
-#define ARENA__PENDING_GUARD 16u
+/* ---- The registry (src/report.c) --------------------------------------------------- */
 
-/* What the arena takes from and gives back to its backing allocator, counted
- * and limited (arena_set_limit(), arena_set_budget()): NULL when a limit or
- * the backing refuses (the callback told).  Every backing call of an arena
- * goes through these two. */
-ARENA__HIDDEN void *arena__take_backing(arena *a, size_t n);
-ARENA__HIDDEN void arena__give_backing(arena *a, void *p, size_t n);
-/* The chunk in use that holds `p`, NULL if none: O(chunks in use), for the
- * paths that are not hot (the tools' checks, reuse.c's merge). */
-ARENA__HIDDEN const struct arena__chunk *arena__chunk_of(const arena *a, const char *p);
-/* The registry (report.c).  arena__publish() copies a registered arena's
- * counters, as arena_get_stats() read them, and its name to its record;
- * arena_get_stats() calls it, and so do the arena's paths that change its
- * figures, through arena__publish_arena() (arena.c), after a registered
- * arena's pointer test. */
+/* arena__publish() copies a registered arena's counters, as
+ * arena_get_stats() read them, and its name to its record; arena_get_stats()
+ * calls it, and so do the arena's paths that change its figures, through
+ * arena__publish_arena() (arena.c), after a registered arena's pointer
+ * test. */
 struct arena__node;
 struct arena_cache;
 struct arena_shared;
 ARENA__HIDDEN void arena__publish(struct arena__node *n, const char *name, const arena_stats *s);
 ARENA__HIDDEN void arena__publish_arena(const arena *a);
-/* Sets ARENA__PENDING_HOLDS as the reuse table and the registry record say. */
-ARENA__HIDDEN void arena__note_holds(arena *a);
 ARENA__HIDDEN bool arena__register_under(arena *a, struct arena__node *parent);
 /* Registers `a` under `parent` if it is not (out-of-memory: not at all), or
  * unregisters it when `parent` is NULL: an arena a cache hands out again. */
@@ -112,17 +100,9 @@ ARENA__HIDDEN void arena__unregister_object(struct arena__node *n);
 ARENA__HIDDEN const char *arena__cache_name(struct arena_cache *c);
 ARENA__HIDDEN const char *arena__shared_name(struct arena_shared *s);
 
-/* arena_free() of a value that the calling function placed itself and
- * gives back before it returns: the size with it was never the program's
- * to see, so no high point is noted (arena_vsprintf()). */
-ARENA__HIDDEN void arena__free_placed(arena *a, void *ptr, size_t size);
-/* arena_cleanup_cancel() of a record that the calling function pushed, or
- * replaces by one it pushed, in the same call: through arena__free_placed(). */
-ARENA__HIDDEN void arena__cleanup_drop(arena *a, arena_cleanup *c);
-/* What a limit leaves for a new request (SIZE_MAX: no limit). */
-ARENA__HIDDEN size_t arena__backing_room(const arena *a);
+/* ---- Group limits (src/budget.c) --------------------------------------------------- */
 
-/* A group limit (budget.c); the cache embeds one. */
+/* A group limit; the cache embeds one. */
 struct arena_budget {
     _Atomic size_t used;
     _Atomic size_t limit;
@@ -130,8 +110,8 @@ struct arena_budget {
 };
 ARENA__HIDDEN void arena__budget_init(arena_budget *b, size_t limit, const char *name);
 
-/* Group limits (budget.c): charge `n` bytes (false, nothing charged, when
- * that would cross the limit), give them back, and the room left. */
+/* Charge `n` bytes (false, nothing charged, when that would cross the
+ * limit), give them back, and the room left. */
 ARENA__HIDDEN bool arena__budget_charge(arena_budget *b, size_t n);
 ARENA__HIDDEN void arena__budget_refund(arena_budget *b, size_t n);
 ARENA__HIDDEN size_t arena__budget_room(const arena_budget *b);
@@ -155,6 +135,15 @@ ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n)
 /* The C library's heap (the backing of an arena without an allocator). */
 #define ARENA__HEAP (&(const arena_allocator){NULL, NULL, NULL})
 
+/* What the arena takes from and gives back to its backing allocator, counted
+ * and limited (arena_set_limit(), arena_set_budget()): NULL when a limit or
+ * the backing refuses (the callback told).  Every backing call of an arena
+ * goes through these two. */
+ARENA__HIDDEN void *arena__take_backing(arena *a, size_t n);
+ARENA__HIDDEN void arena__give_backing(arena *a, void *p, size_t n);
+/* What a limit leaves for a new request (SIZE_MAX: no limit). */
+ARENA__HIDDEN size_t arena__backing_room(const arena *a);
+
 /* ---- Size 0 --------------------------------------------------------------------- */
 
 /* The result of a size-0 allocation at `align` (a power of two): non-NULL,
@@ -163,14 +152,22 @@ ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n)
  * object of the library, above it the address whose value is `align`. */
 ARENA__HIDDEN void *arena__zero_size_value(size_t align);
 
-/* ---- The arena's bookkeeping ------------------------------------------------------- */
+/* ---- The arena (src/arena.c) ------------------------------------------------------ */
 
 /* Writes the bookkeeping of an arena the inline arena_init_buffer() left
  * `lazy`, as every entry point that reads or writes it must first. */
 ARENA__HIDDEN void arena__wake(arena *a);
 
-/* ---- Marks ---------------------------------------------------------------------- */
+/* The chunk in use that holds `p`, NULL if none: O(chunks in use), for the
+ * paths that are not hot (the tools' checks, reuse.c's merge). */
+ARENA__HIDDEN const struct arena__chunk *arena__chunk_of(const arena *a, const char *p);
+/* Sets ARENA__PENDING_HOLDS as the reuse table and the registry record say. */
+ARENA__HIDDEN void arena__note_holds(arena *a);
 
+/* arena_free() of a value that the calling function placed itself and
+ * gives back before it returns: the size with it was never the program's
+ * to see, so no high point is noted (arena_vsprintf()). */
+ARENA__HIDDEN void arena__free_placed(arena *a, void *ptr, size_t size);
 /* arena_rewind(), which says whether it rewound (false: the mark was
  * reported, and nothing happened). */
 ARENA__HIDDEN bool arena__rewind(arena *a, arena_mark m);
@@ -190,6 +187,9 @@ ARENA__HIDDEN bool arena__cleaning(const arena *a);
  * a larger serial does not run it. */
 ARENA__HIDDEN uint64_t arena__cleanup_serial(const arena_cleanup *c);
 
+/* arena_cleanup_cancel() of a record that the calling function pushed, or
+ * replaces by one it pushed, in the same call: through arena__free_placed(). */
+ARENA__HIDDEN void arena__cleanup_drop(arena *a, arena_cleanup *c);
 /* arena__cleanups_run() where cleanups are registered: one test otherwise. */
 static inline bool arena__cleanups_end(arena *a, uint64_t serial, const char *caller)
 {

@@ -4,11 +4,12 @@
  *
  * In a plain build a block of at most ARENA__PAGE_BLOCK_MAX bytes that may be
  * given back (the reusing allocations' small values, the arena_cur_*
- * family's blocks) has no header: blocks of one size class (8 bytes, then
+ * family's blocks) has no header.  Blocks of one size class share a page of
+ * ARENA__PAGE bytes, aligned to its size.  The classes are 8 bytes, then
  * 16-byte steps; a block of 8 bytes is 8-aligned, as any object that small
- * needs, and as C23 asks of malloc) share a page of ARENA__PAGE bytes at that
- * alignment, carved from regions the arena stores (arena__alloc_pages(): 1
- * page, then twice the last, up to REGION_PAGES, in each batch).  The page
+ * needs, and as C23 asks of malloc.  Pages are carved from regions the
+ * arena stores (arena__alloc_pages()): 1 page, then twice the last, up to
+ * REGION_PAGES, in each batch.  The page
  * starts with its header, which names the owner and the class; a free, a
  * realloc and a size query find it by masking the block's address.  So the
  * address of a block tells what it is, and how many bytes it holds, with no
@@ -67,7 +68,9 @@ struct arena__page_header {
     uint64_t saves;     /* the owner's marks taken when it was carved */
 };
 
-#define ARENA__PAGE_HDR  ((sizeof(struct arena__page_header) + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1))
+/* A page header's bytes, rounded up to ARENA_ALIGN. */
+#define ARENA__PAGE_HDR ((sizeof(struct arena__page_header) + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1))
+/* The bits of an address below its page's start. */
 #define ARENA__PAGE_MASK ((uintptr_t)ARENA__PAGE - 1)
 /* The smallest class's blocks: a bit per block of their page says it is free. */
 #define ARENA__TINY        ((size_t)8)
@@ -159,9 +162,9 @@ static inline bool arena__page_is_freed(const char *b, size_t block)
     return arena__page_word(b, 1) == arena__page_freed_key(b);
 }
 
-/* Marks the block `b` of `block` bytes of a page free, or not.  Inlined
- * into each caller, where `freed` is a constant (gcc, left to itself, made
- * it a call in arena_cur_malloc()'s path). */
+/* Marks the block `b` of `block` bytes of a page free, or not.  Always
+ * inlined: each caller passes a constant `freed`, and arena_cur_malloc()'s
+ * path must not pay a call for it. */
 static ARENA__ALWAYS_INLINE void arena__page_set_freed(char *b, size_t block, bool freed)
 {
     unsigned bit;

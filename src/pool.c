@@ -4,12 +4,13 @@
  *
  * Algorithm.  One region holds `cap` slots of `stride` bytes, then a stack of
  * free slot indices (uint32), then one state (uint32) per slot.  alloc pops an
- * index off the stack and marks its slot live; free checks that the pointer
- * is a slot start (arena__pool_index in pool.h: one multiply by the inverse of
- * the stride's odd part and one rotate, a range and stride check in one, exact
- * and without a division), checks that the slot is live, marks it freed and
- * pushes its index.  Both fast paths are inline in pool.h; this file holds
- * init, destroy, the checks and every path that reports.
+ * index off the stack and marks its slot live.  free checks that the pointer
+ * is a slot start and that the slot is live, marks it freed and pushes its
+ * index.  The first check (arena__pool_index in pool.h) is one multiply by
+ * the inverse of the stride's odd part and one rotate: a range and stride
+ * check in one, exact and without a division.  Both fast paths are inline
+ * in pool.h; this file holds init, destroy, the checks and every path that
+ * reports.
  *
  * Why the links are not in the slots.  A bare intrusive free list keeps the
  * next pointer in the freed slot, so a write through a dangling pointer
@@ -29,10 +30,11 @@
  * Under AddressSanitizer (or a checked build) the library must see every
  * transition, to poison free slots.  A program built with ASan never inlines
  * (level 1); a program built without it but linked to an instrumented
- * library sees `open == 0` (level 3), which fails both inline tests (nfree - 1 < 0 and index < 0), so every call comes
- * here.  Poisoning and any future annotation go in take() and give().  The
- * inline paths load the pool's fields again after calling out, so a slow
- * path (or an error handler it calls) may change any of them.
+ * library sees `open == 0` (level 3), which fails both inline tests
+ * (nfree - 1 < 0 and index < 0), so every call comes here.  Poisoning and
+ * any future annotation go in take() and give().  The inline paths load the
+ * pool's fields again after calling out, so a slow path (or an error
+ * handler it calls) may change any of them.
  *
  * Tools.  Under ASan a free slot (freed, or never handed out) is poisoned.
  * Under Valgrind the slots are a mempool (anchored at base): a live object is

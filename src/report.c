@@ -189,17 +189,17 @@ bool arena__register_once(pthread_mutex_t *lock, struct arena__node **slot, int 
 
 /* ---- The report ------------------------------------------------------------------------- */
 
-/* The report's writer: each piece is copied into what is left of the buffer
- * (the rest counted, not written), and numbers are formatted here, not by
- * printf: the report of ten thousand arenas is a million bytes, and a
- * vsnprintf() per line was most of its time.
+/* The report's writer.  Each piece is copied into what is left of the
+ * buffer; the rest is counted, not written.  Numbers are formatted here,
+ * not by printf: a report has a line an arena, and a vsnprintf() call a
+ * line would cost more than the rest of the writer.
  *
  * The formatting writes only the caller's buffer and its own locals, from
- * figures read already (with atomics, where another thread writes them):
- * nothing a thread sanitizer could find a race in, and its checks of every
- * byte made the report of ten thousand arenas several times slower there.
- * So the writer stages its bytes in a block of its own, uninstrumented
- * (ARENA__NO_TSAN), and copies them to the buffer a block at a time. */
+ * figures read already (with atomics where another thread writes them).  A
+ * thread sanitizer can find no race there, and its check of every byte
+ * would be most of a large report's time.  So the writer stages its bytes
+ * in a block of its own, uninstrumented (ARENA__NO_TSAN), and copies them
+ * to the buffer a block at a time. */
 struct out {
     char *buf;
     size_t len, n; /* n: the whole report's length so far */

@@ -4,9 +4,9 @@
  *
  * A value freed before its batch ends (arena_free() of a value that is not
  * the most recent, an adapter's free, the old place of a value that
- * arena_realloc() moved) becomes a free block, and the reusing allocations
+ * arena_realloc() moved) becomes a free block.  The reusing allocations
  * (the adapters, arena_alloc_reuse(), a moving arena_realloc()) take free
- * blocks before they bump: the memory of a client that frees then follows
+ * blocks before they bump.  So the memory of a client that frees follows
  * what it holds, not everything it ever allocated.  arena_alloc() never looks
  * here, so its inline path stays what it was.
  *
@@ -17,15 +17,20 @@
  * a LIFO list threaded through the blocks themselves, and a bitmap says
  * which lists hold a block.
  *
- * Fit.  A request of `need` bytes takes, in this order: the head of the
- * smallest class whose every block holds it (exact, with no search: a
- * reusing call places a large value in a whole class, arena__class_round(),
- * so that the block it gives back fits the next value of that class); the
- * first of FIT_SCAN blocks of the class below that holds it (the exact
- * sizes of bare values given back); else the head of the smallest larger
- * class that holds a block, which the caller splits, filing the rest as a
- * block of its own when it can hold one (arena.c: file_rest()), or, where
- * the caller asks a tight fit, files again (arena.c: take_fitting()).
+ * Fit.  A request of `need` bytes takes the first of:
+ *
+ *   1. the head of the smallest class whose every block holds it, exact and
+ *      with no search (a reusing call places a large value in a whole
+ *      class, arena__class_round(), so that the block it gives back fits
+ *      the next value of that class);
+ *   2. the first of FIT_SCAN blocks of the class below that holds it (the
+ *      exact sizes of bare values given back);
+ *   3. the head of the smallest larger class that holds a block.  The
+ *      caller splits it, and files the rest as a block of its own when it
+ *      can hold one (arena_free.inc.c: file_rest()).  Where the caller asks
+ *      a tight fit, it files the block again instead (arena_free.inc.c:
+ *      take_fitting()).
+ *
  * Small values seldom come here: once their class has pages (pages.c),
  * they take its page blocks, and a page that empties goes back to these
  * lists whole.
@@ -34,14 +39,14 @@
  * appends, its older copies freed later) asks for each size once, so the
  * blocks it leaves fit no later request of their class.  Where a reusing
  * call finds no block, the lists are merged (arena__reuse_merge()) and
- * searched again: their blocks are gathered into an array (or, past
- * MERGE_SPANS, a list), sorted by address, and blocks that lie side by
- * side in one chunk become one, filed again by its length, chunk by chunk
- * in the index's order (so what the lists hand out next never depends on
- * where the backing put the chunks: a run is repeatable, and a failure
- * sweep meets the same calls).  Pages whose every block is free
- * are recycled first (recycle(): their headers erased, each filed as a
- * block of ARENA__PAGE bytes), so that they join their neighbours.  An
+ * searched again.  Their blocks are gathered into an array (or, past
+ * MERGE_SPANS, a list) and sorted by address.  Blocks that lie side by side
+ * in one chunk become one, filed again by its length, chunk by chunk in the
+ * index's order.  So what the lists hand out next never depends on where
+ * the backing put the chunks: a run is repeatable, and a failure sweep
+ * meets the same calls.  Pages whose every block is free are recycled
+ * first (recycle(): their headers erased, each filed as a block of
+ * ARENA__PAGE bytes), so that they join their neighbours.  An
  * arena with more than MERGE_CHUNKS chunks in use does not merge.  Side by
  * side: touching in a plain build; in an instrumented one, apart by less
  * than arena__reuse_gap() (the padding before an aligned header, and the
@@ -429,7 +434,7 @@ static char *raw_sort(char *list)
 /* The node of a block merged into the one before it becomes free bytes like
  * the rest: clobbered in the checked build (whose walks verify a free
  * block's bytes after its node), and a node still elsewhere, so that a free
- * of the value that was there again decodes as one (hooks.c). */
+ * of the value that was there again decodes as one (current.c). */
 ARENA__NO_ASAN static void node_absorbed(char *s, size_t len)
 {
     if (ARENA_CHECKED) {
@@ -517,19 +522,18 @@ static size_t merge_chunk(arena *a, struct arena__reuse *t, char *list, uintptr_
  * batch ends: values that move to other sizes (a phase of small values,
  * then large ones; a value grown by appends through every class) would
  * leave such pages behind, and a class's list, last in first out across
- * its pages, keeps values spread over all of them.  Before a merge, each
+ * its pages, keeps values spread over all of them.  So before a merge each
  * class's list is ordered by page, the pages with the fewest free blocks
- * first, so that the next values fill those and the others drain; and
- * every page whose blocks are all on the list (but the class's current
- * page, part of which was never handed out) leaves the list and the chain
- * of live page headers, its header is erased, and it is filed as a free
- * block, which the merge joins to its neighbours, as are the pages of the
- * current region not carved yet.  A class's blocks are
- * counted per page in a small table, at most RECYCLE_SLOTS pages a merge
- * (blocks of further pages keep their place, after the others); the order
- * among pages of the same count is the list's, so that a run is
- * repeatable.  Pages of 8-byte blocks (their free bits live in the page)
- * are left as they are. */
+ * first: the next values fill those, and the others drain.  Every page
+ * whose blocks are all on the list leaves the list and the chain of live
+ * page headers, but for the class's current page, part of which was never
+ * handed out.  Its header is erased, and it is filed as a free block, which
+ * the merge joins to its neighbours; so are the pages of the current
+ * region not carved yet.  A class's blocks are counted per page in a small
+ * table, at most RECYCLE_SLOTS pages a merge; blocks of further pages keep
+ * their place, after the others.  The order among pages of the same count
+ * is the list's, so that a run is repeatable.  Pages of 8-byte blocks
+ * (their free bits live in the page) are left as they are. */
 #define RECYCLE_SLOTS 64
 
 struct page_count {
@@ -581,27 +585,17 @@ static int by_count(const void *x, const void *y)
     return p->seen < q->seen ? -1 : p->seen > q->seen;
 }
 
-/* Orders class `c`'s list as above and takes its pages whose blocks are all
- * free off it; returns how many it put in `out` (at most `room`). */
-static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count *tab,
-                         struct page_count **order, char **out, size_t room)
+/* Chains each block of a page class's list, from `b` on (of `block` bytes,
+ * every node decoding), to its page's counter in `tab` (`*used` entries so
+ * far), in the list's order; returns the blocks of the pages the table had
+ * no room for, chained in that order too. */
+static char *chain_blocks(struct page_count *tab, size_t *used, char *b, size_t block)
 {
-    struct arena__page_class *k = &pg->cls[c];
-    size_t block = arena__page_block(c), cap = (ARENA__PAGE - arena__page_first(block)) / block;
-    uintptr_t carving = k->end ? ((uintptr_t)k->end - 1) & ~ARENA__PAGE_MASK : 0;
-    char *b, *next, *rest = NULL, *rest_tail = NULL, *head = NULL, *tail = NULL;
-    size_t used = 0, found = 0, i, j;
-    bool ok = true;
+    char *next, *rest = NULL, *rest_tail = NULL;
+    bool ok;
 
-    if (!k->free)
-        return 0;
-    for (b = k->free; b && ok; b = page_next(b, block, &ok))
-        (void)count_of(tab, &used, (uintptr_t)b & ~ARENA__PAGE_MASK);
-    if (!ok)
-        goto clear;
-    /* Each block to its page's chain (the table full: to the rest). */
-    for (b = k->free; b; b = next) {
-        struct page_count *pc = count_of(tab, &used, (uintptr_t)b & ~ARENA__PAGE_MASK);
+    for (; b; b = next) {
+        struct page_count *pc = count_of(tab, used, (uintptr_t)b & ~ARENA__PAGE_MASK);
         next = page_next(b, block, &ok);
         link_block(b, NULL);
         if (!pc) {
@@ -619,6 +613,42 @@ static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count 
         pc->tail = b;
         pc->n++;
     }
+    return rest;
+}
+
+/* The table as it was, for the next class: only its `used` entries are
+ * cleared. */
+static void clear_counts(struct page_count *tab, size_t used)
+{
+    size_t i;
+    for (i = 0; i < RECYCLE_SLOTS && used > 0; i++)
+        if (tab[i].page) {
+            memset(&tab[i], 0, sizeof tab[i]);
+            used--;
+        }
+}
+
+/* Orders class `c`'s list as above and takes its pages whose blocks are all
+ * free off it; returns how many it put in `out` (at most `room`). */
+static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count *tab,
+                         struct page_count **order, char **out, size_t room)
+{
+    struct arena__page_class *k = &pg->cls[c];
+    size_t block = arena__page_block(c), cap = (ARENA__PAGE - arena__page_first(block)) / block;
+    uintptr_t carving = k->end ? ((uintptr_t)k->end - 1) & ~ARENA__PAGE_MASK : 0;
+    char *b, *rest, *head = NULL, *tail = NULL;
+    size_t used = 0, found = 0, i, j;
+    bool ok = true;
+
+    if (!k->free)
+        return 0;
+    for (b = k->free; b && ok; b = page_next(b, block, &ok))
+        (void)count_of(tab, &used, (uintptr_t)b & ~ARENA__PAGE_MASK);
+    if (!ok) {
+        clear_counts(tab, used);
+        return 0;
+    }
+    rest = chain_blocks(tab, &used, k->free, block);
     for (i = j = 0; i < RECYCLE_SLOTS; i++)
         if (tab[i].page)
             order[j++] = &tab[i];
@@ -641,12 +671,7 @@ static size_t sort_class(struct arena__pages *pg, unsigned c, struct page_count 
     else
         head = rest;
     k->free = head;
-clear: /* the table as it was, for the next class: only its used entries */
-    for (i = 0; i < RECYCLE_SLOTS && used > 0; i++)
-        if (tab[i].page) {
-            memset(&tab[i], 0, sizeof tab[i]);
-            used--;
-        }
+    clear_counts(tab, used);
     return found;
 }
 
@@ -731,11 +756,11 @@ static bool recycle(arena *a, struct arena__reuse *t)
 }
 
 /* A merge gathers the blocks into an array on the stack where they fit
- * MERGE_SPANS, reading each once (its node), sorts the array by address,
- * and files each run of blocks that lie side by side in a chunk again as
- * one block, writing each block once (the run's node, or a node clobbered
- * where it joined the block before it): sorting in the array chases no
- * pointer through the blocks.  More blocks are linked into one list and
+ * MERGE_SPANS, reading each once (its node), and sorts the array by
+ * address.  It files each run of blocks that lie side by side in a chunk
+ * again as one block, writing each block once: the run's node, or a node
+ * clobbered where it joined the block before it.  Sorting in the array
+ * chases no pointer through the blocks.  More blocks are linked into one list and
  * sorted as a list (merge_lists()). */
 struct span {
     uintptr_t at;

@@ -12,7 +12,7 @@
 /* ---- Reuse (src/reuse.c) ------------------------------------------------------------ */
 
 /* Mixed into a free block's link (reuse.c) and into a block header's key
- * (hooks.c).  They differ by ARENA__FREED_OWNER, so that the header of a
+ * (current.c).  They differ by ARENA__FREED_OWNER, so that the header of a
  * block of the arena_cur_* family that a node overwrote decodes to that
  * owner, which no arena has (its low bits are set): a free of it again is
  * told from a foreign pointer. */
@@ -27,7 +27,7 @@ static inline size_t arena__reuse_min(void) { return arena__hdr() + 16; }
 /* The bytes between two free blocks that a merge joins across (reuse.c):
  * fewer than any value takes in an instrumented build, so they hold none,
  * only the padding before an aligned value and what a value's block kept
- * past its guard (arena.c: take_fitting()).  The checked build may leave a
+ * past its guard (arena_free.inc.c: take_fitting()).  The checked build may leave a
  * value of no bytes, its header and a granule of guard; the builds without
  * a header never do (a shrink to nothing gives the value back), and a value
  * there takes a granule and its guard, ARENA_ALIGN bytes, at least.  None
@@ -79,9 +79,9 @@ ARENA__HIDDEN void arena__reuse_release(arena *a);
 
 /* ---- The table of lists (reuse.c), and the adapters' fast path -------------------------
  *
- * Here rather than in reuse.c so that the adapters (hooks.c) take and give
- * back a block inline, with no call: a Lua state or a realloc loop calls
- * them for every value it makes and drops. */
+ * Here rather than in reuse.c so that the adapters (hooks.c, current.c,
+ * adapters.h) take and give back a block inline, with no call: a Lua state
+ * or a realloc loop calls them for every value it makes and drops. */
 
 /* Classes: 15 of 16-byte steps (16..240), then eight per doubling from 256
  * to 2^36. */
@@ -111,7 +111,7 @@ struct arena__reuse {
     size_t merged;                  /* blocks the last merge left filed */
     size_t page_frees;              /* page blocks given back since pages were last recycled */
     /* The reusing calls' values of each page class placed after a head, in
-     * every batch since the table was made (arena.c: PAGE_AFTER). */
+     * every batch since the table was made (arena_free.inc.c: PAGE_AFTER). */
     uint32_t placed[ARENA__PAGE_CLASSES];
     size_t page_kept; /* free page blocks the last recycling left listed */
     size_t nlog, caplog;
@@ -216,7 +216,7 @@ static inline struct arena__pages *arena__pages_live(const arena *a)
 /* The family's page state of `a`, the lists made valid first (NULL: the
  * arena keeps no table: a fixed-size arena, or its backing failed). */
 ARENA__HIDDEN struct arena__pages *arena__pages_of(arena *a);
-/* ---- Blocks after a head (arena.c: "Reuse within a batch") --------------------------- */
+/* ---- Blocks after a head (arena_free.inc.c) ------------------------------------------ */
 
 struct arena__head {
     uint64_t extent; /* from the head's start to the block's end */
@@ -268,12 +268,6 @@ static inline size_t arena__class_round(size_t n)
     return r >= n ? r : (size_t)arena__align_up(n, ARENA_ALIGN);
 }
 
-/* The chunk budget of `a` (arena.c keeps the same figure). */
-static inline size_t arena__budget_of(const arena *a)
-{
-    return arena__cold(a)->budget ? arena__cold(a)->budget : ARENA_DEFAULT_CHUNK;
-}
-
 /* A value of `n` (> ARENA__PAGE_BLOCK_MAX) bytes after a head in the block at
  * the head of its class's list when that block is exactly the class's size
  * (one a value of the class gave back), in a plain build whose lists are
@@ -291,12 +285,12 @@ static ARENA__ALWAYS_INLINE void *arena__headed_take(arena *a, size_t n)
 
     if (!arena__paging() ||
         (a->pending & (ARENA__PENDING_REUSE | ARENA__PENDING_OVER)) != ARENA__PENDING_REUSE ||
-        n > arena__budget_of(a))
+        n > arena__chunk_size(a))
         return NULL;
     need = arena__class_round(ARENA__HEAD + n);
     c = arena__class_of(need);
     t = arena__cold(a)->reuse;
-    if (need > arena__budget_of(a) || !(t->map[c / 64] >> (c % 64) & 1))
+    if (need > arena__chunk_size(a) || !(t->map[c / 64] >> (c % 64) & 1))
         return NULL;
     s = t->head[c];
     memcpy(&nd, s, sizeof nd);
@@ -437,7 +431,7 @@ static ARENA__ALWAYS_INLINE bool arena__small_give(arena *a, char *p, size_t n)
     return true;
 }
 
-/* A value of `n` bytes at ARENA_ALIGN for a reusing call (arena.c): in a
+/* A value of `n` bytes at ARENA_ALIGN for a reusing call (arena_free.inc.c): in a
  * plain build a block of a page (at most ARENA__PAGE_BLOCK_MAX bytes) or one
  * after a head, which the lists' free blocks serve first; in an
  * instrumented one a free block, else a new place.  The lists are made
@@ -451,7 +445,7 @@ ARENA__HIDDEN void *arena__reuse_alloc_as(arena *a, size_t n, bool pages);
  * build, lists open, arena under its limit); NULL when none holds it. */
 ARENA__HIDDEN void *arena__reuse_alloc_listed(arena *a, size_t n);
 
-/* The adapters' shrink (hooks.c): arena_realloc() to `new_size` (<
+/* The adapters' shrink (adapters.h): arena_realloc() to `new_size` (<
  * old_size), except that a value that is not the most recent moves to a
  * block of the new size, and its own goes back whole, so that no remainder
  * of an odd size is left to fragment the lists; in place, its tail given

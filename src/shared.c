@@ -11,13 +11,14 @@
  * the thread stores: each claim doubles what the thread has claimed in the
  * batch, and the first claim of a batch covers what it stored in its
  * previous one, up to a quarter of a chunk.  A thread that stores about as
- * much in each batch so claims once a batch.  (Claims are what sharing
+ * much in each batch so claims once a batch.  Claims are what sharing
  * costs: each takes the lock and the inner arena's fields from the core
- * that claimed last, so fewer claims scale better: docs/fast-path.md.)
- * Runs are carved out of the chunks of an ordinary arena (`inner`), which the
- * lock protects; a value that misses the thread's run and is larger than a
- * quarter of the smallest run goes to `inner` directly, under the lock, so
- * that a big value does not waste a run.
+ * that claimed last (docs/fast-path.md).
+ *
+ * Runs are carved out of the chunks of an ordinary arena (`inner`), which
+ * the lock protects.  A value that misses the thread's run and is larger
+ * than a quarter of the smallest run goes to `inner` directly, under the
+ * lock, so that a big value does not waste a run.
  *
  * A thread finds its run for an arena in a small direct-mapped table in
  * thread-local storage, tagged with the arena's generation: a number from a

@@ -419,7 +419,7 @@ static void test_no_page_faults_when_warm(void **state)
  * the checked build, and two granules of guard after an oversized one). */
 static size_t capacity(const arena *a, const struct arena__chunk *c)
 {
-    size_t chunk_size = arena__cold(a)->budget ? arena__cold(a)->budget : CHUNK, cap;
+    size_t chunk_size = arena__cold(a)->chunk_size ? arena__cold(a)->chunk_size : CHUNK, cap;
     if (c->base == a->buf || !(TEST_ASAN || ARENA_CHECKED || test_on_valgrind()))
         return c->cap;
     cap = c->cap - TEST_LEAD;

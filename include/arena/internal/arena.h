@@ -49,14 +49,8 @@ ARENA_API extern int arena__inline_ok;
 #  define ARENA__SCOPE_INLINE
 #endif
 
-/* The bit of `pending` that only a release must see: the library holds
- * something for the arena beyond its chunks (the reuse table, a record in
- * the registry), which the inline release would leak.  The inline reset and
- * rewind ignore it; the other bits stop them too (src/internal.h). */
-#define ARENA__PENDING_HOLDS 8u
-
 /* How many resets the inline path may make between two of the library's
- * calls (`spare` counts them down: see arena__reset_first()). */
+ * calls (`countdown` counts them down: see arena__reset_first()). */
 #define ARENA__INLINE_RESETS ((uint32_t)256)
 
 /* The inline arena_init_buffer() of a fixed-size arena: the fields the
@@ -84,7 +78,7 @@ static inline ARENA__SCOPE_INLINE void arena_init_buffer(arena *a, void *buf, si
             a->nchunks = 1;
             a->lazy = 1;
             a->pending = 0;
-            a->spare = ARENA__INLINE_RESETS + 1;
+            a->countdown = ARENA__INLINE_RESETS + 1;
             a->buf = base;
             a->first.base = base;
             a->first.cap = cap;
@@ -151,18 +145,18 @@ static inline void arena__empty_first(arena *a, char *base)
  * open on it (so nothing is instrumented, and the chunk is regular or the
  * caller's buffer): size 0, marks expired, the position back at the chunk's
  * start.  There is nothing for the retention policy to give back, but it
- * counts batches: `spare` counts this one down (the library, which sets it
- * to ARENA__INLINE_RESETS + 1, notes at its next call the batches counted
- * down, each of which used that chunk alone).  False when the arena is in
- * any other state (spares included), or when `spare` is 1 (no count left:
- * the library notes them first) or 0 (released inline: the library forgets
- * its history first), or when the arena holds free blocks to forget or
- * cleanups to run (`pending`), which the slow path handles. */
+ * counts batches: `countdown` counts this one down (the library, which
+ * sets it to ARENA__INLINE_RESETS + 1, notes at its next call the batches
+ * counted down, each of which used that chunk alone).  False when the arena
+ * is in any other state (spares included), or when `countdown` is 1 (no
+ * count left: the library notes them first) or 0 (released inline: the
+ * library forgets its history first), or when the arena holds free blocks
+ * to forget or cleanups to run (`pending`), which the slow path handles. */
 static inline bool arena__reset_first(arena *a)
 {
-    if (!a->ptr || a->nchunks != 1 || (a->pending & ~ARENA__PENDING_HOLDS) || a->spare <= 1)
+    if (!a->ptr || a->nchunks != 1 || (a->pending & ~ARENA__PENDING_HOLDS) || a->countdown <= 1)
         return false;
-    a->spare--;
+    a->countdown--;
     arena__empty_first(a, a->chunks[0].base);
     return true;
 }
@@ -184,10 +178,10 @@ static inline ARENA__SCOPE_INLINE void arena_release(arena *a)
         /* The buffer alone, the window open on it, nothing `pending` (no
          * cleanups to run, no free blocks to forget, nothing the library
          * holds beyond the buffer): a release is a reset
-         * that forgets the retention policy's history, which `spare` 0
+         * that forgets the retention policy's history, which `countdown` 0
          * tells the library (the batches counted down since its last call
          * are forgotten with the rest). */
-        a->spare = 0;
+        a->countdown = 0;
         arena__empty_first(a, a->first.base);
         return;
     }

@@ -43,7 +43,7 @@ typedef union arena__cold_space {
  * arena_retained() and the like report them); those before `cold` are
  * visible because the inline functions use them: ptr, end, size and counted on
  * every allocation, chunks and cur for refs, pos, cur, nused and saves for
- * marks, nchunks, buf, first, expired and spare for the one-chunk reset
+ * marks, nchunks, buf, first, expired and countdown for the one-chunk reset
  * and release, high and peak for the peaks of arena_size() that the inline
  * rewind and reset must not lose, and all of these and lazy for the inline
  * arena_init_buffer().
@@ -72,9 +72,9 @@ struct arena {
     uint32_t lazy;               /* nonzero: `cold` is not written yet (the inline
                                     arena_init_buffer() leaves it to the library) */
     uint32_t pending;            /* nonzero: the library holds state that a reset,
-                                    rewind or release must see (blocks given back for
-                                    reuse, cleanups), so the inline ones call it */
-    uint32_t spare;              /* 1 + the resets the inline path may still make
+                                    rewind or release must see, so the inline ones
+                                    call it (ARENA__PENDING_*, below) */
+    uint32_t countdown;          /* 1 + the resets the inline path may still make
                                     before the library's next call; 0: released
                                     inline (see arena__reset_first()) */
     char *buf;                   /* the caller's first chunk, or NULL */
@@ -89,5 +89,28 @@ struct arena {
                                     a release folds the batch's in) */
     arena__cold_space cold;      /* the library's: private */
 };
+
+/*
+ * Bits of `pending`: state of the library's that the end of a batch or of a
+ * scope must see.  While any bit is set, the inline release calls the
+ * library; while any bit but HOLDS is set, the inline reset and rewind do.
+ *
+ *   REUSE    the lists of free blocks are valid (src/reuse.c);
+ *   CLEANUP  cleanups are registered, or running (src/cleanup.c);
+ *   OVER     the arena holds more than its limit (arena_set_limit()): its
+ *            window stays closed and the library refuses allocations until
+ *            it is under the limit again;
+ *   HOLDS    the library holds something for the arena beyond its chunks
+ *            (the reuse table, a record in the registry), which the inline
+ *            release would leak;
+ *   GUARD    the batch in progress is guarded, or every batch is
+ *            (src/guard.c), so that its end comes to the library, which
+ *            makes its pages inaccessible.
+ */
+#define ARENA__PENDING_REUSE   1u
+#define ARENA__PENDING_CLEANUP 2u
+#define ARENA__PENDING_OVER    4u
+#define ARENA__PENDING_HOLDS   8u
+#define ARENA__PENDING_GUARD   16u
 
 #endif /* ARENA_INTERNAL_TYPES_H */

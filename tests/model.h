@@ -17,7 +17,7 @@
  *     rewinds keep every chunk), and a reset never increases it;
  *   - a value goes to the current chunk when it fits, else to a chunk of
  *     its own when its size, plus the padding its alignment may need beyond
- *     ARENA_ALIGN, exceeds the budget, else to a regular chunk that becomes
+ *     ARENA_ALIGN, exceeds the chunk size, else to a regular chunk that becomes
  *     the current one (so the model knows which value grow may extend in
  *     place, with no positions, padding or guard bytes);
  *   - a failed call returns NULL (or the empty ref) only when the backing
@@ -94,7 +94,8 @@ typedef struct mmark {
     bool tail_known, tail_clean;
     size_t tail_stored, tail_size;
     bool tail_has_nul;
-    uint64_t pushes; /* cleanups pushed before it */
+    bool tail_shrank; /* a rewind to it found the tail shrunk below tail_stored */
+    uint64_t pushes;  /* cleanups pushed before it */
 } mmark;
 
 #define MODEL_MAX_MARKS 8
@@ -155,7 +156,7 @@ typedef struct model {
     arena *a;  /* the arena under test */
     arena own; /* its storage, where the caller has none of its own */
     test_backing *tb;
-    size_t budget; /* uniform chunk capacity */
+    size_t chunk_size; /* uniform chunk capacity */
     size_t base;   /* retained capacity of the caller's buffer */
     mval *vals;
     size_t nvals, capvals;
@@ -278,14 +279,14 @@ static size_t model_below(model *m, size_t n)
 }
 
 /* Starts a model over `a`, already initialised by the caller (uniform chunks
- * of `budget`, a caller's buffer of `base` bytes).  Flags are off. */
-static void model_start(model *m, arena *a, uint64_t seed, size_t budget, size_t base)
+ * of `chunk_size`, a caller's buffer of `base` bytes).  Flags are off. */
+static void model_start(model *m, arena *a, uint64_t seed, size_t chunk_size, size_t base)
 {
-    TEST_CHECK(budget <= 65536); /* model_scratch holds the largest value */
+    TEST_CHECK(chunk_size <= 65536); /* model_scratch holds the largest value */
     m->a = a;
     m->seed = seed;
     m->rng = seed * 0x9E3779B97F4A7C15ull + 1;
-    m->budget = budget;
+    m->chunk_size = chunk_size;
     m->base = base;
     m->nvals = 0;
     m->nmarks = m->ndead = m->nstale = m->rewinds = 0;
@@ -441,14 +442,14 @@ static mval *model_add(model *m, unsigned char *p, arena_ref ref, bool is_ref, s
 {
     mval *v;
     /* A chunk of its own (by the rule at the top) when it exceeds the
-     * budget; but it may still fit the current chunk, which may be a kept
-     * chunk of up to twice the budget (or a fuzzer's buffer), so the tail is
+     * chunk size; but it may still fit the current chunk, which may be a kept
+     * chunk of up to twice the chunk size (or a fuzzer's buffer), so the tail is
      * then unknown, and `over` counts only the suites' values beyond twice
-     * the budget.  (A suite's value between half the budget and the budget,
+     * the chunk size.  (A suite's value between half the chunk size and the chunk size,
      * a grown one, goes to a regular chunk as any other.) */
     size_t need = stored + over_align(align);
-    bool oversized = need > m->budget;
-    bool counted = !m->in && need / 2 > m->budget;
+    bool oversized = need > m->chunk_size;
+    bool counted = !m->in && need / 2 > m->chunk_size;
     if (m->nvals == m->capvals) {
         mval *grown = (mval *)realloc(m->vals, 2 * m->capvals * sizeof *m->vals);
         TEST_CHECK(grown != NULL);
@@ -560,12 +561,12 @@ static void model_bury(model *m, arena_mark mk, bool always)
 
 /* ---- Choosing sizes ------------------------------------------------------------- */
 
-/* Drawn from a fuzzer's input: mostly small, some around the budget (on
+/* Drawn from a fuzzer's input: mostly small, some around the chunk size (on
  * either side of the uniform/oversized boundary), some oversized: up to three
- * chunks, or 4 KiB past the budget (large chunks cost time, not coverage). */
+ * chunks, or 4 KiB past the chunk size (large chunks cost time, not coverage). */
 static size_t model_input_size(model *m, bool big)
 {
-    size_t b = m->budget;
+    size_t b = m->chunk_size;
     switch (model_below(m, 8)) {
     case 0:
     case 1:
@@ -592,8 +593,8 @@ static size_t model_size(model *m, unsigned big_odds)
     if (m->in)
         return model_input_size(m, big_odds != 0);
     if (big_odds && model_below(m, (size_t)big_odds * (m->big_rarity ? m->big_rarity : 1)) == 0)
-        return 2 * m->budget + 1 + model_below(m, m->budget);
-    return 1 + model_below(m, m->budget / 4 - 64);
+        return 2 * m->chunk_size + 1 + model_below(m, m->chunk_size);
+    return 1 + model_below(m, m->chunk_size / 4 - 64);
 }
 
 static size_t model_small_align(model *m)
@@ -640,7 +641,7 @@ static void model_failed(model *m, const model_before *b, bool always)
 static void model_op_alloc(model *m, model_before *b)
 {
     size_t size = model_size(m, 8);
-    size_t align = m->in ? model_any_align(m) : size > m->budget ? 16 : model_small_align(m);
+    size_t align = m->in ? model_any_align(m) : size > m->chunk_size ? 16 : model_small_align(m);
     uint64_t id = m->next_id++;
     unsigned char *p;
     unsigned kind = (unsigned)model_below(m, 4);
@@ -711,7 +712,7 @@ static void model_op_copy(model *m, model_before *b)
 {
     size_t size = model_size(m, 10);
     size_t align = m->in              ? model_any_align(m)
-                   : size > m->budget ? (size_t)1 << model_below(m, 5)
+                   : size > m->chunk_size ? (size_t)1 << model_below(m, 5)
                                       : model_small_align(m);
     uint64_t id = m->next_id++;
     unsigned char *p;
@@ -761,7 +762,7 @@ static void model_op_ref(model *m, model_before *b)
     bool str = model_below(m, 2) == 0;
     size_t align = str                ? 1
                    : m->in            ? model_any_align(m)
-                   : size > m->budget ? 16
+                   : size > m->chunk_size ? 16
                                       : model_small_align(m);
     arena_ref r;
 
@@ -904,10 +905,10 @@ static void model_op_limit(model *m)
     case 0: limit = 0; break;
     case 1: limit = held - model_below(m, held + 1); break;
     case 2:
-    case 3: limit = held + model_below(m, 2 * m->budget + 512); break;
+    case 3: limit = held + model_below(m, 2 * m->chunk_size + 512); break;
     case 4:
         m->op = "trim";
-        arena_trim(m->a, model_below(m, 2) ? 0 : model_below(m, 4 * m->budget));
+        arena_trim(m->a, model_below(m, 2) ? 0 : model_below(m, 4 * m->chunk_size));
         MCHECK(m, arena_retained(m->a) <= retained);
         MCHECK(m, arena_size(m->a) == m->size);
         m->dropped = true;
@@ -1155,18 +1156,18 @@ static size_t model_grow_size(model *m, size_t old)
         switch (model_below(m, 4)) {
         case 0: return model_below(m, old + 1);
         case 1: want = old + 1 + model_below(m, 64); break;
-        case 2: want = old + 1 + model_below(m, m->budget); break;
+        case 2: want = old + 1 + model_below(m, m->chunk_size); break;
         default: want = model_input_size(m, true); break;
         }
-        return want <= 3 * m->budget ? want : old;
+        return want <= 3 * m->chunk_size ? want : old;
     }
     r = model_below(m, 100);
-    if (r < 52 && old > m->budget / 2)
-        want = old + 1 + model_below(m, m->budget / 4);
-    else if (r < 45 && old < m->budget / 4)
-        want = old + 1 + model_below(m, m->budget / 4 - 64);
+    if (r < 52 && old > m->chunk_size / 2)
+        want = old + 1 + model_below(m, m->chunk_size / 4);
+    else if (r < 45 && old < m->chunk_size / 4)
+        want = old + 1 + model_below(m, m->chunk_size / 4 - 64);
     else if (r < 52)
-        want = 2 * m->budget + model_below(m, m->budget);
+        want = 2 * m->chunk_size + model_below(m, m->chunk_size);
     else if (r < 92)
         want = model_below(m, old + 1);
     else
@@ -1242,10 +1243,15 @@ static void model_op_grow(model *m, model_before *b)
         return;
     }
     MCHECK(m, pattern_mismatch(q, v->size, v->id) == v->size);
-    /* A value of no bytes was given back: grown, it may be placed anew in
-     * a free block that starts where it is, after the marks, which a rewind
-     * to one of them expires (it is then a new value here too). */
-    if (q == p && (is_tail || !(m->reusable && old == 0))) {
+    /* A value of no bytes was given back: grown, it may be placed anew
+     * where it is (in a free block that starts there, or at the position,
+     * when a rewind brought the position back to it), after the marks,
+     * which a rewind to one of them expires: it is then a new value here
+     * too.  A value placed anew is aligned: at a lesser alignment it grew
+     * in place.  Where it grew in place, taking it for a new one checks
+     * less (a rewind cuts it back to what it held at the mark, which the
+     * model then no longer reads), never wrongly. */
+    if (q == p && (is_tail || old != 0 || !is_aligned(p, ARENA_ALIGN))) {
         /* In place: only the most recent value may grow there. */
         MCHECK(m, !certain || is_tail);
         model_learn_tail(m, (size_t)i);
@@ -1295,6 +1301,7 @@ static long model_push_mark(model *m, arena_mark mk)
     k->tail = m->tail;
     k->tail_known = m->tail_known;
     k->tail_clean = m->tail_clean;
+    k->tail_shrank = false;
     k->pushes = m->pushes;
     if (m->tail >= 0) {
         k->tail_stored = m->vals[m->tail].stored;
@@ -1361,7 +1368,7 @@ static void model_rewound(model *m, size_t j)
      * mark's: values stored since may lie in the bytes it gave back, which
      * the rewind leaves behind the position, not expired (a checked build
      * still resolves their refs). */
-    bool behind = k->tail >= 0 && m->vals[k->tail].stored < k->tail_stored;
+    bool behind = k->tail >= 0 && (m->vals[k->tail].stored < k->tail_stored || k->tail_shrank);
 
     m->rewinds++;
     for (i = j + 1; i < m->nmarks && MODEL_UNORDERED_ENDS; i++)
@@ -1372,17 +1379,24 @@ static void model_rewound(model *m, size_t j)
     m->size = k->size;
     m->over = k->over;
     m->tail = k->tail;
-    m->tail_known = k->tail_known;
+    m->tail_known = k->tail_known && !k->tail_shrank;
     m->tail_clean = k->tail_clean;
     if (m->tail >= 0) {
         /* Bytes the tail grew by in place since the save are forgotten.
          * Bytes it gave back by shrinking stay given back (they may hold
-         * values stored since), so the position is no longer at its end. */
+         * values stored since), so the position is no longer at its end.
+         * The shrink is for good: a later rewind to this mark cuts the
+         * value back to the shrunk size, which the tools saw last. */
         mval *v = &m->vals[m->tail];
-        if (v->stored < k->tail_stored)
+        if (v->stored < k->tail_stored) {
             m->tail_known = false;
-        else
+            k->tail_shrank = true;
+            k->tail_stored = v->stored;
+            if (k->tail_size > v->size)
+                k->tail_size = v->size;
+        } else {
             v->stored = k->tail_stored;
+        }
         v->has_nul = k->tail_has_nul && v->has_nul && v->size >= k->tail_size;
         if (v->size > k->tail_size)
             v->size = k->tail_size;
@@ -1457,7 +1471,7 @@ static void model_op_reset(model *m)
     model_check_values(m);
     if (m->limits && model_below(m, 4) == 0) {
         m->op = "reset_to";
-        keep = model_below(m, 2) ? 0 : model_below(m, 4 * m->budget);
+        keep = model_below(m, 2) ? 0 : model_below(m, 4 * m->chunk_size);
     }
     model_run_begin(m, 0);
     if (keep == SIZE_MAX)

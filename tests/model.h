@@ -157,7 +157,7 @@ typedef struct model {
     arena own; /* its storage, where the caller has none of its own */
     test_backing *tb;
     size_t chunk_size; /* uniform chunk capacity */
-    size_t base;   /* retained capacity of the caller's buffer */
+    size_t base;       /* retained capacity of the caller's buffer */
     mval *vals;
     size_t nvals, capvals;
     mmark marks[MODEL_MAX_MARKS];
@@ -711,9 +711,9 @@ static void model_op_zeroed(model *m, model_before *b)
 static void model_op_copy(model *m, model_before *b)
 {
     size_t size = model_size(m, 10);
-    size_t align = m->in              ? model_any_align(m)
+    size_t align = m->in                  ? model_any_align(m)
                    : size > m->chunk_size ? (size_t)1 << model_below(m, 5)
-                                      : model_small_align(m);
+                                          : model_small_align(m);
     uint64_t id = m->next_id++;
     unsigned char *p;
 
@@ -760,10 +760,10 @@ static void model_op_ref(model *m, model_before *b)
     size_t size = model_size(m, 10);
     uint64_t id = m->next_id++;
     bool str = model_below(m, 2) == 0;
-    size_t align = str                ? 1
-                   : m->in            ? model_any_align(m)
+    size_t align = str                    ? 1
+                   : m->in                ? model_any_align(m)
                    : size > m->chunk_size ? 16
-                                      : model_small_align(m);
+                                          : model_small_align(m);
     arena_ref r;
 
     m->op = str ? "ref_strndup" : "ref_copy";

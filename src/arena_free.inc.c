@@ -801,6 +801,18 @@ void *arena__realloc_as(arena *a, void *ptr, size_t old_size, size_t new_size, u
         return NULL;
     if (!p)
         return arena__alloc_slow(a, new_size, ARENA_ALIGN);
+    if (old_size == 0) {
+        /* A value of no bytes holds nothing: its shrink to nothing gave its
+         * block back, where another value may lie now, and its head with
+         * it.  Grown, it is a new value; it gives back nothing. */
+        if (new_size == 0)
+            return p;
+        if (lazy_full(a, new_size, ARENA_ALIGN))
+            return NULL;
+        catch_up(a);
+        return how & ARENA__RESIZE_NO_PAGES ? arena__reuse_alloc_as(a, new_size, false)
+                                            : arena_alloc_reuse(a, new_size);
+    }
     if (h.kind != HELD_BARE) {
         catch_up(a);
         return resize_held(a, p, &h, old_size, new_size, how);

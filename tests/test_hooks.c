@@ -1458,6 +1458,43 @@ out:
 /* arena_current_begin()/arena_current_end() and ARENA_CURRENT_SCOPE restore
  * the previous current arena on every path out, nested and early returns
  * included. */
+/* A value shrunk to nothing gave its block back, and another value took
+ * part of that memory: the value's growth from nothing is a new value, and
+ * gives back nothing of what its old place holds now.  It gave back the head
+ * before it, inside the other value, which the lists then overwrote. */
+static void grow_from_nothing_gives_back_nothing(void **state)
+{
+    arena a;
+    unsigned char *v, *c1, *c2, *w;
+    (void)state;
+
+    arena_init(&a, 4096);
+    arena_set_current(&a);
+    v = (unsigned char *)arena_hook_alloc(&a, 224);
+    assert_non_null(v);
+    assert_ptr_equal(arena_hook_realloc(&a, v, 224, 0), v); /* given back */
+    c1 = (unsigned char *)arena_cur_malloc(1);
+    assert_non_null(c1);
+    w = (unsigned char *)arena_hook_realloc(&a, v, 0, 30);
+    assert_non_null(w);
+    assert_ptr_equal(arena_hook_realloc(&a, w, 30, 0), w);
+    arena_cur_free(c1);
+    c2 = (unsigned char *)arena_cur_malloc(46);
+    assert_non_null(c2);
+    memset(c2, 0xC2, 46);
+    v = (unsigned char *)arena_hook_realloc(&a, w, 0, 30);
+    assert_non_null(v);
+    memset(v, 0xA3, 30);
+    assert_true(v + 30 <= c2 || v >= c2 + 46);
+    for (int i = 0; i < 46; i++)
+        assert_int_equal(c2[i], 0xC2);
+    for (int i = 0; i < 30; i++)
+        assert_int_equal(v[i], 0xA3);
+    arena_cur_free(c2);
+    arena_set_current(NULL);
+    arena_release(&a);
+}
+
 static void current_scope(void **state)
 {
     arena a = {0}, b = {0};
@@ -1535,6 +1572,7 @@ int main(void)
         cmocka_unit_test_teardown(cur_page_corruption, teardown_current),
 #endif
         cmocka_unit_test_teardown(family_failure_sweep, teardown_current),
+        cmocka_unit_test_teardown(grow_from_nothing_gives_back_nothing, teardown_current),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

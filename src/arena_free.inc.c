@@ -324,8 +324,8 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
  * where arena__small_take() found no block of its page class at once;
  * NULL on failure.  Until the class has had PAGE_AFTER values, the value
  * goes after a head, in a free block of the lists, else placed anew.  Then
- * it takes the first of: a block of a page carved for it from memory given
- * back, a place after a head in a free block, a block of a page of new
+ * it takes the first of: a place after a head in a free block, a block of a
+ * page carved for it from memory given back, a block of a page of new
  * memory, a bare place. */
 static void *place_small(arena *a, size_t n)
 {
@@ -344,15 +344,17 @@ static void *place_small(arena *a, size_t n)
         return p;
     }
     /* Pages whose blocks are all free are recycled before one is carved:
-     * a page from memory given back, else a free block, before a page of
-     * new memory. */
+     * a free block of the lists first, then a page carved from memory given
+     * back, before a page of new memory.  Pages carved first from what the
+     * lists hold split the large blocks that large values given back left,
+     * and the next large value takes new memory. */
     if (pg->cls[c].next == pg->cls[c].end)
         arena__pages_tidy(a);
+    if ((p = place_headed(a, n, true)) != NULL)
+        return p;
     while (arena__page_refill(a, pg, c, false, "arena_alloc_reuse"))
         if ((p = arena__small_take(a, n)) != NULL)
             return p;
-    if ((p = place_headed(a, n, true)) != NULL)
-        return p;
     while (arena__page_refill(a, pg, c, true, "arena_alloc_reuse"))
         if ((p = arena__small_take(a, n)) != NULL)
             return p;

@@ -132,6 +132,12 @@ ARENA__HIDDEN void *arena__back_alloc(const arena_allocator *b, size_t n);
 /* Gives `p` of `n` bytes back to where arena__back_alloc() took it. */
 ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n);
 
+/* Where a block of the C library's heap of ARENA__HUGE bytes or more is a
+ * mapping of its own, aligned and advised for transparent huge pages
+ * (backing.c): read once, the same for the process's life. */
+#define ARENA__HUGE ((size_t)2 << 20)
+ARENA__HIDDEN bool arena__huge_pages(void);
+
 /* The C library's heap (the backing of an arena without an allocator). */
 #define ARENA__HEAP (&(const arena_allocator){NULL, NULL, NULL})
 

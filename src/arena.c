@@ -453,34 +453,21 @@ static void sync(arena *a)
 /* Decides whether the batch beginning now is guarded: every batch of an
  * arena that asked (ARENA__GUARD_ON), else, while the process samples,
  * one drawn for an arena on the C heap.  An unguarded batch of a sampled
- * arena lets the inline resets count down only the unguarded batches
- * before the next drawn one (`cut`), so that the library sees it begin; a
+ * arena lets the inline resets count down only the batches before the next
+ * decision (`cut`: src/guard.c), so that the library sees it begin; a
  * guarded one, or every batch of an arena that asked, has its ends come to
  * the library (ARENA__PENDING_GUARD).  Requires no chunk in use and sync()
  * in this call (`spare` is full). */
 static void guard_begin(arena *a)
 {
     struct arena__guard_state *g = &arena__cold(a)->guard;
-    unsigned long every = 0;
     bool on = (g->flags & ARENA__GUARD_ON) != 0;
 
-    g->flags = (g->flags & (ARENA__GUARD_ON | ARENA__GUARD_DRAWN)) | ARENA__GUARD_DECIDED;
+    g->flags = (g->flags & ARENA__GUARD_ON) | ARENA__GUARD_DECIDED;
     g->cut = 0;
     g->keep = NULL;
-    if (!on && !a->buf && !arena__cold(a)->backing.alloc)
-        every = arena__guard_every();
-    if (every) {
-        if (!(g->flags & ARENA__GUARD_DRAWN)) {
-            g->flags |= ARENA__GUARD_DRAWN;
-            g->gap = arena__guard_gap(every);
-        }
-        if (g->gap == 0) {
-            on = true;
-            g->gap = arena__guard_gap(every);
-        } else if (--g->gap < ARENA__INLINE_RESETS) {
-            g->cut = ARENA__INLINE_RESETS - (uint32_t)g->gap;
-        }
-    }
+    if (!on && !a->buf && !arena__cold(a)->backing.alloc && arena__guard_every())
+        on = arena__guard_draw(g);
     if (on && arena__guard_page()) {
         g->flags |= ARENA__GUARD_NOW;
         arena__guard_began();

@@ -496,6 +496,39 @@ static void guard_end(arena *a, bool next)
     }
 }
 
+/* A scratch scope begins on `a` while the process samples.  A scope begun
+ * on a scratch arena that stores nothing is a batch of its own, and the
+ * library sees its end only where it rewinds to nothing (a scope begun with
+ * no chunk current, or guarded), which decides the next batch; the end of
+ * one begun with the chunk kept current is the inline rewind.  So the batch
+ * beginning now, where no batch ended in the library since the last scope
+ * began (`scope`), is counted here, and where the countdown ends, decided as
+ * a rewind to nothing decides one (which keeps the chunk current unless the
+ * batch is guarded). */
+void arena__scratch_batch(arena *a)
+{
+    struct arena__guard_state *g = &arena__cold(a)->guard;
+    arena_mark m = {NULL, 0, 0, 0, 0};
+    const char *pos = a->ptr ? a->ptr : a->pos;
+
+    if (a->lazy || a->nused != 1 || a->cur != 0 || pos != a->chunks[0].base || arena_size(a) != 0 ||
+        (a->pending & ARENA__PENDING_GUARD))
+        return;
+    if (g->scope != (uint32_t)g->ended) {
+        g->scope = (uint32_t)g->ended; /* decided as the last batch ended */
+        return;
+    }
+    if (arena__guard_pass(g)) {
+        g->ended++;
+        if (g->id)
+            arena__guard_tick(g->id, g->clock, g->ended);
+    } else {
+        m.serial = ++a->saves;
+        (void)arena__rewind(a, m);
+    }
+    g->scope = (uint32_t)g->ended;
+}
+
 /* Makes chunk `i` current with its position at `pos`. */
 static void enter_chunk(arena *a, uint32_t i, char *pos)
 {

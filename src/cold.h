@@ -88,6 +88,7 @@ struct arena__guard_state {
                        there, so no rewind retires below it; NULL: none */
     uint64_t look;  /* sampled by time: the clock at that look */
     uint32_t gen;   /* the sampling's setting that `gap` was drawn under */
+    uint32_t scope; /* `ended` as the last sampled scratch scope began */
 };
 
 /* Instrumented builds: what a rewind needs to cut a value grown in place

@@ -615,6 +615,14 @@ static bool draw_timed(struct arena__guard_state *g, uint64_t ns, bool fresh)
     return on;
 }
 
+bool arena__guard_pass(struct arena__guard_state *g)
+{
+    if (g->gap == 0 || g->gen != atomic_load_explicit(&generation, memory_order_relaxed))
+        return false;
+    g->gap--;
+    return true;
+}
+
 bool arena__guard_draw(struct arena__guard_state *g)
 {
     unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);

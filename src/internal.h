@@ -250,6 +250,12 @@ ARENA__HIDDEN unsigned long arena__guard_every(void);
  * moves its countdown on, and sets `cut` for an unguarded one.  Requires
  * sampling on (arena__guard_every()). */
 ARENA__HIDDEN bool arena__guard_draw(struct arena__guard_state *g);
+/* True when the sampled batch of `g`'s arena that begins now is one of
+ * its countdown's, which it moves on: no decision (no change to the
+ * setting since the last one, and the countdown not at its end). */
+ARENA__HIDDEN bool arena__guard_pass(struct arena__guard_state *g);
+/* A scratch scope begins on `a` while the process samples (src/arena.c). */
+ARENA__HIDDEN void arena__scratch_batch(arena *a);
 /* A guarded batch began (the counter). */
 ARENA__HIDDEN void arena__guard_began(void);
 /* A new identity for an arena's records, and its clock's slot. */

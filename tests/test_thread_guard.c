@@ -64,8 +64,9 @@ static void assert_bounded(unsigned long long guarded, unsigned long long seen, 
                            uint64_t ns, uint64_t interval, const char *what)
 {
     unsigned long long most = ns / interval + 1, least = ns / (2 * interval);
-    print_message("%s: %llu guarded batches (%llu seen) in %.1f ms at %.0f ms (bounds %llu..%llu)\n",
-                  what, guarded, seen, (double)ns / 1e6, (double)interval / 1e6, least, most);
+    print_message(
+        "%s: %llu guarded batches (%llu seen) in %.1f ms at %.0f ms (bounds %llu..%llu)\n", what,
+        guarded, seen, (double)ns / 1e6, (double)interval / 1e6, least, most);
     assert_true(seen <= guarded && guarded - seen <= arenas);
     assert_true(guarded <= most);
     assert_true(guarded >= least);

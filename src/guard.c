@@ -46,9 +46,10 @@
  * with probability 1/N, and the draws cost a few instructions per sampled
  * batch (arena.c lets the inline resets run through the unguarded ones).
  * Sampling by time keeps the same countdown, of the batches before the
- * arena next looks at the clock: the first look after a batch at or past
- * `next_allowed` claims it with a compare-and-swap (so at most one batch per
- * interval in the process), and each look arms the countdown for the
+ * arena next looks at the clock: the first look at or past `next_allowed`,
+ * of any arena, claims the batch beginning then with a compare-and-swap (so
+ * at most one batch per interval in the process), and each look arms the
+ * countdown for the
  * batches that the arena ran, at its rate since its last look, in an eighth
  * of an interval (or the time left to it), at most twice the batches since
  * then: O(1) a look, a clock read per thousands of batches at high rates.

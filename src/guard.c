@@ -49,10 +49,10 @@
  * arena next looks at the clock: the first look at or past `next_allowed`,
  * of any arena, claims the batch beginning then with a compare-and-swap (so
  * at most one batch per interval in the process), and each look arms the
- * countdown for the
- * batches that the arena ran, at its rate since its last look, in an eighth
- * of an interval (or the time left to it), at most twice the batches since
- * then: O(1) a look, a clock read per thousands of batches at high rates.
+ * countdown for the batches that the arena runs, at its rate since its last
+ * look, in an eighth of an interval (or the time left to it), at most twice
+ * the batches since then: O(1) a look, a clock read per thousands of
+ * batches at high rates.
  */
 #if defined(_WIN32)
 #  define WIN32_LEAN_AND_MEAN

@@ -26,7 +26,7 @@ using benchmark::State;
 const char *const kCacheLabel = "libarena arena_cache (acquire, recycle)";
 
 const char *const kGuardLabel =
-    "libarena arena_cache, guard sampled by time (arena_guard_sample_interval, 100 ms)";
+    "libarena arena_cache, guard sampled by time (arena_guard_sample_interval, 1 s)";
 
 void zeroed_cache(State &st)
 {

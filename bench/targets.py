@@ -147,7 +147,7 @@ def targets(rows):
            "glibc", 5.0)
     for g in ("request/512/zeroed", "request/100/small"):
         x, base = ns(g + "/arena_cache_guard_interval"), ns(g + "/arena_cache")
-        target = "request: guard sampled by time (100 ms) within 1% of none"
+        target = "request: guard sampled by time (1 s) within 1% of none"
         if x is None or base is None:
             t.append((target, g, "arena_cache_guard_interval", None,
                       rows.error(g + "/arena_cache_guard_interval")))

@@ -46,9 +46,10 @@
  * with probability 1/N, and the draws cost a few instructions per sampled
  * batch (arena.c lets the inline resets run through the unguarded ones).
  * Sampling by time keeps the same countdown, of the batches before the
- * arena next looks at the clock: the first look at or past `next_allowed`,
- * of any arena, claims the batch beginning then with a compare-and-swap (so
- * at most one batch per interval in the process), and each look arms the
+ * arena next looks at the clock: the first look, of any arena, an interval
+ * or more after the last batch claimed (`claimed`), claims the batch
+ * beginning then with a compare-and-swap (so at most one batch per
+ * interval in the process), and each look arms the
  * countdown for the batches that the arena runs, at its rate since its last
  * look, in an eighth of an interval (or the time left to it), at most twice
  * the batches since then: O(1) a look, a clock read per thousands of
@@ -431,8 +432,8 @@ void arena_guard_set_quarantine(size_t n)
 static _Atomic unsigned long every;
 static _Atomic uint64_t interval; /* nanoseconds */
 static _Atomic unsigned generation = 1;
-static _Atomic uint64_t next_allowed; /* the clock before which no sampled batch begins */
-static _Atomic int every_read;        /* 0: ARENA_GUARD not read yet */
+static _Atomic uint64_t claimed; /* the clock at the last batch sampled by time; 0: none */
+static _Atomic int every_read;   /* 0: ARENA_GUARD not read yet */
 
 /* The units of an interval in ARENA_GUARD, in nanoseconds. */
 static const struct {
@@ -511,8 +512,6 @@ static void set_sampling(unsigned long n, uint64_t ns)
     settle();
     atomic_store(&every, n);
     atomic_store(&interval, ns);
-    /* The first decision under a new interval may guard at once. */
-    atomic_store(&next_allowed, 0);
     atomic_fetch_add(&generation, 1);
 }
 
@@ -594,24 +593,31 @@ static uint64_t clock_ns(void)
 #define CHECKS 8u
 
 /* Sampling by time, at a batch whose countdown ended: the batch is guarded
- * when the process's interval has passed (and this arena, of those that
- * see it so, is the one that claims it); then the countdown is armed for
+ * when an interval has passed since the process's last such batch, or none
+ * was (and this arena, of those that see it so, is the one that claims
+ * it); then the countdown is armed for
  * the batches this arena runs in the time to its next look, at the rate it
  * ran them since its last (at most twice as many as then: a rate measured
  * over a few fast batches does not put the next look far off). */
 static bool draw_timed(struct arena__guard_state *g, uint64_t ns, bool fresh)
 {
-    uint64_t now = clock_ns(), next = atomic_load(&next_allowed), span, most, gap;
+    uint64_t now = clock_ns(), last = atomic_load(&claimed), left, span, most, gap;
     uint64_t ran = fresh ? 0 : (uint32_t)((uint32_t)g->ended - g->seen);
     bool on = false;
 
-    while (now >= next && !on) {
-        uint64_t then = now > UINT64_MAX - ns ? UINT64_MAX : now + ns;
-        on = atomic_compare_exchange_weak(&next_allowed, &next, then);
-        if (on)
-            next = then;
+    for (;;) {
+        /* (A claim of another thread may postdate this thread's `now`.) */
+        if (last && (now < last || now - last < ns)) {
+            left = now < last ? ns : ns - (now - last);
+            break;
+        }
+        if (atomic_compare_exchange_weak(&claimed, &last, now ? now : 1)) {
+            on = true;
+            left = ns;
+            break;
+        }
     }
-    span = next - now < ns / CHECKS ? next - now : ns / CHECKS;
+    span = left < ns / CHECKS ? left : ns / CHECKS;
     most = 2 * ran + 1;
     if (fresh || now <= g->look || (ran && span > UINT64_MAX / ran))
         gap = most;

@@ -5,9 +5,11 @@
  * through scratch scopes, in several threads at once (one interval for the
  * whole process), and in a forked child.  Every bound comes from the time
  * the loop measured, so that a loaded machine moves both: at most one
- * guarded batch per interval, the first at once (the interval has passed
- * when the setting changes), and at least one per two intervals (an arena
- * looks at the clock about eight times an interval).
+ * guarded batch per interval, plus one (the interval since the last guarded
+ * batch, of an earlier test, may have passed as the loop begins), and at
+ * least one per two intervals of the time the loop was not stalled (an
+ * arena looks at the clock about eight times an interval, but only while
+ * its thread runs).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -57,13 +59,15 @@ static bool request(arena *a, unsigned seed)
 
 /* The guarded batches of loops that ran `ns` nanoseconds at `interval`
  * (`seen` of them seen guarded: each arena's last reset may have decided a
- * guarded batch that none ran, up to `arenas` in all): the first at once,
- * the others at least an interval apart and at most two (the countdown's
+ * guarded batch that none ran, up to `arenas` in all): each at least an
+ * interval after the last, the first possibly at once, and at most two
+ * intervals apart, the first within two of the start (the countdown's
  * lateness, with room for a loaded machine). */
 static void assert_bounded(unsigned long long guarded, unsigned long long seen, unsigned arenas,
-                           uint64_t ns, uint64_t interval, const char *what)
+                           uint64_t ns, uint64_t stalled, uint64_t interval, const char *what)
 {
-    unsigned long long most = ns / interval + 1, least = ns / (2 * interval);
+    unsigned long long most = ns / interval + 1, least = (ns - stalled) / (2 * interval);
+    print_message("%s: stalled %.1f ms\n", what, (double)stalled / 1e6);
     print_message(
         "%s: %llu guarded batches (%llu seen) in %.1f ms at %.0f ms (bounds %llu..%llu)\n", what,
         guarded, seen, (double)ns / 1e6, (double)interval / 1e6, least, most);
@@ -72,20 +76,46 @@ static void assert_bounded(unsigned long long guarded, unsigned long long seen, 
     assert_true(guarded >= least);
 }
 
-/* Batches of one arena, reset, for at least `ns` nanoseconds; the time they
- * took. */
-static uint64_t run_batches(arena *a, uint64_t ns, unsigned long long *seen)
+/* A loop that runs for a time: its start, the time it stalled (a step of
+ * 64 batches, microseconds of work, that took over 2 ms: the thread did not
+ * run), and its steps. */
+struct loop {
+    uint64_t t0, t, stalled;
+    unsigned i;
+};
+
+static void loop_start(struct loop *l)
 {
-    uint64_t t0 = now_ns(), t = t0;
-    unsigned i = 0;
-    while (t - t0 < ns) {
-        assert_true(request(a, i++));
+    l->t0 = l->t = now_ns();
+    l->stalled = 0;
+    l->i = 0;
+}
+
+/* Whether the loop goes on for `ns` nanoseconds from its start. */
+static bool loop_on(struct loop *l, uint64_t ns)
+{
+    if (++l->i % 64 == 0) {
+        uint64_t t = now_ns();
+        if (t - l->t > 2 * MS)
+            l->stalled += t - l->t;
+        l->t = t;
+    }
+    return l->t - l->t0 < ns;
+}
+
+/* Batches of one arena, reset, for at least `ns` nanoseconds; the time they
+ * took, and the time they stalled in *stalled. */
+static uint64_t run_batches(arena *a, uint64_t ns, unsigned long long *seen, uint64_t *stalled)
+{
+    struct loop l;
+    loop_start(&l);
+    while (loop_on(&l, ns)) {
+        assert_true(request(a, l.i));
         *seen += arena_guarded(a);
         arena_reset(a);
-        if (i % 64 == 0)
-            t = now_ns();
     }
-    return now_ns() - t0;
+    *stalled = l.stalled;
+    return now_ns() - l.t0;
 }
 
 static int setup(void **state)
@@ -100,17 +130,17 @@ static void test_interval_bounds_a_loop(void **state)
 {
     arena a;
     unsigned long long g0, seen = 0;
-    uint64_t t0, ns;
+    uint64_t t0, ns, stalled;
     (void)state;
 
     arena_init(&a, 0);
     g0 = guarded_batches();
     t0 = now_ns();
     arena_guard_sample_interval(50 * MS);
-    (void)run_batches(&a, 200 * MS, &seen);
+    (void)run_batches(&a, 200 * MS, &seen, &stalled);
     ns = now_ns() - t0;
     arena_guard_sample(0);
-    assert_bounded(guarded_batches() - g0, seen, 1, ns, 50 * MS, "one arena");
+    assert_bounded(guarded_batches() - g0, seen, 1, ns, stalled, 50 * MS, "one arena");
     arena_release(&a);
 }
 
@@ -120,64 +150,65 @@ static void test_cache_and_scratch_sample(void **state)
 {
     arena_cache *c = arena_cache_create(NULL);
     unsigned long long g0, seen = 0;
-    uint64_t t0, t, ns;
-    unsigned i = 0;
+    struct loop l;
     (void)state;
 
     assert_non_null(c);
     g0 = guarded_batches();
-    t0 = t = now_ns();
     arena_guard_sample_interval(20 * MS);
-    while (t - t0 < 100 * MS) {
+    loop_start(&l);
+    while (loop_on(&l, 100 * MS)) {
         arena *a = arena_cache_acquire(c);
         assert_non_null(a);
-        assert_true(request(a, i++));
+        assert_true(request(a, l.i));
         seen += arena_guarded(a);
         arena_cache_recycle(c, a);
-        if (i % 64 == 0)
-            t = now_ns();
     }
-    ns = now_ns() - t0;
-    assert_bounded(guarded_batches() - g0, seen, 1, ns, 20 * MS, "cache recycles");
+    assert_bounded(guarded_batches() - g0, seen, 1, now_ns() - l.t0, l.stalled, 20 * MS,
+                   "cache recycles");
 
     seen = 0;
     g0 = guarded_batches();
-    t0 = t = now_ns();
-    arena_guard_sample_interval(20 * MS);
-    while (t - t0 < 100 * MS) {
+    loop_start(&l);
+    while (loop_on(&l, 100 * MS)) {
         arena_scope s = arena_scratch_begin(NULL, 0);
         assert_non_null(s.arena);
-        assert_true(request(s.arena, i++));
+        assert_true(request(s.arena, l.i));
         seen += arena_guarded(s.arena);
         arena_scope_end(&s);
-        if (i % 64 == 0)
-            t = now_ns();
     }
-    ns = now_ns() - t0;
     arena_guard_sample(0);
-    assert_bounded(guarded_batches() - g0, seen, 1, ns, 20 * MS, "scratch scopes");
+    assert_bounded(guarded_batches() - g0, seen, 1, now_ns() - l.t0, l.stalled, 20 * MS,
+                   "scratch scopes");
     arena_scratch_release_thread();
     arena_cache_destroy(c);
 }
 
+struct thread_run {
+    unsigned long long seen;
+    uint64_t stalled;
+};
+
 static void *thread_batches(void *arg)
 {
+    struct thread_run *r = (struct thread_run *)arg;
     arena a;
-    unsigned long long seen = 0;
     arena_init(&a, 0);
-    (void)run_batches(&a, 200 * MS, &seen);
+    r->seen = 0;
+    (void)run_batches(&a, 200 * MS, &r->seen, &r->stalled);
     arena_release(&a);
-    *(unsigned long long *)arg = seen;
     return NULL;
 }
 
 /* Several threads' arenas share one interval: the process guards no more
- * batches than one arena alone would. */
+ * batches than one arena alone would.  (The least any thread stalled bounds
+ * the time that none ran from above.) */
 static void test_threads_share_the_interval(void **state)
 {
     pthread_t t[THREADS];
-    unsigned long long seen[THREADS], g0, all = 0;
-    uint64_t t0, ns;
+    struct thread_run r[THREADS];
+    unsigned long long g0, all = 0;
+    uint64_t t0, ns, stalled = UINT64_MAX;
     int i;
     (void)state;
 
@@ -185,14 +216,24 @@ static void test_threads_share_the_interval(void **state)
     t0 = now_ns();
     arena_guard_sample_interval(50 * MS);
     for (i = 0; i < THREADS; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, thread_batches, &seen[i]), 0);
+        assert_int_equal(pthread_create(&t[i], NULL, thread_batches, &r[i]), 0);
     for (i = 0; i < THREADS; i++) {
         assert_int_equal(pthread_join(t[i], NULL), 0);
-        all += seen[i];
+        all += r[i].seen;
+        stalled = r[i].stalled < stalled ? r[i].stalled : stalled;
     }
     ns = now_ns() - t0;
     arena_guard_sample(0);
-    assert_bounded(guarded_batches() - g0, all, THREADS, ns, 50 * MS, "4 threads");
+    assert_bounded(guarded_batches() - g0, all, THREADS, ns, stalled, 50 * MS, "4 threads");
+}
+
+/* Whether `n` guarded batches, `seen` of them seen, fit a loop of `ns`
+ * nanoseconds, `stalled` of them stalled, at 20 ms (assert_bounded(), but
+ * one fewer at least: the loop begins where an interval may be under way). */
+static bool fits(unsigned long long n, unsigned long long seen, uint64_t ns, uint64_t stalled)
+{
+    return seen <= n && n <= seen + 1 && n <= ns / (20 * MS) + 1 &&
+           n + 1 >= (ns - stalled) / (40 * MS);
 }
 
 /* A forked child samples on at the parent's interval, and so does the
@@ -202,39 +243,32 @@ static void test_fork_child_samples(void **state)
 {
     arena a;
     unsigned long long seen = 0, g0;
-    uint64_t ns;
+    uint64_t ns, stalled;
     pid_t pid;
     int status = 0;
     (void)state;
 
     arena_init(&a, 0);
     arena_guard_sample_interval(20 * MS);
-    (void)run_batches(&a, 30 * MS, &seen);
+    (void)run_batches(&a, 30 * MS, &seen, &stalled);
     pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        unsigned long long in_child = 0, n;
+        unsigned long long in_child = 0;
         g0 = guarded_batches();
-        ns = run_batches(&a, 100 * MS, &in_child);
-        n = guarded_batches() - g0;
-        /* The first look may find the interval not yet passed: one fewer
-         * than assert_bounded() allows at least. */
-        _exit(in_child <= n && n <= in_child + 1 && n <= ns / (20 * MS) + 1 &&
-                      n + 1 >= ns / (40 * MS)
-                  ? 0
-                  : 1);
+        ns = run_batches(&a, 100 * MS, &in_child, &stalled);
+        _exit(fits(guarded_batches() - g0, in_child, ns, stalled) ? 0 : 1);
     }
     seen = 0;
     g0 = guarded_batches();
-    ns = run_batches(&a, 100 * MS, &seen);
+    ns = run_batches(&a, 100 * MS, &seen, &stalled);
     assert_true(waitpid(pid, &status, 0) == pid);
     arena_guard_sample(0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     g0 = guarded_batches() - g0;
     print_message("fork: the parent's %llu guarded batches (%llu seen) in %.1f ms\n", g0, seen,
                   (double)ns / 1e6);
-    assert_true(seen <= g0 && g0 <= seen + 1);
-    assert_true(g0 <= ns / (20 * MS) + 1 && g0 + 1 >= ns / (40 * MS));
+    assert_true(fits(g0, seen, ns, stalled));
     arena_release(&a);
 }
 #endif

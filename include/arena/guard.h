@@ -26,7 +26,7 @@
  * process samples batches of every arena backed by the C heap: one in N
  * (arena_guard_sample(), or the environment variable ARENA_GUARD: 1 guards
  * every batch, 1000 about one in a thousand), or at most one per interval
- * of time (arena_guard_sample_interval(), or ARENA_GUARD=100ms), whose cost
+ * of time (arena_guard_sample_interval(), or ARENA_GUARD=1s), whose cost
  * stays bounded at any batch rate.  Off by default, and off costs nothing:
  * the inline paths are the same code, and a sampled arena's resets stay
  * inline between sampled batches.  arena_guard_report_faults() installs
@@ -90,21 +90,23 @@ ARENA_API void arena_guard_sample(unsigned long every);
  *  process samples by time.  Thread-safe. */
 ARENA_API unsigned long arena_guard_sampling(void);
 
-/** The interval that sampling by time is meant to run at: 100 ms, in
- *  nanoseconds.  A guarded batch costs some 15 microseconds (two mappings,
- *  a protection, an unmapping, a fault per fresh page): at most 0.015% of
- *  one core at this interval, so that the mode can stay on in production,
- *  while a process that runs for a minute still guards some 600 batches. */
-#define ARENA_GUARD_INTERVAL ((uint64_t)100000000)
+/** The interval that sampling by time is meant to run at: 1 s, in
+ *  nanoseconds.  A guarded batch costs some 15 microseconds when it is short
+ *  (two mappings, a protection, an unmapping, a fault per fresh page), but
+ *  milliseconds when it holds megabytes (every page faulted in fresh, and
+ *  the next batch takes fresh chunks too): at 1 s either stays under 1% of
+ *  one core, so that the mode can stay on in production, while a process
+ *  that runs for an hour still guards some 3,600 batches. */
+#define ARENA_GUARD_INTERVAL ((uint64_t)1000000000)
 
 /**
  * Samples batches process-wide by time: at most one guarded batch per `ns`
  * nanoseconds in the whole process (of all threads' arenas together), of
  * every arena whose backing is the C heap (as arena_guard_sample()); 0 off.
  * Replaces sampling by count (arena_guard_sampling() is then 0), as
- * arena_guard_sample() replaces this.  The first batch an arena decides
- * after this call may be guarded; after that, the process's next guarded
- * batch is the first that an arena decides once the interval has passed.
+ * arena_guard_sample() replaces this.  The process's first batch sampled so
+ * is guarded at once; each next one is the first that an arena decides once
+ * the interval (the one in force then) has passed since the last.
  * An arena decides without reading the clock: a countdown, armed from the
  * rate at which it ran its batches, says when it next looks (about eight
  * times an interval), so its inline resets stay inline in between; an

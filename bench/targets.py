@@ -146,6 +146,15 @@ def targets(rows):
                "arena_cache", m + "_calloc", 1.0)
     faster("request (100 small) >= 5x below malloc/free", "request/100/small", "arena_cache",
            "glibc", 5.0)
+    for g in ("request/512/zeroed", "request/100/small"):
+        x, base = ns(g + "/arena_cache_guard_interval"), ns(g + "/arena_cache")
+        target = "request: guard sampled by time (1 s) within 1% of none"
+        if x is None or base is None:
+            t.append((target, g, "arena_cache_guard_interval", None,
+                      rows.error(g + "/arena_cache_guard_interval")))
+        else:
+            t.append((target, g, "arena_cache_guard_interval", x / base <= 1.01,
+                      "%.3fx arena_cache (<= 1.01)" % (x / base)))
     for th in ("1", "2"):
         for impl in ("arena_cache", "arena_shared"):
             for m in ("glibc", "mimalloc", "jemalloc"):

@@ -867,6 +867,34 @@ static void test_late_free_after_reset(void **)
     assert_int_equal(errors, 0);
 }
 
+/* The resource took a value of the new batch (its lists tied to it) before
+ * a container of the last batch gave its block back: the late free is still
+ * reported, and the block never listed, so no later value lands on the new
+ * batch's. */
+static void test_late_free_after_the_resource_took_a_value(void **)
+{
+    recording r;
+    libarena::arena a(0);
+    libarena::resource res(a);
+    unsigned char *fresh;
+    {
+        std::pmr::vector<long> w(&res);
+        w.assign(6, 3); // 48 bytes: a small value, of a listed class
+        a.reset();
+        fresh = static_cast<unsigned char *>(res.allocate(16));
+        std::memset(fresh, 0x5A, 16);
+    } // w gives its block back after the reset, over `fresh`
+    assert_int_equal(errors, 1);
+    assert_int_equal(last_error, ARENA_ERR_LATE_FREE);
+    for (int i = 0; i < 8; i++) {
+        auto *y = static_cast<unsigned char *>(res.allocate(48));
+        assert_true(y + 48 <= fresh || y >= fresh + 16);
+        std::memset(y, 0, 48);
+    }
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(fresh[i], 0x5A);
+}
+
 static void test_scratch_scope(void **)
 {
     {
@@ -949,6 +977,7 @@ int main()
         cmocka_unit_test(test_allocator_containers),
         cmocka_unit_test(test_allocator_traits),
         cmocka_unit_test(test_late_free_after_reset),
+        cmocka_unit_test(test_late_free_after_the_resource_took_a_value),
         cmocka_unit_test(test_scratch_scope),
         cmocka_unit_test(test_current_scope),
     };

@@ -330,8 +330,7 @@ private:
  * their elements' destructors do nothing that matters) the containers
  * first.  A container destroyed after the reset gives its block back into
  * the next batch: reported (ARENA_ERR_LATE_FREE) where the new batch has
- * not stored over it yet and the resource has not taken a value in it,
- * undetectable otherwise.  The shape that gets the order right by
+ * not stored over it yet, undetectable where it has.  The shape that gets the order right by
  * construction declares the scope first, so that it ends after the
  * containers declared after it:
  *
@@ -372,7 +371,8 @@ protected:
     }
     void do_deallocate(void *p, std::size_t bytes, std::size_t align) override
     {
-        if (ARENA__LIKELY(listed(bytes, align) && tied() && p)) {
+        if (ARENA__LIKELY(listed(bytes, align) && tied() && p &&
+                          stored_now(static_cast<char *>(p), block(klass(bytes))))) {
             give(static_cast<char *>(p), klass(bytes));
             return;
         }
@@ -397,6 +397,18 @@ private:
     }
     static std::size_t klass(std::size_t bytes) noexcept { return (bytes - 1) / kStep; }
     static std::size_t block(std::size_t c) noexcept { return (c + 1) * kStep; }
+
+    /* Whether `b`, of `n` bytes, lies below the position of the arena's
+     * current chunk: stored in this batch, or by a batch it has stored
+     * over (nothing tells the two apart).  A block anywhere else goes back
+     * through arena_free(), which reports one given back after its batch
+     * ended (ARENA_ERR_LATE_FREE), so that no list ever holds one. */
+    bool stored_now(const char *b, std::size_t n) const noexcept
+    {
+        const char *pos = a_->ptr ? a_->ptr : a_->pos;
+        return a_->nused != 0 && pos && b >= a_->chunks[a_->cur].base && b < pos &&
+               n <= static_cast<std::size_t>(pos - b);
+    }
 
     /* The lists hold blocks while the cleanup pushed at the arena's latest
      * mark has not run: a mark taken since (`saves` moved) calls for a new
@@ -424,8 +436,8 @@ private:
         return reinterpret_cast<std::uintptr_t>(b) ^ ~key_;
     }
 
-    /* A block of class `c`: the head of its list, else bumped; nullptr when
-     * the arena has no room. */
+    /* A block of class `c`: the head of its list, else the arena's; nullptr
+     * when the arena has no room. */
     void *take(std::size_t c) noexcept
     {
         char *b = heads_[c];
@@ -439,7 +451,9 @@ private:
             }
             heads_[c] = nullptr; /* overwritten after its free: not followed */
         }
-        return arena_alloc(a_, block(c));
+        /* The arena's blocks given back (arena_free(): those of other
+         * chunks) before new memory; inline while it has none. */
+        return arena_alloc_reuse(a_, block(c));
     }
     void give(char *b, std::size_t c) noexcept
     {
@@ -513,7 +527,7 @@ private:
     {
         if (!listed(bytes, align))
             arena_free(a_, p, bytes);
-        else if (p && tie_ && tie())
+        else if (p && tie_ && tie() && stored_now(static_cast<char *>(p), block(klass(bytes))))
             give(static_cast<char *>(p), klass(bytes));
         else
             arena_free(a_, p, block(klass(bytes))); /* a late free is reported there */

@@ -106,7 +106,8 @@ SECTIONS = [
                "frees the rest); faults per operation counted after the warm-up", "us/op"),
     ("cxx", "11. C++ (arena/arena.hpp): a std::pmr container of 4096 elements built one "
             "insertion at a time and dropped, over each memory resource (the arena reset, "
-            "the monotonic resource released after each)", "ns/element"),
+            "the monotonic resource released after each); peak held, where counted: what "
+            "the resource took from upstream", "ns/element"),
     ("amalgamation", "12. The amalgamation (scripts/amalgamate.py, one translation unit) against "
                      "the library compiled from src/, same flags: a batch of 4096 values",
      "ns/value"),
@@ -193,10 +194,15 @@ def case_label(group, figure=lambda k: None):
     if w == "cxx_churn":
         return {"map": "pmr::map<pmr::string, int>",
                 "unordered_map": "pmr::unordered_map<pmr::string, int>",
-                "list": "pmr::list<pmr::string>, a queue"}.get(p[1], p[1])
+                "unordered_map_reinsert": "pmr::unordered_map<pmr::string, int>, "
+                                          "the same key erased and inserted again",
+                "list": "pmr::list<pmr::string>, a queue",
+                "deque": "pmr::deque<pmr::string>, a queue"}.get(p[1], p[1])
     if w == "cxx":
         return {"vector_string": "pmr::vector<pmr::string>, 16..47 B each",
-                "map": "pmr::map<uint64_t, uint64_t>"}.get(p[1], p[1])
+                "map": "pmr::map<uint64_t, uint64_t>",
+                "json_tree": "a JSON-like tree: pmr::vectors of variants, 512 records",
+                "vector_growth": "64 vectors of 64 uint64_t, grown by push_back"}.get(p[1], p[1])
     if w == "amalgamation":
         return {"alloc16": "arena_alloc 16 B (inline)",
                 "reuse": "arena_alloc_reuse 16..128 B, half freed",
@@ -445,7 +451,7 @@ def extra_columns(workload):
             "threads": ["M values/s (CPU)", "M values/s (wall)"],
             "client": ["peak RSS MiB", "RSS at start MiB", "minor faults/op"],
             "churn": ["peak live KiB", "peak held KiB", "held / live", "peak RSS above start MiB"],
-            "cxx_churn": ["peak held KiB"],
+            "cxx": ["peak held KiB"], "cxx_churn": ["peak held KiB"],
             "huge": ["ms/batch (CPU)", "ms/batch (wall)", "minor faults/batch"]}.get(workload, [])
 
 
@@ -464,8 +470,8 @@ def extra_figures(results, workload, name, x):
         peak, start = v("peak_RSS"), v("start_RSS")
         return [fmt_kib(live), fmt_kib(held), "%.2f" % (held / live) if held and live else "-",
                 fmt_mib(peak - start) if peak and start else "-"]
-    if workload == "cxx_churn":
-        return [fmt_kib(v("peak_held"))]
+    if workload in ("cxx", "cxx_churn"):
+        return [fmt_kib(v("peak_held")) if v("peak_held") else "-"]
     if workload == "huge":
         flt, cpu, wall = v("faults/batch"), v("cpu_time"), v("real_time")
         return ["%.1f" % (cpu / 1e6) if cpu else "-", "%.1f" % (wall / 1e6) if wall else "-",

@@ -72,7 +72,8 @@ struct Sampled {
 
 void register_requests()
 {
-    add("request/512/zeroed/arena_cache", kCacheLabel, kScopes, [](State &st) { zeroed_cache(st); });
+    add("request/512/zeroed/arena_cache", kCacheLabel, kScopes,
+        [](State &st) { zeroed_cache(st); });
     add("request/100/small/arena_cache", kCacheLabel, 1, [](State &st) { small_cache(st); });
     // The same requests sampled by time at the interval the guide recommends:
     // what leaving the guard on in production costs.

@@ -272,7 +272,8 @@ def churn_targets(rows, t):
         t.append(("C++: libarena::resource within 1.5x of the monotonic resource", g,
                   "arena_resource", None if mine is None or mono is None else mine <= 1.5 * mono,
                   "" if mine is None or mono is None else
-                  "%.2fx the time of %s (<= 1.5)" % (mine / mono, rows.label(g + "/pmr_monotonic"))))
+                  "%.2fx the time of %s (<= 1.5)"
+                  % (mine / mono, rows.label(g + "/pmr_monotonic"))))
         held_target(rows, t, g)
 
 

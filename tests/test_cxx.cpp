@@ -899,6 +899,26 @@ static void test_late_free_after_the_resource_took_a_value(void **)
         assert_int_equal(fresh[i], 0x5A);
 }
 
+/* The same where the block lies in a chunk the new batch has not taken
+ * into use yet (a spare): arena__stored_now() says no, and arena_free()
+ * reports it. */
+static void test_late_free_from_a_spare_chunk(void **)
+{
+    recording r;
+    libarena::arena a(0);
+    libarena::resource res(a);
+    {
+        std::pmr::vector<long> w(&res);
+        for (int i = 0; i < 3000; i++) // about 140 KiB: the third chunk is current
+            assert_non_null(res.allocate(48));
+        w.assign(6, 3);
+        a.reset();
+        assert_non_null(res.allocate(16)); // the lists tied to the new batch
+    } // w gives its block back after the reset, from what is now a spare
+    assert_int_equal(errors, 1);
+    assert_int_equal(last_error, ARENA_ERR_LATE_FREE);
+}
+
 static void test_scratch_scope(void **)
 {
     {
@@ -982,6 +1002,7 @@ int main()
         cmocka_unit_test(test_allocator_traits),
         cmocka_unit_test(test_late_free_after_reset),
         cmocka_unit_test(test_late_free_after_the_resource_took_a_value),
+        cmocka_unit_test(test_late_free_from_a_spare_chunk),
         cmocka_unit_test(test_scratch_scope),
         cmocka_unit_test(test_current_scope),
     };

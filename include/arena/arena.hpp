@@ -400,9 +400,10 @@ private:
 
     /* Whether `b`, of `n` bytes, lies below the position of the arena's
      * current chunk: stored in this batch, or by a batch it has stored
-     * over (nothing tells the two apart).  A block anywhere else goes back
-     * through arena_free(), which reports one given back after its batch
-     * ended (ARENA_ERR_LATE_FREE), so that no list ever holds one. */
+     * over (nothing tells the two apart).  Out of line, arena__stored_now()
+     * asks the same of the other chunks in use; a block anywhere else goes
+     * back through arena_free(), which reports one given back after its
+     * batch ended (ARENA_ERR_LATE_FREE), so that no list ever holds one. */
     bool stored_now(const char *b, std::size_t n) const noexcept
     {
         const char *pos = a_->ptr ? a_->ptr : a_->pos;
@@ -527,7 +528,9 @@ private:
     {
         if (!listed(bytes, align))
             arena_free(a_, p, bytes);
-        else if (p && tie_ && tie() && stored_now(static_cast<char *>(p), block(klass(bytes))))
+        else if (p && tie_ && tie() &&
+                 (stored_now(static_cast<char *>(p), block(klass(bytes))) ||
+                  arena__stored_now(a_, p, block(klass(bytes)))))
             give(static_cast<char *>(p), klass(bytes));
         else
             arena_free(a_, p, block(klass(bytes))); /* a late free is reported there */

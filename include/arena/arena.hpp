@@ -437,8 +437,8 @@ private:
         return reinterpret_cast<std::uintptr_t>(b) ^ ~key_;
     }
 
-    /* A block of class `c`: the head of its list, else the arena's; nullptr
-     * when the arena has no room. */
+    /* A block of class `c`: the head of its list, else bumped; nullptr when
+     * the arena has no room. */
     void *take(std::size_t c) noexcept
     {
         char *b = heads_[c];
@@ -452,9 +452,7 @@ private:
             }
             heads_[c] = nullptr; /* overwritten after its free: not followed */
         }
-        /* The arena's blocks given back (arena_free(): those of other
-         * chunks) before new memory; inline while it has none. */
-        return arena_alloc_reuse(a_, block(c));
+        return arena_alloc(a_, block(c));
     }
     void give(char *b, std::size_t c) noexcept
     {

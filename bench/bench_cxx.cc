@@ -212,8 +212,10 @@ const ChurnKeys &churn_keys()
 }
 
 // A map of string keys (ordered or not): fill kChurnEntries, then each step
-// erases a random entry and inserts a new key; dropped at the end.
-template <class Map, class Res> void map_churn(State &st)
+// erases a random entry and inserts a new key (`Reinsert`: the same key
+// again, so that the node and the string given back are the sizes asked
+// next); dropped at the end.
+template <class Map, class Res, bool Reinsert = false> void map_churn(State &st)
 {
     Res res;
     const ChurnKeys &k = churn_keys();
@@ -228,7 +230,7 @@ template <class Map, class Res> void map_churn(State &st)
             for (size_t j = 0; j < k.victim.size(); j++) {
                 uint32_t v = k.victim[j];
                 m.erase(its[v]);
-                its[v] = m.emplace(std::string_view(k.keys[kChurnEntries + j]),
+                its[v] = m.emplace(std::string_view(k.keys[Reinsert ? v : kChurnEntries + j]),
                                    static_cast<int>(j))
                              .first;
             }
@@ -240,72 +242,23 @@ template <class Map, class Res> void map_churn(State &st)
     st.counters["entries"] = static_cast<double>(kChurnEntries);
 }
 
-// A list of strings as a queue: fill kChurnEntries, then each step drops
-// the oldest and appends a new one.
-template <class Res> void list_churn(State &st)
+// A list or deque of strings as a queue: fill kChurnEntries, then each step
+// drops the oldest and appends a new one (a deque's blocks come and go
+// too).
+template <class Queue, class Res> void queue_churn(State &st)
 {
     Res res;
     const ChurnKeys &k = churn_keys();
     for (auto _ : st) {
         {
-            std::pmr::list<std::pmr::string> l(res.get());
+            Queue q(res.get());
             for (size_t i = 0; i < kChurnEntries; i++)
-                l.emplace_back(std::string_view(k.keys[i]));
+                q.emplace_back(std::string_view(k.keys[i]));
             for (size_t j = 0; j < k.victim.size(); j++) {
-                l.pop_front();
-                l.emplace_back(std::string_view(k.keys[kChurnEntries + j]));
+                q.pop_front();
+                q.emplace_back(std::string_view(k.keys[kChurnEntries + j]));
             }
-            benchmark::DoNotOptimize(&l);
-        }
-        res.end();
-    }
-    st.counters["peak_held"] = bytes_counter(static_cast<double>(res.held()));
-    st.counters["entries"] = static_cast<double>(kChurnEntries);
-}
-
-// A map of string keys where each step erases an entry and inserts the same
-// key again: the node and the string given back are the sizes asked next.
-template <class Res> void map_reinsert(State &st)
-{
-    Res res;
-    const ChurnKeys &k = churn_keys();
-    using Map = std::pmr::unordered_map<std::pmr::string, int>;
-    std::vector<Map::iterator> its(kChurnEntries);
-    for (auto _ : st) {
-        {
-            Map m(res.get());
-            m.reserve(2 * kChurnEntries); // no rehash: the iterators stay valid
-            for (size_t i = 0; i < kChurnEntries; i++)
-                its[i] = m.emplace(std::string_view(k.keys[i]), static_cast<int>(i)).first;
-            for (size_t j = 0; j < k.victim.size(); j++) {
-                uint32_t v = k.victim[j];
-                m.erase(its[v]);
-                its[v] = m.emplace(std::string_view(k.keys[v]), static_cast<int>(j)).first;
-            }
-            benchmark::DoNotOptimize(&m);
-        }
-        res.end();
-    }
-    st.counters["peak_held"] = bytes_counter(static_cast<double>(res.held()));
-    st.counters["entries"] = static_cast<double>(kChurnEntries);
-}
-
-// A deque of strings as a queue: fill kChurnEntries, then each step drops
-// the oldest and appends a new one (the deque's blocks come and go too).
-template <class Res> void deque_churn(State &st)
-{
-    Res res;
-    const ChurnKeys &k = churn_keys();
-    for (auto _ : st) {
-        {
-            std::pmr::deque<std::pmr::string> d(res.get());
-            for (size_t i = 0; i < kChurnEntries; i++)
-                d.emplace_back(std::string_view(k.keys[i]));
-            for (size_t j = 0; j < k.victim.size(); j++) {
-                d.pop_front();
-                d.emplace_back(std::string_view(k.keys[kChurnEntries + j]));
-            }
-            benchmark::DoNotOptimize(&d);
+            benchmark::DoNotOptimize(&q);
         }
         res.end();
     }
@@ -320,10 +273,12 @@ template <class Res> void churn_rows(const char *impl, const char *label)
         map_churn<std::pmr::map<std::pmr::string, int>, Res>);
     add(std::string("cxx_churn/unordered_map/") + impl, label, steps,
         map_churn<std::pmr::unordered_map<std::pmr::string, int>, Res>);
-    add(std::string("cxx_churn/list/") + impl, label, steps, list_churn<Res>);
+    add(std::string("cxx_churn/list/") + impl, label, steps,
+        queue_churn<std::pmr::list<std::pmr::string>, Res>);
     add(std::string("cxx_churn/unordered_map_reinsert/") + impl, label, steps,
-        map_reinsert<Res>);
-    add(std::string("cxx_churn/deque/") + impl, label, steps, deque_churn<Res>);
+        map_churn<std::pmr::unordered_map<std::pmr::string, int>, Res, true>);
+    add(std::string("cxx_churn/deque/") + impl, label, steps,
+        queue_churn<std::pmr::deque<std::pmr::string>, Res>);
 }
 
 // A JSON-like document: an array of kElems / 8 records, each an array of

@@ -51,6 +51,11 @@ static void resize_last(arena *a, char *p, size_t old_size, size_t new_size)
     set_cursor(a, p + arena__guarded_len(p, new_size, arena__cold(a)->lim));
     a->size = a->size - old_size + new_size;
     arena__value_resized(&a->chunks[a->cur], p, old_size, new_size);
+    /* A placement that held this value, or the bytes it shrinks off, is
+     * the position's now (arena__reuse_log_trim()). */
+    if (arena__instrumented())
+        arena__reuse_log_trim(a, a->chunks[a->cur].base,
+                              new_size < old_size ? cursor(a) : p - arena__hdr());
 }
 
 /* Whether `p`, of `n` bytes, is the most recent value of the current chunk:
@@ -529,6 +534,7 @@ static void unplace_last(arena *a, char *p, size_t held, const struct arena__chu
     resize_last(a, p, held, 0);
     (void)arena__instr_freed(a, c, from, p, 0, cursor(a));
     set_cursor(a, from);
+    arena__reuse_log_trim(a, c->base, from);
 }
 
 /* arena_free() of a value whose caller counts `size` bytes (arena_realloc()

@@ -996,6 +996,17 @@ void arena__reuse_log(arena *a, const char *base, char *from, char *to, char *p)
     t->nlog++;
 }
 
+void arena__reuse_log_trim(arena *a, const char *base, char *pos)
+{
+    struct arena__reuse *t = arena__cold(a)->reuse;
+    size_t i;
+    for (i = 0; t && i < t->nlog; i++) {
+        struct arena__placement *pl = &t->log[i];
+        if (pl->base == base && pl->to > pos)
+            pl->to = pl->from > pos ? pl->from : pos;
+    }
+}
+
 void arena__reuse_forget(arena *a, uint64_t serial)
 {
     struct arena__reuse *t = arena__cold(a)->reuse;

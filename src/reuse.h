@@ -71,6 +71,12 @@ ARENA__HIDDEN void arena__pages_tidy(arena *a);
  * rewind to a mark taken before it expires. */
 ARENA__HIDDEN bool arena__reuse_log_room(arena *a);
 ARENA__HIDDEN void arena__reuse_log(arena *a, const char *base, char *from, char *to, char *p);
+/* The position of the chunk at `base` went down to `pos`, into what such
+ * placements held, or the most recent value, whose header is at `pos`,
+ * grew in place from one: the bytes from `pos` on are the position's, where
+ * values lie in the order they were placed (a rewind's cut finds them by
+ * their headers), so the placements keep only what lies below it. */
+ARENA__HIDDEN void arena__reuse_log_trim(arena *a, const char *base, char *pos);
 /* Forgets every filed block (a reset: serial 0), or, for a rewind to the
  * mark of `serial`, also expires the placements logged since it. */
 ARENA__HIDDEN void arena__reuse_forget(arena *a, uint64_t serial);

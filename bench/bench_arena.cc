@@ -933,6 +933,32 @@ void register_child()
 #endif
 }
 
+// ---- 16. Huge batches -------------------------------------------------------------------
+
+// The huge batch through arena_alloc: warm, arena_reset between batches;
+// cold, arena_release and arena_init.  Whether the arena uses huge pages is
+// read once per process, so the rows with them off come from another
+// process, started with ARENA_HUGE_PAGES=0 (bench/run.py does): there they
+// are named arena_nohuge.
+void register_huge()
+{
+    const char *env = std::getenv("ARENA_HUGE_PAGES");
+    bool off = env && std::strcmp(env, "0") == 0;
+    const char *impl = off ? "arena_nohuge" : "arena";
+    const char *label = off ? "libarena arena_alloc, ARENA_HUGE_PAGES=0" : "libarena arena_alloc";
+    for (bool cold : {false, true})
+        add(huge_name(cold, impl), label, static_cast<double>(huge_sizes().size()),
+            [cold](State &st) {
+                arena a;
+                huge_batch(
+                    st, cold, [&] { arena_init(&a, 0); },
+                    [&](size_t n) { return arena_alloc(&a, n); },
+                    [&](void **, size_t) { arena_reset(&a); }, [&] { arena_release(&a); });
+            })
+            ->Iterations(huge_iterations())
+            ->Unit(benchmark::kMillisecond);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -956,5 +982,6 @@ int main(int argc, char **argv)
 #endif
     register_amalgamation("arena_library", "libarena, the library (src/)");
     register_child();
+    register_huge();
     return run_main(argc, argv);
 }

@@ -7,11 +7,14 @@
  * Two workloads: a container of kElems elements built and dropped (cxx/),
  * and churn (cxx_churn/): kChurnEntries entries live while each step erases
  * one and inserts another, the strings longer than the small-string buffer,
- * so that every step frees and allocates through the resource.
+ * so that every step frees and allocates through the resource.  The rows
+ * that count what a resource took (peak_held) run over the churn's
+ * resources, whose upstream counts it.
  */
 #include <arena/arena.hpp>
 
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory_resource>
@@ -20,6 +23,7 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "harness.h"
@@ -110,6 +114,8 @@ template <class Res> void pmr_rows(const char *impl, const char *label)
 
 // ---- Churn ------------------------------------------------------------------------
 
+
+
 constexpr size_t kChurnEntries = 500;
 size_t cxx_churn_steps() { return quick_mode() ? 5000 : 20000; }
 
@@ -142,6 +148,14 @@ private:
 // The churn's resources: held() is the most memory the resource held (0:
 // not known), end() ends a batch as ArenaRes and the others do.
 struct ArenaChurnRes : ArenaRes {
+    size_t held()
+    {
+        arena_stats s;
+        arena_get_stats(a.get(), &s);
+        return s.peak_held;
+    }
+};
+struct ArenaMonotonicChurnRes : ArenaMonotonicRes {
     size_t held()
     {
         arena_stats s;
@@ -198,8 +212,10 @@ const ChurnKeys &churn_keys()
 }
 
 // A map of string keys (ordered or not): fill kChurnEntries, then each step
-// erases a random entry and inserts a new key; dropped at the end.
-template <class Map, class Res> void map_churn(State &st)
+// erases a random entry and inserts a new key (`Reinsert`: the same key
+// again, so that the node and the string given back are the sizes asked
+// next); dropped at the end.
+template <class Map, class Res, bool Reinsert = false> void map_churn(State &st)
 {
     Res res;
     const ChurnKeys &k = churn_keys();
@@ -214,7 +230,7 @@ template <class Map, class Res> void map_churn(State &st)
             for (size_t j = 0; j < k.victim.size(); j++) {
                 uint32_t v = k.victim[j];
                 m.erase(its[v]);
-                its[v] = m.emplace(std::string_view(k.keys[kChurnEntries + j]),
+                its[v] = m.emplace(std::string_view(k.keys[Reinsert ? v : kChurnEntries + j]),
                                    static_cast<int>(j))
                              .first;
             }
@@ -226,22 +242,23 @@ template <class Map, class Res> void map_churn(State &st)
     st.counters["entries"] = static_cast<double>(kChurnEntries);
 }
 
-// A list of strings as a queue: fill kChurnEntries, then each step drops
-// the oldest and appends a new one.
-template <class Res> void list_churn(State &st)
+// A list or deque of strings as a queue: fill kChurnEntries, then each step
+// drops the oldest and appends a new one (a deque's blocks come and go
+// too).
+template <class Queue, class Res> void queue_churn(State &st)
 {
     Res res;
     const ChurnKeys &k = churn_keys();
     for (auto _ : st) {
         {
-            std::pmr::list<std::pmr::string> l(res.get());
+            Queue q(res.get());
             for (size_t i = 0; i < kChurnEntries; i++)
-                l.emplace_back(std::string_view(k.keys[i]));
+                q.emplace_back(std::string_view(k.keys[i]));
             for (size_t j = 0; j < k.victim.size(); j++) {
-                l.pop_front();
-                l.emplace_back(std::string_view(k.keys[kChurnEntries + j]));
+                q.pop_front();
+                q.emplace_back(std::string_view(k.keys[kChurnEntries + j]));
             }
-            benchmark::DoNotOptimize(&l);
+            benchmark::DoNotOptimize(&q);
         }
         res.end();
     }
@@ -256,7 +273,89 @@ template <class Res> void churn_rows(const char *impl, const char *label)
         map_churn<std::pmr::map<std::pmr::string, int>, Res>);
     add(std::string("cxx_churn/unordered_map/") + impl, label, steps,
         map_churn<std::pmr::unordered_map<std::pmr::string, int>, Res>);
-    add(std::string("cxx_churn/list/") + impl, label, steps, list_churn<Res>);
+    add(std::string("cxx_churn/list/") + impl, label, steps,
+        queue_churn<std::pmr::list<std::pmr::string>, Res>);
+    add(std::string("cxx_churn/unordered_map_reinsert/") + impl, label, steps,
+        map_churn<std::pmr::unordered_map<std::pmr::string, int>, Res, true>);
+    add(std::string("cxx_churn/deque/") + impl, label, steps,
+        queue_churn<std::pmr::deque<std::pmr::string>, Res>);
+}
+
+// A JSON-like document: an array of kElems / 8 records, each an array of
+// a number, a string of 16..47 bytes, a flag and an array of 4 numbers,
+// built one value at a time (each array grown by push_back) and dropped.
+struct JsonValue;
+using JsonArray = std::pmr::vector<JsonValue>;
+struct JsonValue {
+    std::variant<std::monostate, bool, double, std::pmr::string, JsonArray> v;
+};
+
+template <class Res> void json_tree(State &st)
+{
+    Res res;
+    const std::string text(64, 'j');
+    size_t n = opaque(kElems / 8);
+    for (auto _ : st) {
+        {
+            std::pmr::polymorphic_allocator<JsonValue> al(res.get());
+            JsonArray doc(al);
+            for (size_t i = 0; i < n; i++) {
+                JsonArray rec(al);
+                rec.push_back(JsonValue{static_cast<double>(i)});
+                rec.push_back(JsonValue{std::pmr::string(text.data(), 16 + (i & 31), al)});
+                rec.push_back(JsonValue{(i & 1) != 0});
+                JsonArray nums(al);
+                for (size_t j = 0; j < 4; j++)
+                    nums.push_back(JsonValue{static_cast<double>(i * j)});
+                rec.push_back(JsonValue{std::move(nums)});
+                doc.push_back(JsonValue{std::move(rec)});
+            }
+            benchmark::DoNotOptimize(doc.data());
+        }
+        res.end();
+    }
+    st.counters["peak_held"] = bytes_counter(static_cast<double>(res.held()));
+}
+
+// Vectors grown one push_back at a time: kElems / 64 vectors of 64
+// uint64_t, each growth a new buffer and the old one given back, then
+// dropped.  `Vec` makes one over the resource.
+template <class Res, class Vec> void vector_growth_of(State &st, Vec make)
+{
+    Res res;
+    size_t n = opaque(kElems / 64);
+    for (auto _ : st) {
+        for (size_t i = 0; i < n; i++) {
+            auto v = make(res);
+            for (uint64_t j = 0; j < 64; j++)
+                v.push_back(j);
+            benchmark::DoNotOptimize(v.data());
+        }
+        res.end();
+    }
+    st.counters["peak_held"] = bytes_counter(static_cast<double>(res.held()));
+}
+
+template <class Res> void vector_growth(State &st)
+{
+    vector_growth_of<Res>(st, [](Res &r) { return std::pmr::vector<uint64_t>(r.get()); });
+}
+
+// std::vector<T, libarena::allocator<T>>: the same, over the arena itself.
+void vector_growth_allocator(State &st);
+
+template <class Res> void held_rows(const char *impl, const char *label)
+{
+    add(std::string("cxx/json_tree/") + impl, label, kElems / 8 * 9, json_tree<Res>);
+    add(std::string("cxx/vector_growth/") + impl, label, kElems, vector_growth<Res>);
+}
+
+void vector_growth_allocator(State &st)
+{
+    vector_growth_of<ArenaChurnRes>(st, [](ArenaChurnRes &r) {
+        return std::vector<uint64_t, libarena::allocator<uint64_t>>(
+            libarena::allocator<uint64_t>(r.a));
+    });
 }
 
 } // namespace
@@ -268,6 +367,13 @@ void bench::register_cxx()
     pmr_rows<MonotonicRes>("pmr_monotonic", "std::pmr::monotonic_buffer_resource");
     pmr_rows<PoolRes>("pmr_pool", "std::pmr::unsynchronized_pool_resource");
     pmr_rows<DefaultRes>("glibc", "std::pmr::new_delete_resource (glibc)");
+    held_rows<ArenaChurnRes>("arena_resource", "libarena::resource");
+    add("cxx/vector_growth/arena_allocator", "std::vector<T, libarena::allocator<T>>", kElems,
+        vector_growth_allocator);
+    held_rows<ArenaMonotonicChurnRes>("arena_monotonic", "libarena::monotonic_resource");
+    held_rows<MonotonicChurnRes>("pmr_monotonic", "std::pmr::monotonic_buffer_resource");
+    held_rows<PoolChurnRes>("pmr_pool", "std::pmr::unsynchronized_pool_resource");
+    held_rows<DefaultChurnRes>("glibc", "std::pmr::new_delete_resource (glibc)");
     churn_rows<ArenaChurnRes>("arena_resource", "libarena::resource");
     churn_rows<PoolChurnRes>("pmr_pool", "std::pmr::unsynchronized_pool_resource");
     churn_rows<MonotonicChurnRes>("pmr_monotonic", "std::pmr::monotonic_buffer_resource");

@@ -7,6 +7,7 @@
  * batches ended together as the shared arena's are) and one shared atomic
  * bump pointer (what the shared arena does not do).  Part of bench_arena.
  */
+#include <arena/guard.h>
 #include <arena/thread.h>
 
 #include <atomic>
@@ -24,30 +25,65 @@ using benchmark::State;
 
 const char *const kCacheLabel = "libarena arena_cache (acquire, recycle)";
 
+const char *const kGuardLabel =
+    "libarena arena_cache, guard sampled by time (arena_guard_sample_interval, 1 s)";
+
+void zeroed_cache(State &st)
+{
+    arena_cache *c = arena_cache_create(nullptr);
+    scoped(st, opaque(512), [c](size_t n) {
+        arena *a = arena_cache_acquire(c);
+        return a && zeroed_request(
+                        n, [a](size_t k) { return arena_calloc(a, 1, k); },
+                        [c, a] { arena_cache_recycle(c, a); });
+    });
+    arena_cache_destroy(c);
+}
+
+void small_cache(State &st)
+{
+    arena_cache *c = arena_cache_create(nullptr);
+    size_t base = 0, fails = 0;
+    for (auto _ : st) {
+        arena *a = arena_cache_acquire(c);
+        fails += !a || !small_request(
+                           base++, [a](size_t n) { return arena_alloc(a, n); },
+                           [c, a](void **) { arena_cache_recycle(c, a); });
+    }
+    arena_cache_destroy(c);
+    if (fails)
+        st.SkipWithError("allocation failed");
+}
+
+// Guard sampling by time for one row; the sampling before it afterwards.
+struct Sampled {
+    unsigned long every = arena_guard_sampling();
+    uint64_t interval = arena_guard_sampling_interval();
+    explicit Sampled(uint64_t ns) { arena_guard_sample_interval(ns); }
+    ~Sampled()
+    {
+        if (interval)
+            arena_guard_sample_interval(interval);
+        else
+            arena_guard_sample(every);
+    }
+    Sampled(const Sampled &) = delete;
+};
+
 void register_requests()
 {
-    add("request/512/zeroed/arena_cache", kCacheLabel, kScopes, [](State &st) {
-        arena_cache *c = arena_cache_create(nullptr);
-        scoped(st, opaque(512), [c](size_t n) {
-            arena *a = arena_cache_acquire(c);
-            return a && zeroed_request(
-                            n, [a](size_t k) { return arena_calloc(a, 1, k); },
-                            [c, a] { arena_cache_recycle(c, a); });
-        });
-        arena_cache_destroy(c);
+    add("request/512/zeroed/arena_cache", kCacheLabel, kScopes,
+        [](State &st) { zeroed_cache(st); });
+    add("request/100/small/arena_cache", kCacheLabel, 1, [](State &st) { small_cache(st); });
+    // The same requests sampled by time at the interval the guide recommends:
+    // what leaving the guard on in production costs.
+    add("request/512/zeroed/arena_cache_guard_interval", kGuardLabel, kScopes, [](State &st) {
+        Sampled on(ARENA_GUARD_INTERVAL);
+        zeroed_cache(st);
     });
-    add("request/100/small/arena_cache", kCacheLabel, 1, [](State &st) {
-        arena_cache *c = arena_cache_create(nullptr);
-        size_t base = 0, fails = 0;
-        for (auto _ : st) {
-            arena *a = arena_cache_acquire(c);
-            fails += !a || !small_request(
-                               base++, [a](size_t n) { return arena_alloc(a, n); },
-                               [c, a](void **) { arena_cache_recycle(c, a); });
-        }
-        arena_cache_destroy(c);
-        if (fails)
-            st.SkipWithError("allocation failed");
+    add("request/100/small/arena_cache_guard_interval", kGuardLabel, 1, [](State &st) {
+        Sampled on(ARENA_GUARD_INTERVAL);
+        small_cache(st);
     });
 }
 

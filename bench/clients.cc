@@ -3,8 +3,6 @@
 // the loop that warms a row up and counts its page faults.
 #include "clients.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdarg>
@@ -259,13 +257,6 @@ struct RowState {
     // registrations differ from one binary to the next by a few MiB).
     long start_kib = -1;
 };
-
-long minor_faults()
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_minflt;
-}
 
 int warmup_ops()
 {

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -71,6 +72,13 @@ long status_kib(const char *format)
 
 long peak_rss_kib() { return status_kib("VmHWM: %ld kB"); }
 long rss_kib() { return status_kib("VmRSS: %ld kB"); }
+
+long minor_faults()
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
 
 bool quick_mode()
 {

@@ -71,6 +71,8 @@ void check_malloc_is(const char *lib);
 long peak_rss_kib();
 // Resident set (VmRSS) of this process now, KiB.
 long rss_kib();
+// Minor page faults of this process so far (getrusage).
+long minor_faults();
 
 // Whether the suite runs in quick mode (BENCH_QUICK=1, which bench/run.py
 // sets for --quick): the rows whose size it changes run shorter.

@@ -298,6 +298,26 @@ void register_churn()
     }
 }
 
+// The huge batch (workloads.h): every value malloc'd, every value freed when
+// the batch ends; warm, what the malloc keeps after the frees is its own
+// policy; cold, return_memory() before each batch.
+void register_huge()
+{
+    for (bool cold : {false, true})
+        row(huge_name(cold, kName), kLabel, static_cast<double>(huge_sizes().size()),
+            [cold](State &st) {
+                huge_batch(
+                    st, cold, [] {}, [](size_t n) { return std::malloc(n); },
+                    [](void **live, size_t count) {
+                        for (size_t i = 0; i < count; i++)
+                            std::free(live[i]);
+                    },
+                    [] {});
+            })
+            ->Iterations(huge_iterations())
+            ->Unit(benchmark::kMillisecond);
+}
+
 // ---- Mallocs with a bulk drop ------------------------------------------------------
 
 // Copy-in at every size, warm and cold, but for a cold 64 KiB batch: that is
@@ -483,6 +503,20 @@ void register_bulk()
             st.SkipWithError("allocation failed");
     });
 
+    for (bool cold : {false, true})
+        add(huge_name(cold, kBulkName), kBulkLabel, static_cast<double>(huge_sizes().size()),
+            [cold](State &st) {
+                huge_batch(
+                    st, cold, bulk_open, bulk_malloc,
+                    [](void **, size_t) {
+                        bulk_drop();
+                        bulk_open();
+                    },
+                    bulk_drop);
+            })
+            ->Iterations(huge_iterations())
+            ->Unit(benchmark::kMillisecond);
+
     ClientImpl im;
     im.name = kBulkName;
     im.label = kBulkLabel;
@@ -508,6 +542,8 @@ void register_bulk()
                        "not installed");
     absent("request/512/zeroed/" + name, label, "not installed");
     absent("request/100/small/" + name, label, "not installed");
+    for (bool cold : {false, true})
+        absent(huge_name(cold, name), label, "not installed");
     ClientImpl im;
     im.name = name;
     im.label = label;
@@ -535,6 +571,7 @@ int main(int argc, char **argv)
     register_threads_malloc(kName, kLabel, row);
     register_real_clients();
     register_churn();
+    register_huge();
 #if BENCH_BULK
 #  if BENCH_INSTALLED && BENCH_MALLOC_JEMALLOC
     bulk_init();

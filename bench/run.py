@@ -16,8 +16,10 @@ BUILD/bench (bench_arena, and bench_malloc_<x>, one process per malloc, so
 that no replacement malloc contaminates another row), ROUNDS times over,
 interleaved, and takes the median of the rounds for every row: the machine
 may be noisy, and ratios between rows of the same rounds are what the report
-is about.  Each ingest, real-client and churn row runs in a process of its
-own, so that its peak RSS (and page faults) are its own.
+is about.  Each ingest, real-client, churn and huge-batch row runs in a
+process of its own, so that its peak RSS (and page faults) are its own.  The
+huge-batch rows run once more with ARENA_HUGE_PAGES=0 (libarena reads it once
+per process), which names libarena's rows arena_nohuge.
 
 Prints the tables (machine at the top) and writes them to
 bench/results/latest.md, the rows' medians to bench/results/latest.json (what
@@ -104,7 +106,8 @@ SECTIONS = [
                "frees the rest); faults per operation counted after the warm-up", "us/op"),
     ("cxx", "11. C++ (arena/arena.hpp): a std::pmr container of 4096 elements built one "
             "insertion at a time and dropped, over each memory resource (the arena reset, "
-            "the monotonic resource released after each)", "ns/element"),
+            "the monotonic resource released after each); peak held, where counted: what "
+            "the resource took from upstream", "ns/element"),
     ("amalgamation", "12. The amalgamation (scripts/amalgamate.py, one translation unit) against "
                      "the library compiled from src/, same flags: a batch of 4096 values",
      "ns/value"),
@@ -120,6 +123,11 @@ SECTIONS = [
                   "one and inserts another (strings of 16..127 B), over each memory resource "
                   "(the arena reset, the monotonic resource released after each batch); peak "
                   "held: what the resource took from upstream", "ns/step"),
+    ("huge", "16. Huge batches: 256 MiB of values of 64 B..4 KiB (one fixed pseudo-random "
+             "sequence), each written with memset, then the batch ends (a malloc frees every "
+             "value; a bulk-drop malloc and libarena drop the batch); warm: the instance and "
+             "what the allocator kept reused; cold: its memory given back to the OS before each "
+             "batch; libarena with ARENA_HUGE_PAGES=0 from a process of its own", "ns/value"),
 ]
 # The real-client cases (bench/clients.h), as the report names them; {name}
 # is the row's counter of that name (a batch's size, which quick mode makes
@@ -186,14 +194,21 @@ def case_label(group, figure=lambda k: None):
     if w == "cxx_churn":
         return {"map": "pmr::map<pmr::string, int>",
                 "unordered_map": "pmr::unordered_map<pmr::string, int>",
-                "list": "pmr::list<pmr::string>, a queue"}.get(p[1], p[1])
+                "unordered_map_reinsert": "pmr::unordered_map<pmr::string, int>, "
+                                          "the same key erased and inserted again",
+                "list": "pmr::list<pmr::string>, a queue",
+                "deque": "pmr::deque<pmr::string>, a queue"}.get(p[1], p[1])
     if w == "cxx":
         return {"vector_string": "pmr::vector<pmr::string>, 16..47 B each",
-                "map": "pmr::map<uint64_t, uint64_t>"}.get(p[1], p[1])
+                "map": "pmr::map<uint64_t, uint64_t>",
+                "json_tree": "a JSON-like tree: pmr::vectors of variants, 512 records",
+                "vector_growth": "64 vectors of 64 uint64_t, grown by push_back"}.get(p[1], p[1])
     if w == "amalgamation":
         return {"alloc16": "arena_alloc 16 B (inline)",
                 "reuse": "arena_alloc_reuse 16..128 B, half freed",
                 "cur_hooks": "arena_cur_malloc 16..128 B, half freed"}.get(p[1], p[1])
+    if w == "huge":
+        return "256 MiB, %s" % p[2]
     if w == "client":
         case = "/".join(p[1:])
         return re.sub(r"\{(\w+)\}",
@@ -359,6 +374,12 @@ def machine_info(build):
     except (ValueError, OSError):
         info["libc"] = "?"
     info["load"] = " ".join("%.2f" % x for x in os.getloadavg())
+    for k in ("enabled", "defrag"):
+        try:
+            with open("/sys/kernel/mm/transparent_hugepage/" + k) as f:
+                info["thp_" + k] = f.read().strip()
+        except OSError:
+            info["thp_" + k] = "not offered"
     for fname, key in (("buildinfo.txt", "build"), ("peers.txt", "peers")):
         d = {}
         try:
@@ -430,7 +451,8 @@ def extra_columns(workload):
             "threads": ["M values/s (CPU)", "M values/s (wall)"],
             "client": ["peak RSS MiB", "RSS at start MiB", "minor faults/op"],
             "churn": ["peak live KiB", "peak held KiB", "held / live", "peak RSS above start MiB"],
-            "cxx_churn": ["peak held KiB"]}.get(workload, [])
+            "cxx": ["peak held KiB"], "cxx_churn": ["peak held KiB"],
+            "huge": ["ms/batch (CPU)", "ms/batch (wall)", "minor faults/batch"]}.get(workload, [])
 
 
 def extra_figures(results, workload, name, x):
@@ -448,8 +470,12 @@ def extra_figures(results, workload, name, x):
         peak, start = v("peak_RSS"), v("start_RSS")
         return [fmt_kib(live), fmt_kib(held), "%.2f" % (held / live) if held and live else "-",
                 fmt_mib(peak - start) if peak and start else "-"]
-    if workload == "cxx_churn":
-        return [fmt_kib(v("peak_held"))]
+    if workload in ("cxx", "cxx_churn"):
+        return [fmt_kib(v("peak_held")) if v("peak_held") else "-"]
+    if workload == "huge":
+        flt, cpu, wall = v("faults/batch"), v("cpu_time"), v("real_time")
+        return ["%.1f" % (cpu / 1e6) if cpu else "-", "%.1f" % (wall / 1e6) if wall else "-",
+                "-" if flt is None else "%.0f" % flt]
     if workload == "threads":
         # Values per second of CPU time of all the threads, and of wall time.
         workers, ips = v("workers"), v("items_per_second")
@@ -586,15 +612,22 @@ plot %s
 # ---- Main -------------------------------------------------------------------------------
 
 def plan_runs(exes, pat, env):
-    """[(exe, names)]: the ingest, real-client and churn rows one per process, for their
-    own peak RSS (and the clients' page faults); the other rows of a harness together."""
-    plan, alone = [], ("ingest/", "client/", "churn/")
+    """[(exe, names, env)]: the ingest, real-client, churn and huge-batch rows one per
+    process, for their own peak RSS and page faults; the other rows of a harness
+    together.  The huge-batch rows that a harness names otherwise under
+    ARENA_HUGE_PAGES=0 (libarena's) run again so, unless that is already the setting."""
+    plan, alone = [], ("ingest/", "client/", "churn/", "huge/")
+    pick = lambda names: [n for n in names if not pat or pat.search(row_name(n))]
+    off = None if env.get("ARENA_HUGE_PAGES") == "0" else dict(env, ARENA_HUGE_PAGES="0")
     for exe in exes:
-        names = [n for n in list_tests(exe, env) if not pat or pat.search(row_name(n))]
+        names = pick(list_tests(exe, env))
         rest = [n for n in names if not n.startswith(alone)]
         if rest:
-            plan.append((exe, rest))
-        plan += [(exe, [n]) for n in names if n.startswith(alone)]
+            plan.append((exe, rest, env))
+        plan += [(exe, [n], env) for n in names if n.startswith(alone)]
+        if off:
+            plan += [(exe, [n], off) for n in pick(list_tests(exe, off))
+                     if n.startswith("huge/") and n not in names]
     return plan
 
 
@@ -639,14 +672,14 @@ def main():
         gb_args.append("--benchmark_enable_random_interleaving=true")
 
     results, failures = Results(), []
-    for _, names in plan:
+    for _, names, _ in plan:
         for n in names:
             results.declare(row_name(n))
     progress = Progress(sum(len(p[1]) for p in plan) * rounds)
     for r in range(rounds):
-        for exe, names in plan:
+        for exe, names, run_env in plan:
             where = "round %d/%d %s" % (r + 1, rounds, os.path.basename(exe))
-            rc, rows, err = run_binary(exe, names, gb_args, progress, where, env)
+            rc, rows, err = run_binary(exe, names, gb_args, progress, where, run_env)
             for b in rows:
                 results.add(b)
             if rc != 0:
@@ -669,6 +702,8 @@ def main():
             b.get("compiler", "?"), b.get("build_type", "?"), b.get("c_flags", "").strip(),
             b.get("cxx_flags", "").strip(), b.get("benchmark", "?")),
         "- peers: " + ", ".join("%s %s" % (k, v) for k, v in peers.items()),
+        "- transparent huge pages: enabled `%s`, defrag `%s`" % (info["thp_enabled"],
+                                                                 info["thp_defrag"]),
         "- run: %s; %s; %d round%s of every harness, interleaved; %s; CPU time; min time "
         "%gs per row per repetition; ingest log %d MiB" % (
             stamp, "QUICK mode" if a.quick else "full mode", rounds, "" if rounds == 1 else "s",

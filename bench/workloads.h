@@ -215,6 +215,99 @@ inline std::string pool_name(bool rolling, size_t size, size_t cap, const std::s
 
 inline std::string sz(size_t n) { return std::to_string(n); }
 
+// ---- Huge batches --------------------------------------------------------------------
+
+// One huge batch stores kHugeBytes of values of kHugeMin..kHugeMax bytes.
+constexpr size_t kHugeBytes = size_t(256) << 20;
+constexpr size_t kHugeMin = 64, kHugeMax = 4096;
+
+// The sizes of a huge batch's values, in order: uniform in kHugeMin..kHugeMax
+// from a fixed seed, the last one or two cut to make the sum kHugeBytes
+// exactly.  The same sequence for every implementation.
+inline const std::vector<uint16_t> &huge_sizes()
+{
+    static const std::vector<uint16_t> sizes = [] {
+        std::vector<uint16_t> v;
+        uint64_t s = 0x2545f4914f6cdd1dull;
+        size_t left = kHugeBytes;
+        while (left > kHugeMax + kHugeMin) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            size_t n = kHugeMin + s % (kHugeMax - kHugeMin + 1);
+            v.push_back(static_cast<uint16_t>(n));
+            left -= n;
+        }
+        if (left > kHugeMax) { // kHugeMax < left <= kHugeMax + kHugeMin: two halves
+            v.push_back(static_cast<uint16_t>(left / 2));
+            left -= left / 2;
+        }
+        v.push_back(static_cast<uint16_t>(left));
+        return v;
+    }();
+    return sizes;
+}
+
+// The huge-batch workload: one iteration stores every value of huge_sizes()
+// through `put(n)` (which returns the value's n bytes, or nullptr), fills it
+// with its index's low byte, keeps it in an array, then `drop(live, count)`
+// ends the batch.  open() and close() bracket an instance, as in batch():
+//   warm: one instance for the run, through one untimed batch first;
+//   cold: before each batch (untimed) the instance is closed and the
+//         allocator gives its free memory back to the OS (return_memory()).
+// Counters: the minor page faults of the timed part per batch (getrusage),
+// and the batch's size.  One item is one value.
+template <class Open, class Put, class Drop, class Close>
+void huge_batch(benchmark::State &st, bool cold, Open open, Put put, Drop drop, Close close)
+{
+    const std::vector<uint16_t> &sizes = huge_sizes();
+    const size_t count = sizes.size();
+    std::vector<void *> live(count);
+    size_t fails = 0;
+    auto fill = [&] {
+        for (size_t i = 0; i < count; i++) {
+            void *p = put(opaque(sizes[i]));
+            if (p)
+                std::memset(p, static_cast<int>(i & 0xff), sizes[i]);
+            else
+                fails++;
+            live[i] = p;
+        }
+        touch(live.data());
+        drop(live.data(), count);
+    };
+    open();
+    if (!cold)
+        fill();
+    long faults = 0;
+    for (auto _ : st) {
+        if (cold) {
+            st.PauseTiming();
+            close();
+            return_memory();
+            st.ResumeTiming();
+        }
+        long before = minor_faults();
+        if (cold)
+            open();
+        fill();
+        faults += minor_faults() - before;
+    }
+    close();
+    st.counters["faults/batch"] = per_iteration(static_cast<double>(faults));
+    st.counters["values"] = static_cast<double>(count);
+    if (fails)
+        st.SkipWithError("allocation failed");
+}
+
+// Iterations of a huge row per repetition: a batch takes tenths of a second.
+inline int64_t huge_iterations() { return quick_mode() ? 1 : 2; }
+
+inline std::string huge_name(bool cold, const std::string &impl)
+{
+    return std::string("huge/256M/") + (cold ? "cold/" : "warm/") + impl;
+}
+
 } // namespace bench
 
 #endif

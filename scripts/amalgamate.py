@@ -187,6 +187,7 @@ def main():
     features = {}
     for s in srcs:
         for name, value in FEATURE.findall(texts[s]):
+            value = re.sub(r"\s*/\*.*?\*/\s*$", "", value).strip()  # the comment says why
             if features.get(name, value) != value:
                 sys.exit("amalgamate: %s is defined as %s and %s" % (name, features[name], value))
             features[name] = value
@@ -211,7 +212,7 @@ def main():
 
     every = list(texts.values()) + [read(h) for h in all_headers()]
     body = [banner % (ver, rev, "the library's sources: compile this file once"),
-            "".join("#define %s %s\n" % kv for kv in sorted(features.items())),
+            "".join(("#define %s %s" % kv).rstrip() + "\n" for kv in sorted(features.items())),
             '#define ARENA_BUILDING 1\n#include "arena.h"\n']
     # arena.h holds the public headers: the sources' includes of them
     # resolve to nothing (the inliner has seen them).

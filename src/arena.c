@@ -132,6 +132,32 @@ static size_t regular_max(const arena *a)
     return arena__chunk_size(a) > ARENA_REF_MAX / 2 ? ARENA_REF_MAX : 2 * arena__chunk_size(a);
 }
 
+/* The capacity of a regular chunk of ARENA__HUGE bytes, held, for an arena
+ * on the C heap where huge pages are offered (backing.c) and its chunk
+ * size is smaller; 0 otherwise.  A batch whose chunks in use hold
+ * ARENA__HUGE takes its next regular chunks so (regular_cap()): a batch of
+ * hundreds of MiB faults in a huge page at a time, what it holds at most
+ * doubles as the growth begins, and a smaller batch is as it was. */
+static size_t grown_cap(const arena *a)
+{
+    size_t cap;
+
+    if (arena__cold(a)->backing.alloc || !arena__huge_pages())
+        return 0;
+    cap = arena__chunk_usable(ARENA__HUGE, arena__chunk_size(a));
+    return cap > arena__chunk_size(a) ? cap : 0;
+}
+
+/* The capacity of the next new regular chunk: the chunk size, or
+ * grown_cap() once the chunks in use hold ARENA__HUGE (each holds the
+ * chunk size or more). */
+static size_t regular_cap(const arena *a)
+{
+    size_t size = arena__chunk_size(a), grown = grown_cap(a);
+
+    return grown && a->nused >= ARENA__HUGE / size ? grown : size;
+}
+
 /* True when the batch in progress is guarded. */
 static bool guarded_now(const arena *a)
 {
@@ -751,11 +777,12 @@ static char *place_oversized(arena *a, size_t align, size_t need, uint32_t *chun
  * *chunk; NULL (arena unchanged) on failure. */
 static char *place_regular(arena *a, size_t size, size_t align, size_t need, uint32_t *chunk)
 {
-    uint32_t i = use_spare(a, need, regular_max(a));
+    size_t cap = regular_cap(a);
+    uint32_t i = use_spare(a, need, cap > arena__chunk_size(a) ? cap : regular_max(a));
     char *p;
 
     if (i == UINT32_MAX) {
-        i = add_chunk(a, arena__chunk_size(a), need + arena__hdr());
+        i = add_chunk(a, cap, need + arena__hdr());
         if (i == UINT32_MAX)
             return NULL;
     }

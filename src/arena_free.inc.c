@@ -490,6 +490,19 @@ static inline bool late_free(const arena *a, const char *p, size_t n, const char
     return late_free_found(a, p, n, fn);
 }
 
+bool arena__stored_now(const arena *a, const void *ptr, size_t n)
+{
+    const char *p = (const char *)ptr;
+    const struct arena__chunk *c = a->lazy ? NULL : arena__chunk_of(a, p);
+    const char *pos = cursor(a), *lim = current_lim(a);
+
+    if (!c || n > c->cap - (size_t)(p - c->base))
+        return false;
+    if (lim && c->base + c->cap == lim) /* the current chunk */
+        return pos && p < pos && n <= (size_t)(pos - p);
+    return true;
+}
+
 /* The block [from, from + len), which the arena no longer needs, goes back:
  * to the position when it ends there, else to the lists when it can hold a
  * node. */

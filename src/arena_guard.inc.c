@@ -25,34 +25,21 @@
 /* Decides whether the batch beginning now is guarded: every batch of an
  * arena that asked (ARENA__GUARD_ON), else, while the process samples,
  * one drawn for an arena on the C heap.  An unguarded batch of a sampled
- * arena lets the inline resets count down only the unguarded batches
- * before the next drawn one (`cut`), so that the library sees it begin; a
+ * arena lets the inline resets count down only the batches before the next
+ * decision (`cut`: src/guard.c), so that the library sees it begin; a
  * guarded one, or every batch of an arena that asked, has its ends come to
  * the library (ARENA__PENDING_GUARD).  Requires no chunk in use and catch_up()
  * in this call (`countdown` is at its start). */
 static void guard_begin(arena *a)
 {
     struct arena__guard_state *g = &arena__cold(a)->guard;
-    unsigned long every = 0;
     bool on = (g->flags & ARENA__GUARD_ON) != 0;
 
-    g->flags = (g->flags & (ARENA__GUARD_ON | ARENA__GUARD_DRAWN)) | ARENA__GUARD_DECIDED;
+    g->flags = (g->flags & ARENA__GUARD_ON) | ARENA__GUARD_DECIDED;
     g->cut = 0;
     g->keep = NULL;
-    if (!on && !a->buf && !arena__cold(a)->backing.alloc)
-        every = arena__guard_every();
-    if (every) {
-        if (!(g->flags & ARENA__GUARD_DRAWN)) {
-            g->flags |= ARENA__GUARD_DRAWN;
-            g->gap = arena__guard_gap(every);
-        }
-        if (g->gap == 0) {
-            on = true;
-            g->gap = arena__guard_gap(every);
-        } else if (--g->gap < ARENA__INLINE_RESETS) {
-            g->cut = ARENA__INLINE_RESETS - (uint32_t)g->gap;
-        }
-    }
+    if (!on && !a->buf && !arena__cold(a)->backing.alloc && arena__guard_every())
+        on = arena__guard_draw(g);
     if (on && arena__guard_page()) {
         g->flags |= ARENA__GUARD_NOW;
         arena__guard_began();
@@ -62,6 +49,39 @@ static void guard_begin(arena *a)
     else
         a->pending &= ~(uint32_t)ARENA__PENDING_GUARD;
     a->countdown = countdown_start(a);
+}
+
+/* A scratch scope begins on `a` while the process samples.  A scope begun
+ * on a scratch arena that stores nothing is a batch of its own, and the
+ * library sees its end only where it rewinds to nothing (a scope begun with
+ * no chunk current, or guarded), which decides the next batch; the end of
+ * one begun with the chunk kept current is the inline rewind.  So the batch
+ * beginning now, where no batch ended in the library since the last scope
+ * began (`scope`), is counted here, and where the countdown ends, decided as
+ * a rewind to nothing decides one (which keeps the chunk current unless the
+ * batch is guarded). */
+void arena__scratch_batch(arena *a)
+{
+    struct arena__guard_state *g = &arena__cold(a)->guard;
+    arena_mark m = {NULL, 0, 0, 0, 0};
+    const char *pos = a->ptr ? a->ptr : a->pos;
+
+    if (a->lazy || a->nused != 1 || a->cur != 0 || pos != a->chunks[0].base || arena_size(a) != 0 ||
+        (a->pending & ARENA__PENDING_GUARD))
+        return;
+    if (g->scope != (uint32_t)g->ended) {
+        g->scope = (uint32_t)g->ended; /* decided as the last batch ended */
+        return;
+    }
+    if (arena__guard_pass(g)) {
+        g->ended++;
+        if (g->id)
+            arena__guard_tick(g->id, g->clock, g->ended);
+    } else {
+        m.serial = ++a->saves;
+        (void)arena__rewind(a, m);
+    }
+    g->scope = (uint32_t)g->ended;
 }
 
 /* A batch ended (a reset, a release, a rewind to nothing): the reporter's

@@ -198,7 +198,8 @@ static void free_outgrown(arena *a, size_t cap)
         return;
     for (i = a->nused; i < a->nchunks; i++) {
         size_t u = usable(a, &a->chunks[i]);
-        if (slots(a)[i].key >= k->born && u < cap && u > regular_max(a) && u > most) {
+        if (slots(a)[i].key >= k->born && u < cap && u > regular_max(a) && u != grown_cap(a) &&
+            u > most) {
             most = u;
             worst = i;
         }

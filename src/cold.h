@@ -67,25 +67,29 @@ struct arena__slot {
 
 /* Flags of arena__guard_state: ON, every batch guarded (arena_set_guard());
  * NOW, the batch in progress is guarded; DECIDED, the batch in progress was
- * decided; DRAWN, `gap` was drawn (an arena's first sampled batch is drawn
- * as the others are). */
+ * decided. */
 #define ARENA__GUARD_ON      1u
 #define ARENA__GUARD_NOW     2u
 #define ARENA__GUARD_DECIDED 4u
-#define ARENA__GUARD_DRAWN   8u
 
 /* An arena's part in guarded batches (src/guard.c, src/arena_guard.inc.c). */
 struct arena__guard_state {
     uint32_t flags; /* ARENA__GUARD_* */
     uint32_t cut;   /* inline resets `countdown` withholds, so that the
-                       library sees the next sampled batch begin */
-    uint64_t gap;   /* unguarded batches before the next sampled one */
+                       library sees the batch of the next decision begin */
+    uint64_t gap;   /* sampled: the batches that begin before the next
+                       decision (by count, the guarded batch; by time, a look
+                       at the clock: src/guard.c) */
     uint64_t id;    /* identity in the quarantine's records; 0: none yet */
     uint64_t ended; /* batches ended, as the fault reporter counts them */
     uint32_t clock; /* the slot of its clock (arena__guard_identity()) */
+    uint32_t seen;  /* sampled by time: `ended` at the last look at the clock */
     char *keep;     /* this batch's highest position that the shrink of a most
                        recent value left behind: an enclosing mark may lie
                        there, so no rewind retires below it; NULL: none */
+    uint64_t look;  /* sampled by time: the clock at that look */
+    uint32_t gen;   /* the sampling's setting that `gap` was drawn under */
+    uint32_t scope; /* `ended` as the last sampled scratch scope began */
 };
 
 /* Instrumented builds: what a rewind needs to cut a value grown in place

@@ -41,10 +41,19 @@
  * has taken since (more than CLOCKS arenas with guarded batches) is
  * reported without the count.
  *
- * Sampling draws, for each sampled batch, the unguarded batches before the
- * next one uniformly from [0, 2(N - 1)]: each batch is guarded with
- * probability 1/N, and the draws cost a few instructions per sampled batch
- * (arena_guard.inc.c lets the inline resets run through the unguarded ones).
+ * Sampling by count draws, for each sampled batch, the unguarded batches
+ * before the next one uniformly from [0, 2(N - 1)]: each batch is guarded
+ * with probability 1/N, and the draws cost a few instructions per sampled
+ * batch (arena_guard.inc.c lets the inline resets run through the unguarded ones).
+ * Sampling by time keeps the same countdown, of the batches before the
+ * arena next looks at the clock: the first look, of any arena, an interval
+ * or more after the last batch claimed (`claimed`), claims the batch
+ * beginning then with a compare-and-swap (so at most one batch per
+ * interval in the process), and each look arms the
+ * countdown for the batches that the arena runs, at its rate since its last
+ * look, in an eighth of an interval (or the time left to it), at most twice
+ * the batches since then: O(1) a look, a clock read per thousands of
+ * batches at high rates.
  */
 #if defined(_WIN32)
 #  define WIN32_LEAN_AND_MEAN
@@ -413,51 +422,110 @@ void arena_guard_set_quarantine(size_t n)
 
 /* ---- Sampling ------------------------------------------------------------------------- */
 
+/* At most one of `every` and `interval` is nonzero: the sampling in force.
+ * `generation` moves at each change, so that an arena's countdown, drawn
+ * under the old setting, is drawn anew at its next decision. */
 static _Atomic unsigned long every;
-static _Atomic int every_read; /* 0: ARENA_GUARD not read yet */
+static _Atomic uint64_t interval; /* nanoseconds */
+static _Atomic unsigned generation = 1;
+static _Atomic uint64_t claimed; /* the clock at the last batch sampled by time; 0: none */
+static _Atomic int every_read;   /* 0: ARENA_GUARD not read yet */
 
-/* ARENA_GUARD's value: decimal digits, at most ULONG_MAX.  Anything else is
- * 0, the mode off: a sign, blanks, an empty value, or a number too large,
- * which strtoul() would have taken as some other number. */
-static unsigned long parse_every(const char *s)
+/* The units of an interval in ARENA_GUARD, in nanoseconds. */
+static const struct {
+    char name[3];
+    uint64_t ns;
+} units[] = {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
+
+/* ARENA_GUARD's value: decimal digits, alone (a count, at most ULONG_MAX)
+ * or followed by one unit of `units` (an interval, at most UINT64_MAX
+ * nanoseconds).  Anything else is the mode off: a sign, blanks, an empty
+ * value, a fraction, another unit, or a number too large, which strtoul()
+ * would have taken as some other number. */
+static void parse_every(const char *s, unsigned long *n, uint64_t *ns)
 {
-    unsigned long v = 0;
-    if (!s || !*s)
-        return 0; /* unset, or empty */
-    for (; *s; s++) {
-        unsigned long d = (unsigned long)(unsigned char)*s - '0';
-        if (d > 9 || v > (ULONG_MAX - d) / 10)
-            return 0;
+    uint64_t v = 0;
+    const char *digits = s;
+    size_t i;
+
+    *n = 0;
+    *ns = 0;
+    if (!s)
+        return;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        uint64_t d = (uint64_t)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return;
         v = v * 10 + d;
     }
-    return v;
+    if (s == digits)
+        return; /* empty, or no number first */
+    if (!*s) {
+        if (v <= ULONG_MAX)
+            *n = (unsigned long)v;
+        return;
+    }
+    for (i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(s, units[i].name) == 0) {
+            if (v <= UINT64_MAX / units[i].ns)
+                *ns = v * units[i].ns;
+            return;
+        }
+    }
 }
 
-unsigned long arena__guard_every(void)
+/* Reads ARENA_GUARD once, unless arena_guard_sample() or
+ * arena_guard_sample_interval() came first. */
+static void settle(void)
 {
     if (ARENA__UNLIKELY(!atomic_load_explicit(&every_read, memory_order_acquire))) {
-        unsigned long v;
+        unsigned long n;
+        uint64_t ns;
         int expected = 0;
         arena__fork_ready(); /* a fork amid the read would leave it unfinished */
-        v = parse_every(getenv("ARENA_GUARD"));
+        parse_every(getenv("ARENA_GUARD"), &n, &ns);
         /* A racing arena_guard_sample() wins: its value stays. */
         if (atomic_compare_exchange_strong(&every_read, &expected, 2)) {
-            atomic_store(&every, v);
+            atomic_store(&every, n);
+            atomic_store(&interval, ns);
             atomic_store_explicit(&every_read, 1, memory_order_release);
         }
         while (atomic_load_explicit(&every_read, memory_order_acquire) != 1)
             ;
     }
+}
+
+unsigned long arena__guard_every(void)
+{
+    settle();
+    return atomic_load_explicit(&every, memory_order_relaxed) |
+           (atomic_load_explicit(&interval, memory_order_relaxed) != 0);
+}
+
+/* Replaces the sampling in force: a count `n`, or an interval `ns`. */
+static void set_sampling(unsigned long n, uint64_t ns)
+{
+    settle();
+    atomic_store(&every, n);
+    atomic_store(&interval, ns);
+    atomic_fetch_add(&generation, 1);
+}
+
+void arena_guard_sample(unsigned long n) { set_sampling(n, 0); }
+
+unsigned long arena_guard_sampling(void)
+{
+    settle();
     return atomic_load_explicit(&every, memory_order_relaxed);
 }
 
-void arena_guard_sample(unsigned long n)
-{
-    (void)arena__guard_every();
-    atomic_store(&every, n);
-}
+void arena_guard_sample_interval(uint64_t ns) { set_sampling(0, ns); }
 
-unsigned long arena_guard_sampling(void) { return arena__guard_every(); }
+uint64_t arena_guard_sampling_interval(void)
+{
+    settle();
+    return atomic_load_explicit(&interval, memory_order_relaxed);
+}
 
 void arena__guard_fork(bool hold)
 {
@@ -474,7 +542,9 @@ void arena__guard_fork(bool hold)
 
 static ARENA__TLS uint64_t draws; /* xorshift64* state; 0: not seeded */
 
-uint64_t arena__guard_gap(unsigned long n)
+/* The unguarded batches before the next sampled one at 1 in `n`: uniform
+ * in [0, 2(n - 1)], so that each batch is guarded with probability 1/n. */
+static uint64_t draw_gap(unsigned long n)
 {
     uint64_t x = draws, span;
     if (n <= 1)
@@ -490,6 +560,103 @@ uint64_t arena__guard_gap(unsigned long n)
     draws = x;
     span = (uint64_t)n - 1 > UINT64_MAX / 4 ? UINT64_MAX / 2 : 2 * ((uint64_t)n - 1) + 1;
     return (x * 0x2545F4914F6CDD1Du >> 11) % span;
+}
+
+/* A monotonic clock in nanoseconds, the same in every thread. */
+static uint64_t clock_ns(void)
+{
+#if GUARD_POSIX
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#elif GUARD_WINDOWS
+    LARGE_INTEGER c, f;
+    uint64_t t, hz;
+    QueryPerformanceCounter(&c);
+    QueryPerformanceFrequency(&f);
+    t = (uint64_t)c.QuadPart;
+    hz = (uint64_t)f.QuadPart ? (uint64_t)f.QuadPart : 1;
+    return t / hz * 1000000000u + t % hz * 1000000000u / hz;
+#else
+    return 0;
+#endif
+}
+
+/* How often an arena reads the clock while it waits for the next interval:
+ * about CHECKS times an interval, so that the first batch it sees after the
+ * interval ends begins at most about an eighth of an interval late. */
+#define CHECKS 8u
+
+/* Sampling by time, at a batch whose countdown ended: the batch is guarded
+ * when an interval has passed since the process's last such batch, or none
+ * was (and this arena, of those that see it so, is the one that claims
+ * it); then the countdown is armed for
+ * the batches this arena runs in the time to its next look, at the rate it
+ * ran them since its last (at most twice as many as then: a rate measured
+ * over a few fast batches does not put the next look far off). */
+static bool draw_timed(struct arena__guard_state *g, uint64_t ns, bool fresh)
+{
+    uint64_t now = clock_ns(), last = atomic_load(&claimed), left, span, most, gap;
+    uint64_t ran = fresh ? 0 : (uint32_t)((uint32_t)g->ended - g->seen);
+    bool on = false;
+
+    for (;;) {
+        /* (A claim of another thread may postdate this thread's `now`.) */
+        if (last && (now < last || now - last < ns)) {
+            left = now < last ? ns : ns - (now - last);
+            break;
+        }
+        if (atomic_compare_exchange_weak(&claimed, &last, now ? now : 1)) {
+            on = true;
+            left = ns;
+            break;
+        }
+    }
+    span = left < ns / CHECKS ? left : ns / CHECKS;
+    most = 2 * ran + 1;
+    if (fresh || now <= g->look || (ran && span > UINT64_MAX / ran))
+        gap = most;
+    else
+        gap = ran * span / (now - g->look);
+    g->gap = gap < most ? gap : most;
+    g->look = now;
+    g->seen = (uint32_t)g->ended;
+    return on;
+}
+
+bool arena__guard_pass(struct arena__guard_state *g)
+{
+    if (g->gap == 0 || g->gen != atomic_load_explicit(&generation, memory_order_relaxed))
+        return false;
+    g->gap--;
+    return true;
+}
+
+bool arena__guard_draw(struct arena__guard_state *g)
+{
+    unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
+    unsigned long n = atomic_load_explicit(&every, memory_order_relaxed);
+    uint64_t ns = atomic_load_explicit(&interval, memory_order_relaxed);
+    bool fresh = g->gen != gen, on = false;
+
+    if (fresh) {
+        g->gen = gen;
+        g->gap = ns ? 0 : draw_gap(n);
+    }
+    if (g->gap == 0) {
+        if (ns) {
+            on = draw_timed(g, ns, fresh);
+        } else {
+            on = n != 0;
+            g->gap = draw_gap(n);
+        }
+    } else {
+        g->gap--;
+    }
+    if (!on && g->gap < ARENA__INLINE_RESETS)
+        g->cut = ARENA__INLINE_RESETS - (uint32_t)g->gap;
+    return on;
 }
 
 void arena__guard_began(void) { atomic_fetch_add_explicit(&n_batches, 1, memory_order_relaxed); }

@@ -132,6 +132,12 @@ ARENA__HIDDEN void *arena__back_alloc(const arena_allocator *b, size_t n);
 /* Gives `p` of `n` bytes back to where arena__back_alloc() took it. */
 ARENA__HIDDEN void arena__back_free(const arena_allocator *b, void *p, size_t n);
 
+/* Where a block of the C library's heap of ARENA__HUGE bytes or more is a
+ * mapping of its own, aligned and advised for transparent huge pages
+ * (backing.c): read once, the same for the process's life. */
+#define ARENA__HUGE ((size_t)2 << 20)
+ARENA__HIDDEN bool arena__huge_pages(void);
+
 /* The C library's heap (the backing of an arena without an allocator). */
 #define ARENA__HEAP (&(const arena_allocator){NULL, NULL, NULL})
 
@@ -243,10 +249,19 @@ ARENA__HIDDEN void arena__guard_unmap(void *p, size_t n);
  * rewind quarantined it already with the pages past the mark). */
 ARENA__HIDDEN void arena__guard_retire(char *p, size_t n, bool guard,
                                        const struct arena__guard_why *why);
-/* The process-wide sampling (arena_guard_sample(); ARENA_GUARD). */
+/* Nonzero while the process samples batches (arena_guard_sample(),
+ * arena_guard_sample_interval(), ARENA_GUARD). */
 ARENA__HIDDEN unsigned long arena__guard_every(void);
-/* The unguarded batches before the next sampled one at 1 in `every`. */
-ARENA__HIDDEN uint64_t arena__guard_gap(unsigned long every);
+/* Whether the sampled batch of `g`'s arena that begins now is guarded;
+ * moves its countdown on, and sets `cut` for an unguarded one.  Requires
+ * sampling on (arena__guard_every()). */
+ARENA__HIDDEN bool arena__guard_draw(struct arena__guard_state *g);
+/* True when the sampled batch of `g`'s arena that begins now is one of
+ * its countdown's, which it moves on: no decision (no change to the
+ * setting since the last one, and the countdown not at its end). */
+ARENA__HIDDEN bool arena__guard_pass(struct arena__guard_state *g);
+/* A scratch scope begins on `a` while the process samples (src/arena.c). */
+ARENA__HIDDEN void arena__scratch_batch(arena *a);
 /* A guarded batch began (the counter). */
 ARENA__HIDDEN void arena__guard_began(void);
 /* A new identity for an arena's records, and its clock's slot. */

@@ -92,8 +92,11 @@ arena_scope arena_scratch_begin(arena *const *conflicts, size_t n)
      * written field by field is read back by wider loads that straddle
      * those stores, and the store forwarding fails (docs/fast-path.md). */
     for (i = 0; i < ARENA_SCRATCH_COUNT; i++) {
-        if (!conflicts_with(&set->arenas[i], conflicts, n))
+        if (!conflicts_with(&set->arenas[i], conflicts, n)) {
+            if (ARENA__UNLIKELY(arena__guard_every()))
+                arena__scratch_batch(&set->arenas[i]);
             return arena_scope_begin(&set->arenas[i]);
+        }
     }
     return no_scope();
 }

@@ -9,6 +9,7 @@
  * assumed.
  */
 #include "support.h"
+#include "internal.h" /* arena__huge_pages(), ARENA__HUGE */
 
 #include <stdalign.h>
 
@@ -435,6 +436,13 @@ static void test_default_backing_is_malloc(void **state)
         arena_guard_get_stats(&gs);
         assert_true(gs.mapped >= 301 * (size_t)40000);
         assert_true(heap.allocs - allocs < 301);
+    } else if (arena__huge_pages()) {
+        /* Chunks of 64 KiB from the heap until the batch holds 2 MiB in
+         * them, then chunks of 2 MiB, mappings of their own (backing.c). */
+        assert_true(heap.allocs - allocs >= ARENA__HUGE / ARENA_DEFAULT_CHUNK + 1);
+        assert_true(heap.allocs - allocs < 301);
+        arena_reset_to(&a, 200 * (size_t)ARENA_DEFAULT_CHUNK);
+        assert_true(heap.frees > frees); /* chunks went back */
     } else {
         assert_true(heap.allocs - allocs >= 301);
         arena_reset_to(&a, 200 * (size_t)ARENA_DEFAULT_CHUNK);

@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory_resource>
 #include <new>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 extern "C" {
@@ -388,36 +390,41 @@ static void test_pool_bad_frees(void **)
 static void test_resource_containers(void **)
 {
     libarena::arena a;
-    libarena::resource r(a);
     std::size_t news = heap_news;
     {
-        std::pmr::vector<std::pmr::string> v(&r);
-        for (int k = 0; k < 1000; k++) {
-            v.emplace_back(std::to_string(k)); // short: no heap temporary
-            v.back().append(40, 'x');
+        libarena::resource r(a);
+        {
+            std::pmr::vector<std::pmr::string> v(&r);
+            for (int k = 0; k < 1000; k++) {
+                v.emplace_back(std::to_string(k)); // short: no heap temporary
+                v.back().append(40, 'x');
+            }
+            assert_int_equal(v.size(), 1000);
+            assert_string_equal(v[999].substr(0, 4).c_str(), "999x");
+            assert_ptr_equal(v[5].get_allocator().resource(), &r);
+
+            std::pmr::map<std::pmr::string, int> m(&r);
+            for (int k = 0; k < 500; k++)
+                m.emplace(std::pmr::string("key-long-enough-for-the-heap-") + char('a' + k % 26) +
+                              std::pmr::string(k % 7, 'y'),
+                          k);
+            for (int k = 0; k < 100; k++)
+                m.erase(m.begin());
+            assert_true(m.size() > 0);
+
+            std::pmr::unordered_map<int, std::pmr::string> u(&r);
+            for (int k = 0; k < 2000; k++)
+                u[k] = "value-that-does-not-fit-the-small-buffer";
+            assert_int_equal(u.size(), 2000);
+            assert_string_equal(u[1234].c_str(), "value-that-does-not-fit-the-small-buffer");
+            assert_true(a.size() > 0);
         }
-        assert_int_equal(v.size(), 1000);
-        assert_string_equal(v[999].substr(0, 4).c_str(), "999x");
-        assert_ptr_equal(v[5].get_allocator().resource(), &r);
-
-        std::pmr::map<std::pmr::string, int> m(&r);
-        for (int k = 0; k < 500; k++)
-            m.emplace(std::pmr::string("key-long-enough-for-the-heap-") + char('a' + k % 26) +
-                          std::pmr::string(k % 7, 'y'),
-                      k);
-        for (int k = 0; k < 100; k++)
-            m.erase(m.begin());
-        assert_true(m.size() > 0);
-
-        std::pmr::unordered_map<int, std::pmr::string> u(&r);
-        for (int k = 0; k < 2000; k++)
-            u[k] = "value-that-does-not-fit-the-small-buffer";
-        assert_int_equal(u.size(), 2000);
-        assert_string_equal(u[1234].c_str(), "value-that-does-not-fit-the-small-buffer");
-        assert_true(a.size() > 0);
+        assert_int_equal(heap_news, news); // nothing came from the heap
+        // Every byte went back: what may be left is the record of the cleanup
+        // that ties the resource's lists to the batch, until the resource goes.
+        assert_true(a.size() <= 64);
     }
-    assert_int_equal(heap_news, news); // nothing came from the heap
-    assert_int_equal(a.size(), 0);     // and every byte was given back
+    assert_int_equal(a.size(), 0);
 }
 
 static void test_resource_reuse(void **)
@@ -441,6 +448,242 @@ static void test_resource_reuse(void **)
         l.clear();
     }
     assert_true(a.size() < 100 * 64 + 4096);
+}
+
+// Whether libarena::resource keeps lists of its own (a plain build, not
+// under Valgrind); elsewhere its values go through arena_alloc_reuse() and
+// arena_free(), whose tools check them.
+static bool resource_lists() { return ARENA__INLINE_WINDOW && arena__inline_ok; }
+
+static bool apart(const void *p, std::size_t n, const void *q, std::size_t m)
+{
+    auto x = reinterpret_cast<std::uintptr_t>(p), y = reinterpret_cast<std::uintptr_t>(q);
+    return x + n <= y || y + m <= x;
+}
+
+// A small value given back is the next value of its size class: the block
+// is taken again, not bumped anew, and arena_size() follows it.
+static void test_resource_small_reuse(void **)
+{
+    libarena::arena a;
+    libarena::resource r(a);
+    void *keep = r.allocate(100);
+    void *p = r.allocate(40, 8);
+    void *after = r.allocate(16); // p is not the most recent value
+    std::size_t held = a.size();
+    r.deallocate(p, 40, 8);
+    assert_true(a.size() < held);
+    void *q = r.allocate(33, 16); // the same class of 48 bytes
+    assert_int_equal(a.size(), held);
+    if (resource_lists())
+        assert_ptr_equal(q, p);
+    // A list that drops and appends takes back the nodes it gave back.
+    std::size_t before = a.size();
+    {
+        std::pmr::list<std::pmr::string> l(&r);
+        for (int k = 0; k < 100; k++)
+            l.emplace_back(40, 'n');
+        std::size_t full = a.size();
+        for (int k = 0; k < 10000; k++) {
+            l.pop_front();
+            l.emplace_back(40 + k % 7, 'm'); // 41..47 bytes: the class of 48
+        }
+        assert_int_equal(a.size(), full); // the same classes, the same bytes
+    }
+    assert_int_equal(a.size(), before);
+    r.deallocate(q, 33, 16);
+    r.deallocate(after, 16);
+    r.deallocate(keep, 100);
+}
+
+// The blocks a resource holds die with the batch or the scope they were
+// stored in: after a rewind or a reset the resource never hands one out
+// over what the arena stores next.
+static void test_resource_lists_end_with_the_scope(void **)
+{
+    libarena::arena a;
+    libarena::resource r(a);
+    void *outer = r.allocate(48); // the lists tied before the scope
+    {
+        auto s = a.scope();
+        void *p = r.allocate(48);
+        void *q = r.allocate(48);
+        r.deallocate(p, 48);
+        r.deallocate(q, 48);
+    } // p and q die here
+    void *x = arena_alloc(a, 256); // over where p and q were
+    assert_non_null(x);
+    std::memset(x, 0x5A, 256);
+    for (int k = 0; k < 8; k++) {
+        void *y = r.allocate(48);
+        assert_true(apart(y, 48, x, 256));
+        std::memset(y, 0, 48);
+    }
+    for (int k = 0; k < 256; k++)
+        assert_int_equal(static_cast<unsigned char *>(x)[k], 0x5A);
+
+    // A value given back inside a scope but stored before it stays valid,
+    // and is taken again after the scope (or bumped: never over x).
+    r.deallocate(outer, 48);
+    {
+        auto s = a.scope();
+        void *in = r.allocate(48);
+        r.deallocate(in, 48);
+    }
+    void *z = arena_alloc(a, 64);
+    std::memset(z, 0x33, 64);
+    void *w = r.allocate(48);
+    assert_true(apart(w, 48, z, 64) && apart(w, 48, x, 256));
+
+    // The same at a reset.
+    void *p = r.allocate(48);
+    r.deallocate(p, 48);
+    a.reset();
+    void *b = arena_alloc(a, 256);
+    std::memset(b, 0x77, 256);
+    void *c = r.allocate(48);
+    assert_true(apart(c, 48, b, 256));
+    for (int k = 0; k < 256; k++)
+        assert_int_equal(static_cast<unsigned char *>(b)[k], 0x77);
+}
+
+// A resource destroyed within the batch gives its blocks to the arena and
+// cancels its cleanup: the arena's size is what it was, and the arena's
+// end does not call into the resource that is gone.
+static void test_resource_destroyed_in_the_batch(void **)
+{
+    libarena::arena a;
+    void *keep = arena_alloc(a, 64);
+    std::size_t before = a.size();
+    for (int round = 0; round < 3; round++) {
+        libarena::resource r(a);
+        std::pmr::vector<std::pmr::string> v(&r);
+        for (int k = 0; k < 50; k++)
+            v.emplace_back(20 + k, 'd');
+        v.clear();
+    }
+    assert_int_equal(a.size(), before);
+    a.reset(); // no cleanup left to run
+    assert_int_equal(a.size(), 0);
+    (void)keep;
+}
+
+// A small value given back twice: given back once in a plain build, where
+// it is then handed out once; reported where the tools check (the checked
+// build, ASan, Valgrind).
+static void test_resource_double_free(void **)
+{
+    recording rec;
+    libarena::arena a;
+    libarena::resource r(a);
+    void *keep = r.allocate(64);
+    void *p = r.allocate(64);
+    void *q = r.allocate(64);
+    r.deallocate(p, 64);
+    std::size_t size = a.size();
+    r.deallocate(p, 64);
+    if (resource_lists()) {
+        assert_int_equal(errors, 0);
+        assert_int_equal(a.size(), size);
+        void *x = r.allocate(64), *y = r.allocate(64);
+        assert_ptr_equal(x, p);
+        assert_ptr_not_equal(y, p);
+    } else {
+        assert_int_equal(errors, 1);
+        assert_int_equal(last_error, ARENA_ERR_DOUBLE_FREE);
+    }
+    (void)keep;
+    (void)q;
+}
+
+// A write after free over a free block's link (plain build): the list is
+// dropped, not followed, and what comes next is fresh memory.
+static void test_resource_overwritten_link(void **)
+{
+    libarena::arena a;
+    libarena::resource r(a);
+    if (!resource_lists()) {
+        // The tools report the write themselves; the lists are not kept.
+        void *p = r.allocate(32);
+        r.deallocate(p, 32);
+        assert_true(a.size() == 0 || a.size() <= 64);
+        return;
+    }
+    void *keep = r.allocate(32);
+    void *p = r.allocate(32), *q = r.allocate(32);
+    r.deallocate(q, 32);
+    r.deallocate(p, 32); // p is the head, linking to q
+    std::memset(p, 0x41, 8);
+    void *x = r.allocate(32);
+    void *y = r.allocate(32);
+    assert_true(x != p && x != q && y != p && y != q && x != y);
+    assert_true(apart(x, 32, keep, 32) && apart(y, 32, keep, 32));
+}
+
+// The patterns of C++ programs hold about what they use inside one batch:
+// after a first round, fifty more in the same batch take no more memory
+// from the heap than a chunk's worth (a plain build).
+struct json_value;
+using json_array = std::pmr::vector<json_value>;
+struct json_value {
+    std::variant<std::monostate, bool, double, std::pmr::string, json_array> v;
+};
+
+static void churn_round(libarena::resource &r, int round)
+{
+    std::pmr::polymorphic_allocator<json_value> al(&r);
+    {
+        std::pmr::unordered_map<std::pmr::string, int> m(&r);
+        for (int k = 0; k < 200; k++)
+            m.emplace(std::pmr::string(20 + k % 50, char('a' + k % 26), al), k);
+        for (int k = 0; k < 2000; k++) {
+            std::pmr::string key(20 + k % 50, char('a' + k % 26), al);
+            m.erase(key);
+            m.emplace(std::move(key), k);
+        }
+    }
+    {
+        std::pmr::deque<std::pmr::string> d(&r);
+        for (int k = 0; k < 3000; k++) {
+            d.emplace_back(30 + k % 60, 'q');
+            if (d.size() > 300)
+                d.pop_front();
+        }
+    }
+    {
+        json_array doc(al);
+        for (int k = 0; k < 300; k++) {
+            json_array rec(al);
+            rec.push_back(json_value{double(k)});
+            rec.push_back(json_value{std::pmr::string(24 + (k + round) % 40, 'j', al)});
+            rec.push_back(json_value{json_array(3, json_value{true}, al)});
+            doc.push_back(json_value{std::move(rec)});
+        }
+    }
+    for (int k = 0; k < 50; k++) {
+        std::vector<std::uint64_t, libarena::allocator<std::uint64_t>> v{
+            libarena::allocator<std::uint64_t>(r.get())};
+        for (std::uint64_t j = 0; j < 100; j++)
+            v.push_back(j);
+    }
+}
+
+static void test_resource_patterns_bounded(void **)
+{
+    libarena::arena a;
+    libarena::resource r(a);
+    arena_stats s;
+    churn_round(r, 0);
+    arena_get_stats(a, &s);
+    std::size_t first = s.held;
+    for (int round = 1; round <= 50; round++)
+        churn_round(r, round);
+    arena_get_stats(a, &s);
+    // Where the tools check, the library keeps each value's exact size and
+    // guard, and no pages: only what went back is checked there.
+    if (resource_lists())
+        assert_true(s.held <= first + ARENA_DEFAULT_CHUNK);
+    assert_true(a.size() <= 64); // everything went back but the cleanup's record
 }
 
 static void test_resource_alignment_and_equality(void **)
@@ -628,6 +871,54 @@ static void test_late_free_after_reset(void **)
     assert_int_equal(errors, 0);
 }
 
+/* The resource took a value of the new batch (its lists tied to it) before
+ * a container of the last batch gave its block back: the late free is still
+ * reported, and the block never listed, so no later value lands on the new
+ * batch's. */
+static void test_late_free_after_the_resource_took_a_value(void **)
+{
+    recording r;
+    libarena::arena a(0);
+    libarena::resource res(a);
+    unsigned char *fresh;
+    {
+        std::pmr::vector<long> w(&res);
+        w.assign(6, 3); // 48 bytes: a small value, of a listed class
+        a.reset();
+        fresh = static_cast<unsigned char *>(res.allocate(16));
+        std::memset(fresh, 0x5A, 16);
+    } // w gives its block back after the reset, over `fresh`
+    assert_int_equal(errors, 1);
+    assert_int_equal(last_error, ARENA_ERR_LATE_FREE);
+    for (int i = 0; i < 8; i++) {
+        auto *y = static_cast<unsigned char *>(res.allocate(48));
+        assert_true(y + 48 <= fresh || y >= fresh + 16);
+        std::memset(y, 0, 48);
+    }
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(fresh[i], 0x5A);
+}
+
+/* The same where the block lies in a chunk the new batch has not taken
+ * into use yet (a spare): arena__stored_now() says no, and arena_free()
+ * reports it. */
+static void test_late_free_from_a_spare_chunk(void **)
+{
+    recording r;
+    libarena::arena a(0);
+    libarena::resource res(a);
+    {
+        std::pmr::vector<long> w(&res);
+        for (int i = 0; i < 3000; i++) // about 140 KiB: the third chunk is current
+            assert_non_null(res.allocate(48));
+        w.assign(6, 3);
+        a.reset();
+        assert_non_null(res.allocate(16)); // the lists tied to the new batch
+    } // w gives its block back after the reset, from what is now a spare
+    assert_int_equal(errors, 1);
+    assert_int_equal(last_error, ARENA_ERR_LATE_FREE);
+}
+
 static void test_scratch_scope(void **)
 {
     {
@@ -698,12 +989,20 @@ int main()
         cmocka_unit_test(test_pool_bad_frees),
         cmocka_unit_test(test_resource_containers),
         cmocka_unit_test(test_resource_reuse),
+        cmocka_unit_test(test_resource_small_reuse),
+        cmocka_unit_test(test_resource_lists_end_with_the_scope),
+        cmocka_unit_test(test_resource_destroyed_in_the_batch),
+        cmocka_unit_test(test_resource_double_free),
+        cmocka_unit_test(test_resource_overwritten_link),
+        cmocka_unit_test(test_resource_patterns_bounded),
         cmocka_unit_test(test_resource_alignment_and_equality),
         cmocka_unit_test(test_resource_out_of_memory),
         cmocka_unit_test(test_monotonic_resource),
         cmocka_unit_test(test_allocator_containers),
         cmocka_unit_test(test_allocator_traits),
         cmocka_unit_test(test_late_free_after_reset),
+        cmocka_unit_test(test_late_free_after_the_resource_took_a_value),
+        cmocka_unit_test(test_late_free_from_a_spare_chunk),
         cmocka_unit_test(test_scratch_scope),
         cmocka_unit_test(test_current_scope),
     };

@@ -3,8 +3,9 @@
  * Guarded batches (arena/guard.h): values as in an unguarded batch, the
  * accounting, the failure paths (a refused mapping, a limit, sizes near
  * SIZE_MAX), the quarantine's bound and eviction, the retention policy
- * after guarded batches, and sampling at 1 in 1,000 over 10^5 request-sized
- * batches.  The faults themselves are the death tests' (guard_death.c).
+ * after guarded batches, sampling at 1 in 1,000 over 10^5 request-sized
+ * batches, and sampling by time's settings and countdown (its timing is
+ * test_thread_guard.c's).  The faults themselves are the death tests' (guard_death.c).
  */
 #if defined(__linux__)
 #  define _DEFAULT_SOURCE /* msync, MS_ASYNC */
@@ -808,6 +809,101 @@ static void test_sampled_arena_resets_inline(void **state)
     arena_release(&a);
 }
 
+/* Scratch scopes begun on a scratch arena that stores nothing are batches
+ * sampled as any other: at 1 in 2, about half of 2,000 guarded (a scope's
+ * end through the inline rewind once went unseen, and after the first
+ * unguarded scope none was guarded). */
+static void test_scratch_scopes_sampled(void **state)
+{
+    arena_guard_stats s0 = guard_stats(), s;
+    unsigned i, seen = 0;
+    (void)state;
+
+    arena_guard_sample(2);
+    for (i = 0; i < 2000; i++) {
+        arena_scope sc = arena_scratch_begin(NULL, 0);
+        assert_non_null(sc.arena);
+        request(sc.arena, i);
+        seen += arena_guarded(sc.arena);
+        arena_scope_end(&sc);
+    }
+    arena_guard_sample(0);
+    s = guard_stats();
+    print_message("guarded scratch scopes: %u of 2000 (%llu decided)\n", seen,
+                  s.batches - s0.batches);
+    assert_true(seen >= 800 && seen <= 1200);
+    assert_true(s.batches - s0.batches - seen <= 1);
+    arena_scratch_release_thread();
+}
+
+/* Sampling by count and by time replace each other; 0 turns either off. */
+static void test_sampling_modes(void **state)
+{
+    arena a;
+    (void)state;
+
+    arena_guard_sample(7);
+    assert_int_equal(arena_guard_sampling(), 7);
+    assert_true(arena_guard_sampling_interval() == 0);
+    arena_guard_sample_interval(ARENA_GUARD_INTERVAL);
+    assert_int_equal(arena_guard_sampling(), 0);
+    assert_true(arena_guard_sampling_interval() == ARENA_GUARD_INTERVAL);
+    arena_guard_sample(7);
+    assert_int_equal(arena_guard_sampling(), 7);
+    assert_true(arena_guard_sampling_interval() == 0);
+    arena_guard_sample_interval(UINT64_MAX);
+    assert_true(arena_guard_sampling_interval() == UINT64_MAX);
+    arena_guard_sample_interval(0);
+    assert_int_equal(arena_guard_sampling(), 0);
+    assert_true(arena_guard_sampling_interval() == 0);
+
+    arena_init(&a, 0);
+    request(&a, 0);
+    assert_false(arena_guarded(&a));
+    arena_release(&a);
+}
+
+/* Sampled by time at an interval far off, an arena guards its first batch
+ * (the interval has passed: none was guarded before) and no other; it looks
+ * at the clock less and less often (each look's countdown at most twice the
+ * last), so after 10^4 batches the countdown spans thousands of them, and
+ * its batches reset inline as with sampling off. */
+static void test_time_sampled_arena_resets_inline(void **state)
+{
+    const struct arena__guard_state *g;
+    arena_guard_stats s0 = guard_stats(), s;
+    unsigned i, inline_resets = 0;
+    arena a;
+    (void)state;
+
+    arena_init(&a, 0);
+    arena_guard_sample_interval((uint64_t)3600 * 1000000000u); /* an hour */
+    request(&a, 0);
+    assert_true(arena_guarded(&a));
+    arena_reset(&a);
+    for (i = 1; i < 10000; i++) {
+        request(&a, i);
+        assert_false(arena_guarded(&a));
+        arena_reset(&a);
+    }
+    s = guard_stats();
+    assert_true(s.batches - s0.batches == 1);
+    g = &arena__cold(&a)->guard;
+    assert_true(g->gap + (uint32_t)((uint32_t)g->ended - g->seen) >= 2000);
+    for (i = 0; i < 300; i++) {
+        request(&a, i);
+        if (a.ptr && arena__reset_first(&a)) /* an open inline window (not instrumented) */
+            inline_resets++;
+        else
+            arena_reset(&a);
+    }
+    print_message("inline resets: %u of 300\n", inline_resets);
+    if (a.ptr)
+        assert_true(inline_resets >= 250);
+    arena_guard_sample(0);
+    arena_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -829,7 +925,10 @@ int main(void)
         cmocka_unit_test_setup(test_spares_give_way_to_a_guarded_chunk, setup),
         cmocka_unit_test_setup_teardown(test_late_free_after_guarded_batch, setup_guarded_errors,
                                         teardown_record_errors),
-        cmocka_unit_test_setup(test_sampling, setup),
+        cmocka_unit_test_setup(test_scratch_scopes_sampled, setup),
+        cmocka_unit_test_setup(test_sampling_modes, setup),
+        cmocka_unit_test_setup(test_time_sampled_arena_resets_inline, setup),
+        cmocka_unit_test_setup(test_sampling, setup), /* after sampling by time: unchanged */
         cmocka_unit_test_setup(test_sampled_arena_resets_inline, setup),
     };
     if (!arena_guard_available()) {

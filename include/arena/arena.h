@@ -108,8 +108,12 @@ typedef struct arena arena;
  * an empty regular chunk gets a chunk of its own, of its size.  The chunk
  * size is not a limit, and need not be sized to the largest value: every chunk,
  * oversized ones included, is kept for the batches that follow (see
- * arena_reset()).  It sets how much memory the arena takes at a time.
- * Allocates nothing; memory comes from the C library's heap.  Requires an
+ * arena_reset()).  It sets how much memory the arena takes at a time, with
+ * one exception: on Linux, where the kernel offers transparent huge pages, a
+ * batch that holds 2 MiB in chunks takes its next regular chunks of 2 MiB,
+ * aligned and advised for huge pages (not where the environment says
+ * ARENA_HUGE_PAGES=0).  Allocates nothing; memory comes from the C library's
+ * heap.  Requires an
  * arena that holds no chunks (arena_release() it first).  Never fails.
  */
 ARENA_API void arena_init(arena *a, size_t chunk_bytes);

@@ -35,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <memory_resource>
@@ -305,18 +306,33 @@ private:
 /**
  * A std::pmr::memory_resource over an arena that it does not own, so that
  * std::pmr containers (vector, string, map, unordered_map...) live in the
- * arena's batch.  do_allocate takes a block given back in this batch before
- * it bumps (arena_alloc_reuse() at ARENA_ALIGN and below,
- * arena_alloc_aligned() above), and throws std::bad_alloc on out-of-memory;
- * do_deallocate gives the block back (arena_free()), so a vector that grows
- * leaves its old buffers for the next allocation of their size.  A reset of
- * the arena drops everything at once: destroy (or forget, when their
- * elements' destructors do nothing that matters) the containers first.  A
- * container destroyed after the reset gives its block back into the next
- * batch: reported (ARENA_ERR_LATE_FREE) where the new batch has not stored
- * over it yet, undetectable where it has.  The shape that gets the order
- * right by construction declares the scope first, so that it ends after
- * the containers declared after it:
+ * arena's batch, and what they give back is used again in the batch.
+ *
+ * The pmr contract hands do_deallocate the size and alignment that
+ * do_allocate was asked, so a small value (at most 256 bytes, at
+ * ARENA_ALIGN or less) needs no header: it takes a block of its size class
+ * (ARENA_ALIGN steps), and given back, the block goes to the head of its
+ * class's list in the resource, which the next value of the class takes,
+ * inline, before it bumps (arena_alloc()'s inline path).  A class's blocks
+ * serve that class only, as a pool's do, until the batch ends.  The lists
+ * hold blocks of the arena's current batch or scope only: the resource ties
+ * them to it with a cleanup (arena_cleanup_push()), pushed at its first
+ * value after each reset or mark, that empties the lists when the batch or
+ * scope ends; so a resource makes the arena's reset, rewind and release
+ * calls into the library.  Larger values take a block given back before
+ * they bump (arena_alloc_reuse(); arena_alloc_aligned() above ARENA_ALIGN),
+ * and go back by arena_free().  arena_size() counts a small value as its
+ * class's bytes, and drops by them when it is given back.  The resource's
+ * destructor gives its lists' blocks to the arena (arena_free()).
+ * do_allocate throws std::bad_alloc on out-of-memory.
+ *
+ * A reset of the arena drops everything at once: destroy (or forget, when
+ * their elements' destructors do nothing that matters) the containers
+ * first.  A container destroyed after the reset gives its block back into
+ * the next batch: reported (ARENA_ERR_LATE_FREE) where the new batch has
+ * not stored over it yet, undetectable where it has.  The shape that gets the order right by
+ * construction declares the scope first, so that it ends after the
+ * containers declared after it:
  *
  *     for (auto &req : requests) {
  *         auto batch = a.scope();                 // ends last: drops the batch
@@ -324,12 +340,20 @@ private:
  *         ...
  *     }                                           // v, then batch
  *
- * Two resources are equal only when they are the same object.
+ * Where the arena is instrumented (ASan, Valgrind, the checked build) the
+ * resource keeps no lists: every value goes through arena_alloc_reuse() and
+ * arena_free(), which report misuse as they do for C.  In a plain build a
+ * small value given back twice is given back once, and a list whose link a
+ * write after free overwrote is dropped (its blocks wait for the batch's
+ * end), not followed.  Not thread-safe.  Not copyable or movable (the
+ * cleanup names the resource).  Two resources are equal only when they are
+ * the same object.
  */
 class resource : public std::pmr::memory_resource {
 public:
     explicit resource(::arena *a) noexcept : a_(a) {}
     explicit resource(libarena::arena &a) noexcept : a_(a.get()) {}
+    ~resource() override { untie(); }
     resource(const resource &) = delete;
     resource &operator=(const resource &) = delete;
 
@@ -338,14 +362,21 @@ public:
 protected:
     void *do_allocate(std::size_t bytes, std::size_t align) override
     {
-        void *p = arena__cxx_alloc_reuse(a_, bytes, align);
-        if (!p)
-            throw std::bad_alloc();
-        return p;
+        if (ARENA__LIKELY(listed(bytes, align) && tied())) {
+            void *p = take(klass(bytes));
+            if (ARENA__LIKELY(p != nullptr))
+                return p;
+        }
+        return allocate_general(bytes, align);
     }
-    void do_deallocate(void *p, std::size_t bytes, std::size_t) override
+    void do_deallocate(void *p, std::size_t bytes, std::size_t align) override
     {
-        arena_free(a_, p, bytes);
+        if (ARENA__LIKELY(listed(bytes, align) && tied() && p &&
+                          stored_now(static_cast<char *>(p), block(klass(bytes))))) {
+            give(static_cast<char *>(p), klass(bytes));
+            return;
+        }
+        deallocate_general(p, bytes, align);
     }
     bool do_is_equal(const std::pmr::memory_resource &o) const noexcept override
     {
@@ -353,7 +384,163 @@ protected:
     }
 
 private:
+    /* A class's blocks: ARENA_ALIGN steps, and room for a free block's two
+     * words (its link, and the mark that tells a second free). */
+    static constexpr std::size_t kStep =
+        ARENA_ALIGN > 2 * sizeof(std::uintptr_t) ? ARENA_ALIGN : 2 * sizeof(std::uintptr_t);
+    static constexpr std::size_t kLargest = 256;
+    static constexpr std::size_t kClasses = kLargest / kStep;
+
+    static bool listed(std::size_t bytes, std::size_t align) noexcept
+    {
+        return bytes - 1 < kLargest && align <= ARENA_ALIGN; /* size 0 wraps: not listed */
+    }
+    static std::size_t klass(std::size_t bytes) noexcept { return (bytes - 1) / kStep; }
+    static std::size_t block(std::size_t c) noexcept { return (c + 1) * kStep; }
+
+    /* Whether `b`, of `n` bytes, lies below the position of the arena's
+     * current chunk: stored in this batch, or by a batch it has stored
+     * over (nothing tells the two apart).  Out of line, arena__stored_now()
+     * asks the same of the other chunks in use; a block anywhere else goes
+     * back through arena_free(), which reports one given back after its
+     * batch ended (ARENA_ERR_LATE_FREE), so that no list ever holds one. */
+    bool stored_now(const char *b, std::size_t n) const noexcept
+    {
+        const char *pos = a_->ptr ? a_->ptr : a_->pos;
+        return a_->nused != 0 && pos && b >= a_->chunks[a_->cur].base && b < pos &&
+               n <= static_cast<std::size_t>(pos - b);
+    }
+
+    /* The lists hold blocks while the cleanup pushed at the arena's latest
+     * mark has not run: a mark taken since (`saves` moved) calls for a new
+     * one, so that its scope's end empties them. */
+    bool tied() const noexcept { return tie_ && a_->saves == serial_; }
+
+    static std::uintptr_t word(const char *b, int i) noexcept
+    {
+        std::uintptr_t w;
+        std::memcpy(&w, b + i * sizeof w, sizeof w);
+        return w;
+    }
+    static void set_word(char *b, int i, std::uintptr_t w) noexcept
+    {
+        std::memcpy(b + i * sizeof w, &w, sizeof w);
+    }
+    /* A free block's link to the next (XORed with its own address and the
+     * resource's key) and its mark. */
+    std::uintptr_t link(const char *b, std::uintptr_t x) const noexcept
+    {
+        return x ^ reinterpret_cast<std::uintptr_t>(b) ^ key_;
+    }
+    std::uintptr_t mark(const char *b) const noexcept
+    {
+        return reinterpret_cast<std::uintptr_t>(b) ^ ~key_;
+    }
+
+    /* A block of class `c`: the head of its list, else bumped; nullptr when
+     * the arena has no room. */
+    void *take(std::size_t c) noexcept
+    {
+        char *b = heads_[c];
+        if (b) {
+            std::uintptr_t next = link(b, word(b, 0));
+            if (ARENA__LIKELY((next & (kStep - 1)) == 0)) {
+                heads_[c] = reinterpret_cast<char *>(next);
+                set_word(b, 1, 0);
+                a_->size += block(c);
+                return b;
+            }
+            heads_[c] = nullptr; /* overwritten after its free: not followed */
+        }
+        return arena_alloc(a_, block(c));
+    }
+    void give(char *b, std::size_t c) noexcept
+    {
+        if (ARENA__UNLIKELY(word(b, 1) == mark(b)))
+            return; /* given back already */
+        arena__note_high(a_);
+        a_->size -= block(c);
+        set_word(b, 0, link(b, reinterpret_cast<std::uintptr_t>(heads_[c])));
+        set_word(b, 1, mark(b));
+        heads_[c] = b;
+    }
+
+    /* Ties the lists to the arena's latest mark (or its batch): true when
+     * they are.  Never where the arena is instrumented, or where the
+     * cleanup cannot be pushed (out of memory: the values then go through
+     * the library). */
+    ARENA__NOINLINE bool tie() noexcept
+    {
+        if (!ARENA__INLINE_WINDOW || !arena__inline_ok)
+            return false;
+        if (tie_) {
+            if (a_->saves == serial_)
+                return true;
+            arena_cleanup_cancel(a_, tie_);
+        }
+        tie_ = arena_cleanup_push(a_, &resource::untied, this);
+        serial_ = a_->saves;
+        return tie_ != nullptr;
+    }
+    /* The cleanup: the batch or scope ends, and the blocks with it. */
+    static void untied(void *self) noexcept
+    {
+        resource *r = static_cast<resource *>(self);
+        r->tie_ = nullptr;
+        for (char *&h : r->heads_)
+            h = nullptr;
+    }
+    /* At destruction: the cleanup cancelled, the blocks given to the arena. */
+    void untie() noexcept
+    {
+        if (!tie_)
+            return;
+        arena_cleanup_cancel(a_, tie_);
+        tie_ = nullptr;
+        for (std::size_t c = 0; c < kClasses; c++) {
+            for (char *b = heads_[c]; b;) {
+                std::uintptr_t next = link(b, word(b, 0));
+                set_word(b, 1, 0);
+                a_->size += block(c);
+                arena_free(a_, b, block(c));
+                b = (next & (kStep - 1)) == 0 ? reinterpret_cast<char *>(next) : nullptr;
+            }
+            heads_[c] = nullptr;
+        }
+    }
+
+    ARENA__NOINLINE void *allocate_general(std::size_t bytes, std::size_t align)
+    {
+        void *p;
+        if (!listed(bytes, align))
+            p = arena__cxx_alloc_reuse(a_, bytes, align);
+        else if (tie())
+            p = take(klass(bytes));
+        else
+            p = arena_alloc_reuse(a_, block(klass(bytes)));
+        if (!p)
+            throw std::bad_alloc();
+        return p;
+    }
+    ARENA__NOINLINE void deallocate_general(void *p, std::size_t bytes, std::size_t align) noexcept
+    {
+        if (!listed(bytes, align))
+            arena_free(a_, p, bytes);
+        else if (p && tie_ && tie() &&
+                 (stored_now(static_cast<char *>(p), block(klass(bytes))) ||
+                  arena__stored_now(a_, p, block(klass(bytes)))))
+            give(static_cast<char *>(p), klass(bytes));
+        else
+            arena_free(a_, p, block(klass(bytes))); /* a late free is reported there */
+    }
+
     ::arena *a_;
+    arena_cleanup *tie_ = nullptr;
+    std::uint64_t serial_ = 0;
+    std::uintptr_t key_ = (reinterpret_cast<std::uintptr_t>(this) ^
+                           reinterpret_cast<std::uintptr_t>(&arena__inline_ok)) *
+                          static_cast<std::uintptr_t>(UINT64_C(0x9E3779B97F4A7C15));
+    char *heads_[kClasses] = {};
 };
 
 /**

@@ -23,11 +23,13 @@
  * another chunk into that entry).
  *
  * Two ways in: an arena guards every batch (arena_set_guard()), or the
- * process samples one batch in N of every arena backed by the C heap
+ * process samples batches of every arena backed by the C heap: one in N
  * (arena_guard_sample(), or the environment variable ARENA_GUARD: 1 guards
- * every batch, 1000 about one in a thousand).  Off by default, and off costs
- * nothing: the inline paths are the same code, and a sampled arena's resets
- * stay inline between sampled batches.  arena_guard_report_faults() installs
+ * every batch, 1000 about one in a thousand), or at most one per interval
+ * of time (arena_guard_sample_interval(), or ARENA_GUARD=1s), whose cost
+ * stays bounded at any batch rate.  Off by default, and off costs nothing:
+ * the inline paths are the same code, and a sampled arena's resets stay
+ * inline between sampled batches.  arena_guard_report_faults() installs
  * a fault handler that names the arena, the ending and how many batches ago
  * a faulting address expired, then lets the fault kill the process as it
  * would have.
@@ -76,15 +78,51 @@ ARENA_API bool arena_guarded(const arena *a);
  * backing allocator of its own: that memory is its provider's, unless
  * arena_set_guard() asks), each batch drawn with probability 1/N.  The
  * default is the environment variable ARENA_GUARD, read once, at the
- * library's first use of this setting: decimal digits, up to ULONG_MAX;
- * anything else (empty, a sign, blanks, other characters, a larger number)
- * is 0.  An arena follows a change at its next call into the library.
- * Thread-safe.
+ * library's first use of this setting: decimal digits, up to ULONG_MAX (or
+ * an interval: arena_guard_sample_interval()); anything else (empty, a sign,
+ * blanks, a fraction, other characters, a larger number) is 0.  Replaces
+ * sampling by time.  An arena follows a change at its next call into the
+ * library.  Thread-safe.
  */
 ARENA_API void arena_guard_sample(unsigned long every);
 
-/** The sampling in force (see arena_guard_sample()).  Thread-safe. */
+/** The sampling in force (see arena_guard_sample()); 0 also while the
+ *  process samples by time.  Thread-safe. */
 ARENA_API unsigned long arena_guard_sampling(void);
+
+/** The interval that sampling by time is meant to run at: 1 s, in
+ *  nanoseconds.  A guarded batch costs some 15 microseconds when it is short
+ *  (two mappings, a protection, an unmapping, a fault per fresh page), but
+ *  milliseconds when it holds megabytes (every page faulted in fresh, and
+ *  the next batch takes fresh chunks too): at 1 s either stays under 1% of
+ *  one core, so that the mode can stay on in production, while a process
+ *  that runs for an hour still guards some 3,600 batches. */
+#define ARENA_GUARD_INTERVAL ((uint64_t)1000000000)
+
+/**
+ * Samples batches process-wide by time: at most one guarded batch per `ns`
+ * nanoseconds in the whole process (of all threads' arenas together), of
+ * every arena whose backing is the C heap (as arena_guard_sample()); 0 off.
+ * Replaces sampling by count (arena_guard_sampling() is then 0), as
+ * arena_guard_sample() replaces this.  The process's first batch sampled so
+ * is guarded at once; each next one is the first that an arena decides once
+ * the interval (the one in force then) has passed since the last.
+ * An arena decides without reading the clock: a countdown, armed from the
+ * rate at which it ran its batches, says when it next looks (about eight
+ * times an interval), so its inline resets stay inline in between; an
+ * arena whose batches suddenly run far slower than before looks late (it
+ * guards later, never sooner).  The environment variable ARENA_GUARD sets
+ * it too: decimal digits followed by one unit, `ns`, `us`, `ms` or `s`
+ * (`100ms`, `2s`), up to UINT64_MAX nanoseconds; other forms are 0 (see
+ * arena_guard_sample()).  A forked child keeps the setting and the time of
+ * the process's last guarded batch.  An arena follows a change at its next
+ * call into the library.  Thread-safe.
+ */
+ARENA_API void arena_guard_sample_interval(uint64_t ns);
+
+/** The interval in force, in nanoseconds (arena_guard_sample_interval());
+ *  0 while the process samples by count or not at all.  Thread-safe. */
+ARENA_API uint64_t arena_guard_sampling_interval(void);
 
 /** Bounds the quarantine to `bytes` of address space (0: none is kept; a
  *  range then is unmapped as its batch ends, and its addresses may be

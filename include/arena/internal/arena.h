@@ -33,6 +33,11 @@ ARENA_API void arena__release_slow(arena *a);
 ARENA_API void arena__reset_slow(arena *a);
 ARENA_API void arena__rewind_slow(arena *a, arena_mark m);
 ARENA_API void arena__scope_end_slow(arena_scope *s);
+/* Whether `p`, of `n` bytes, lies where `a` has stored in this batch (in a
+ * chunk in use, below the position in the current one): where a value
+ * given back may be used again, as arena_free() would not report it late
+ * (arena.hpp's resource, for a block outside the current chunk). */
+ARENA_API bool arena__stored_now(const arena *a, const void *p, size_t n);
 
 /* Level 2 of the inline protocol (arena/internal/compiler.h): nonzero when
  * the library opens inline windows in this process. */

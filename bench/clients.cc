@@ -512,6 +512,13 @@ local s = table.concat(out, ",")
 return #s * 1000003 + recs[1].id + recs[N].id
 )lua";
 
+// libarena's rows give Lua arena_hook_lua_align8(), whose blocks are 8-aligned:
+// what Lua asks of its allocator is LUAI_MAXALIGN's alignment.
+struct LuaMaxAlign {
+    LUAI_MAXALIGN;
+};
+static_assert(alignof(LuaMaxAlign) <= 8, "this Lua needs more than arena_hook_lua_align8 gives");
+
 // luaL_newstate()'s allocator, for the malloc rows.
 void *lua_malloc(void *, void *ptr, size_t, size_t nsize)
 {

@@ -33,7 +33,7 @@ const ClientHooks kArenaHooks = [] {
     h.malloc_fn = arena_cur_malloc;
     h.realloc_fn = arena_cur_realloc;
     h.free_fn = arena_cur_free;
-    h.lua_fn = arena_hook_lua;
+    h.lua_fn = arena_hook_lua_align8; // Lua 5.4 asks LUAI_MAXALIGN: 8 bytes here
     h.pb_alloc = arena_hook_alloc;
     h.pb_free = arena_hook_free;
     return h;

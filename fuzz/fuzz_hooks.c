@@ -5,8 +5,9 @@
  * promise.  The input draws a sequence of operations:
  *   - the global family: arena_set_current() (either arena or none),
  *     arena_cur_malloc/calloc/strdup/realloc/free/size;
- *   - Lua's protocol (arena_hook_lua: alloc with a type tag, resize, free,
- *     free of NULL), arena_hook_realloc, arena_hook_alloc/zalloc/free;
+ *   - Lua's protocol (arena_hook_lua, and arena_hook_lua_align8 at 8 bytes:
+ *     alloc with a type tag, resize, free, free of NULL), arena_hook_realloc,
+ *     arena_hook_alloc/zalloc/free;
  *   - arena_alloc_reuse, arena_alloc(_aligned), arena_realloc, arena_free;
  *   - arena_allocator_of()'s alloc and free;
  *   - marks (arena_save/arena_rewind, scopes), resets, trims, releases, a
@@ -25,7 +26,8 @@
  * every live block still holds its pattern (no overlap: reuse never hands
  * out live memory), and every block of the global family tells its size
  * (after each call that wrote its header, and every 16 steps); each
- * result is ARENA_ALIGN-aligned, a resize keeps the prefix, a failure
+ * result is ARENA_ALIGN-aligned (arena_hook_lua_align8's of at most 256
+ * bytes, 8-aligned; arena_cur_*'s of at most 8, too), a resize keeps the prefix, a failure
  * happens only when the backing refused a request (or the arena is a fixed
  * buffer, or the size is beyond any allocation) and changes nothing.
  * Lifetimes: a reset or a release ends the arena's blocks, a rewind those
@@ -128,11 +130,17 @@ static bool cur_size_ok(const void *p, size_t size, int owner)
            (got == 8 || got % 16 == 0);
 }
 
+/* Whether the call being made is arena_hook_lua_align8(). */
+static bool align8_call;
+
 /* The alignment of a block of `size` bytes of family `fam`: ARENA_ALIGN;
- * for arena_cur_*, any object's of that size (8 for at most 8 bytes). */
+ * for arena_cur_*, any object's of that size (8 for at most 8 bytes); for
+ * arena_hook_lua_align8(), 8 up to 256 bytes. */
 static size_t alignment(size_t size, int fam)
 {
-    return fam == CUR && size <= 8 && ARENA_ALIGN > 8 ? 8 : ARENA_ALIGN;
+    if (ARENA_ALIGN > 8 && ((fam == CUR && size <= 8) || (align8_call && size <= 256)))
+        return 8;
+    return ARENA_ALIGN;
 }
 
 /* Whether the value is stored above ARENA_ALIGN: it must never be grown. */
@@ -479,7 +487,13 @@ static void set_current(void)
 
 /* ---- The hooks with a context ------------------------------------------------------------ */
 
-static void lua_op(int i)
+static void *lua_hook(bool align8, void *ctx, void *ptr, size_t old_size, size_t new_size)
+{
+    return align8 ? arena_hook_lua_align8(ctx, ptr, old_size, new_size)
+                  : arena_hook_lua(ctx, ptr, old_size, new_size);
+}
+
+static void lua_op_as(int i, bool align8)
 {
     arena *a = &arenas[i].a;
     bool is_huge;
@@ -488,13 +502,14 @@ static void lua_op(int i)
     long k = pick(SIZED, i);
     unsigned char *q;
 
+    align8_call = align8;
     switch (below(4)) {
-    case 0: /* free of NULL */ TEST_CHECK(arena_hook_lua(a, NULL, below(9), 0) == NULL); return;
+    case 0: /* free of NULL */ TEST_CHECK(lua_hook(align8, a, NULL, below(9), 0) == NULL); return;
     case 1: /* a new block: old_size is Lua's type tag */
         if (size == 0 || nblocks == MAX_BLOCKS)
             return;
-        q = (unsigned char *)arena_hook_lua(a, NULL, below(9), size);
-        TRACE("lua %d new %zu: %p\n", i, size, (void *)q);
+        q = (unsigned char *)lua_hook(align8, a, NULL, below(9), size);
+        TRACE("lua%s %d new %zu: %p\n", align8 ? "8" : "", i, size, (void *)q);
         if (returned(q, i, b, is_huge))
             add(q, size, i, SIZED);
         return;
@@ -502,22 +517,29 @@ static void lua_op(int i)
         if (k < 0)
             return;
         check_block(&blocks[k]);
-        TRACE("lua %d free %p %zu\n", i, (void *)blocks[k].p, blocks[k].size);
-        TEST_CHECK(arena_hook_lua(a, blocks[k].p, blocks[k].size, 0) == NULL);
+        TRACE("lua%s %d free %p %zu\n", align8 ? "8" : "", i, (void *)blocks[k].p, blocks[k].size);
+        TEST_CHECK(lua_hook(align8, a, blocks[k].p, blocks[k].size, 0) == NULL);
         drop((size_t)k);
         return;
     default: /* a resize */
         if (k < 0 || size == 0 || (overaligned(&blocks[k]) && size > blocks[k].size))
             return;
-        q = (unsigned char *)arena_hook_lua(a, blocks[k].p, blocks[k].size, size);
-        TRACE("lua %d resize %p %zu -> %zu: %p\n", i, (void *)blocks[k].p, blocks[k].size, size,
-              (void *)q);
+        q = (unsigned char *)lua_hook(align8, a, blocks[k].p, blocks[k].size, size);
+        TRACE("lua%s %d resize %p %zu -> %zu: %p\n", align8 ? "8" : "", i, (void *)blocks[k].p,
+              blocks[k].size, size, (void *)q);
         TEST_CHECK(q || size > blocks[k].size); /* shrinking never fails */
         if (!returned(q, i, b, is_huge))
             return;
         resized((size_t)k, q, size, i);
         return;
     }
+}
+
+/* align8_call holds for the model's checks of this call only. */
+static void lua_op(int i, bool align8)
+{
+    lua_op_as(i, align8);
+    align8_call = false;
 }
 
 static void hook_realloc_op(int i)
@@ -801,9 +823,9 @@ static void step(void)
     case 6: cur_free(); break;
     case 7: set_current(); break;
     case 8:
-    case 9:
+    case 9: lua_op(i, false); break;
     case 10:
-    case 11: lua_op(i); break;
+    case 11: lua_op(i, true); break;
     case 12:
     case 13: hook_realloc_op(i); break;
     case 14:

@@ -39,18 +39,20 @@ static ARENA__ALWAYS_INLINE void arena__hook_free(arena *a, void *p, size_t n)
 }
 
 /* A growth of a page's block, or of a block after a head not at the
- * position (neither grows in place), to a block at hand: taken, the bytes
- * copied, the old block given back, inline; NULL where there is none. */
+ * position (neither grows in place), to a block at hand (of the class that
+ * `how` places it in): taken, the bytes copied, the old block given back,
+ * inline; NULL where there is none. */
 static ARENA__ALWAYS_INLINE void *arena__hook_grow_fast(arena *a, char *p, size_t old_size,
-                                                        size_t new_size)
+                                                        size_t new_size, unsigned how)
 {
     size_t held = old_size <= ARENA__PAGE_BLOCK_MAX ? arena__small_held(a, p, old_size)
                                                     : arena__headed_held(a, p, old_size);
     char *q;
     if (!held)
         return NULL;
-    q = (char *)(new_size <= ARENA__PAGE_BLOCK_MAX ? arena__small_take(a, new_size)
-                                                   : arena__headed_take(a, new_size));
+    q = (char *)(new_size <= ARENA__PAGE_BLOCK_MAX
+                     ? arena__small_take_in(a, new_size, arena__small_class_as(new_size, how))
+                     : arena__headed_take(a, new_size));
     if (!q)
         return NULL;
     memcpy(q, p, old_size);
@@ -68,8 +70,8 @@ static void *arena__hook_resize(arena *a, void *p, size_t old_size, size_t new_s
     void *q;
     if (new_size < old_size)
         return arena__shrink_moving(a, p, old_size, new_size, how);
-    if (old_size && new_size > old_size && !(how & ARENA__RESIZE_NO_PAGES) &&
-        (q = arena__hook_grow_fast(a, (char *)p, old_size, new_size)) != NULL)
+    if (old_size && new_size > old_size && !(how & ARENA__PLACE_NO_PAGES) &&
+        (q = arena__hook_grow_fast(a, (char *)p, old_size, new_size, how)) != NULL)
         return q;
     return arena__realloc_as(a, p, old_size, new_size, how);
 }

@@ -127,7 +127,7 @@ static bool held_by(const arena *a, const char *p, size_t n, const char *fn, str
         h->kind = HELD_PAGE;
         h->from = (char *)(uintptr_t)p;
         h->len = block;
-        h->c = arena__page_class_of(block);
+        h->c = arena__page_class_at(block);
         return true;
     }
     if (head_readable(a, p)) {
@@ -332,9 +332,8 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
  * it takes the first of: a place after a head in a free block, a block of a
  * page carved for it from memory given back, a block of a page of new
  * memory, a bare place. */
-static void *place_small(arena *a, size_t n)
+static void *place_small(arena *a, size_t n, unsigned c)
 {
-    unsigned c = arena__small_class(n);
     struct arena__pages *pg = arena__pages_of(a);
     void *p;
     uint32_t chunk;
@@ -358,17 +357,17 @@ static void *place_small(arena *a, size_t n)
     if ((p = place_headed(a, n, true)) != NULL)
         return p;
     while (arena__page_refill(a, pg, c, false, "arena_alloc_reuse"))
-        if ((p = arena__small_take(a, n)) != NULL)
+        if ((p = arena__small_take_in(a, n, c)) != NULL)
             return p;
     while (arena__page_refill(a, pg, c, true, "arena_alloc_reuse"))
-        if ((p = arena__small_take(a, n)) != NULL)
+        if ((p = arena__small_take_in(a, n, c)) != NULL)
             return p;
     return place(a, n, ARENA_ALIGN, &chunk);
 }
 
-void *arena__reuse_alloc(arena *a, size_t n) { return arena__reuse_alloc_as(a, n, true); }
+void *arena__reuse_alloc(arena *a, size_t n) { return arena__reuse_alloc_as(a, n, 0); }
 
-void *arena__reuse_alloc_as(arena *a, size_t n, bool pages)
+void *arena__reuse_alloc_as(arena *a, size_t n, unsigned how)
 {
     void *p;
     if (n == 0)
@@ -381,8 +380,10 @@ void *arena__reuse_alloc_as(arena *a, size_t n, bool pages)
         return place(a, n, ARENA_ALIGN, &chunk); /* refused, and told */
     }
     if (arena__paging()) {
-        if (n <= ARENA__PAGE_BLOCK_MAX && pages)
-            return (p = arena__small_take(a, n)) != NULL ? p : place_small(a, n);
+        if (n <= ARENA__PAGE_BLOCK_MAX && !(how & ARENA__PLACE_NO_PAGES)) {
+            unsigned c = arena__small_class_as(n, how);
+            return (p = arena__small_take_in(a, n, c)) != NULL ? p : place_small(a, n, c);
+        }
         return place_headed(a, n, false);
     }
     if (reuse_open(a, n) && (p = take_listed(a, n, false)) != NULL) {
@@ -749,13 +750,14 @@ static void *resize_held(arena *a, char *p, const struct held *h, size_t old_siz
     if (new_size > old_size)
         stays = h->kind == HELD_HEAD && grow_headed_last(a, p, h, old_size, new_size);
     else
-        stays = !shrink_moves || (h->kind == HELD_PAGE ? arena__small_class(new_size) == h->c
-                                                       : new_size > ARENA__PAGE_BLOCK_MAX ||
-                                                             h->from + h->len == cursor(a));
+        stays = !shrink_moves ||
+                (h->kind == HELD_PAGE
+                     ? arena__small_class_as(new_size, how) >= h->c
+                     : new_size > ARENA__PAGE_BLOCK_MAX || h->from + h->len == cursor(a));
     if (stays && new_size > old_size)
         return p;
     if (!stays) {
-        char *q = (char *)arena__reuse_alloc_as(a, new_size, !(how & ARENA__RESIZE_NO_PAGES));
+        char *q = (char *)arena__reuse_alloc_as(a, new_size, how);
         if (q) {
             memcpy(q, p, old_size < new_size ? old_size : new_size);
             free_value(a, p, old_size, false);
@@ -794,7 +796,7 @@ void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size
         resize_last(a, p, old_size, new_size);
         return p;
     }
-    q = (char *)arena__reuse_alloc_as(a, new_size, !(how & ARENA__RESIZE_NO_PAGES));
+    q = (char *)arena__reuse_alloc_as(a, new_size, how);
     if (!q) {
         shrink_block(a, p, old_size, new_size);
         return p;
@@ -831,8 +833,7 @@ void *arena__realloc_as(arena *a, void *ptr, size_t old_size, size_t new_size, u
         if (lazy_full(a, new_size, ARENA_ALIGN))
             return NULL;
         catch_up(a);
-        return how & ARENA__RESIZE_NO_PAGES ? arena__reuse_alloc_as(a, new_size, false)
-                                            : arena_alloc_reuse(a, new_size);
+        return how ? arena__reuse_alloc_as(a, new_size, how) : arena_alloc_reuse(a, new_size);
     }
     if (h.kind != HELD_BARE) {
         catch_up(a);
@@ -858,8 +859,7 @@ void *arena__realloc_as(arena *a, void *ptr, size_t old_size, size_t new_size, u
         resize_last(a, p, old_size, new_size);
         return p;
     }
-    q = (char *)(how & ARENA__RESIZE_NO_PAGES ? arena__reuse_alloc_as(a, new_size, false)
-                                              : arena_alloc_reuse(a, new_size));
+    q = (char *)(how ? arena__reuse_alloc_as(a, new_size, how) : arena_alloc_reuse(a, new_size));
     if (q) {
         memcpy(q, p, old_size);
         free_value(a, p, old_size, false);

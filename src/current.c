@@ -183,7 +183,7 @@ static void misused(const char *fn, const void *ptr, enum origin o)
  * being live. */
 static struct arena__page_class *page_class(arena *a, size_t block)
 {
-    return &arena__pages_live(a)->cls[arena__page_class_of(block)];
+    return &arena__pages_live(a)->cls[arena__page_class_at(block)];
 }
 
 /* What the block `p` of a page is: FOREIGN (not a block's start), FREED,
@@ -230,7 +230,8 @@ static ARENA__NOINLINE void *cur_malloc(arena *a, size_t size)
     char *h;
     if (size > BLOCK_MAX)
         return NULL;
-    h = a ? (char *)arena__reuse_alloc_as(a, headed(size), false) : (char *)malloc(headed(size));
+    h = a ? (char *)arena__reuse_alloc_as(a, headed(size), ARENA__PLACE_NO_PAGES)
+          : (char *)malloc(headed(size));
     return h ? stamp(h, size, a) : NULL;
 }
 
@@ -380,7 +381,7 @@ static void *resize_mine(char *h, size_t old_size, size_t size)
     char *q;
     arena__unpoison(h, CUR_HDR);
     q = (char *)arena__hook_resize(current, h, headed(old_size), headed(size),
-                                   ARENA__RESIZE_NO_PAGES);
+                                   ARENA__PLACE_NO_PAGES);
     if (!q) {
         arena__poison(h, CUR_HDR);
         return NULL;
@@ -418,8 +419,9 @@ static void *resize_paged(char *p, enum origin o, size_t block, size_t size)
             give_up_paged(p, block);
         return q;
     }
-    /* A block of the same class stays. */
-    if (arena__page_class_of(size) == arena__page_class_of(block))
+    /* A block that holds the size, and no smaller class would, stays (a
+     * packed hook's block of 24 bytes among them). */
+    if (size <= block && arena__page_class_of(size) >= arena__page_class_at(block))
         return p;
     arena__note_high(current); /* before the copy is counted with the block */
     q = arena_cur_malloc(size);

@@ -77,6 +77,34 @@ void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_siz
     return arena__hook_resize(a, ptr, old_size, new_size, 0);
 }
 
+/* arena__reuse_alloc_as() at 8-byte alignment, out of line as hook_alloc_general(). */
+static ARENA__NOINLINE void *hook_alloc_align8_general(arena *a, size_t n)
+{
+    return arena__reuse_alloc_as(a, n, ARENA__PLACE_ALIGN8);
+}
+
+/* hook_alloc() at 8-byte alignment: a page block of the next multiple of 8
+ * bytes. */
+static ARENA__NOINLINE void *alloc_align8_call(arena *a, size_t n)
+{
+    void *p;
+    if (n && n <= ARENA__PAGE_BLOCK_MAX
+            ? (p = arena__small_take_in(a, n, arena__page_class_align8(n))) != NULL
+            : n && (p = arena__headed_take(a, n)) != NULL)
+        return p;
+    return hook_alloc_align8_general(a, n);
+}
+
+void *arena_hook_lua_align8(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
+{
+    arena *a = (arena *)arena_ctx;
+    if (new_size == 0)
+        return free_call(a, ptr, old_size);
+    if (!ptr)
+        return alloc_align8_call(a, new_size);
+    return arena__hook_resize(a, ptr, old_size, new_size, ARENA__PLACE_ALIGN8);
+}
+
 void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
 {
     arena *a = (arena *)arena_ctx;

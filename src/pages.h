@@ -5,9 +5,11 @@
  * In a plain build a block of at most ARENA__PAGE_BLOCK_MAX bytes that may be
  * given back (the reusing allocations' small values, the arena_cur_*
  * family's blocks) has no header.  Blocks of one size class share a page of
- * ARENA__PAGE bytes, aligned to its size.  The classes are 8 bytes, then
- * 16-byte steps; a block of 8 bytes is 8-aligned, as any object that small
- * needs, and as C23 asks of malloc.  Pages are carved from regions the
+ * ARENA__PAGE bytes, aligned to its size.  The classes are the multiples of
+ * 8 bytes up to 256: values at ARENA_ALIGN take 8 bytes (a block of 8 bytes
+ * is 8-aligned, as any object that small needs, and as C23 asks of malloc),
+ * then the 16-byte steps; the values of arena_hook_lua_align8() (8-byte
+ * alignment) take any of them.  Pages are carved from regions the
  * arena stores (arena__alloc_pages()): 1 page, then twice the last, up to
  * REGION_PAGES, in each batch.  The page
  * starts with its header, which names the owner and the class; a free, a
@@ -41,7 +43,7 @@
 #include "instrument.h"
 
 #define ARENA__PAGE           ((size_t)4096)
-#define ARENA__PAGE_CLASSES   17 /* blocks of 8, then 16, 32, ..., 256 bytes */
+#define ARENA__PAGE_CLASSES   33 /* class c: blocks of 8 c bytes (c = 1..32; 0 unused) */
 #define ARENA__PAGE_BLOCK_MAX ((size_t)256)
 
 /* A class's state in an arena: its free blocks, and its current page. */
@@ -64,7 +66,7 @@ static inline bool arena__paging(void) { return ARENA_ALIGN <= 16 && !arena__ins
 struct arena__page_header {
     uintptr_t check;    /* arena__page_check() of the fields and the page's address */
     const arena *owner; /* the arena whose batch it belongs to */
-    uintptr_t link;     /* the page carved before it, ORed with its class (0-16) */
+    uintptr_t link;     /* the page carved before it, ORed with its class (1-32) */
     uint64_t saves;     /* the owner's marks taken when it was carved */
 };
 
@@ -93,15 +95,23 @@ static inline uintptr_t arena__page_check(uintptr_t page, const arena *owner, ui
     return page ^ (uintptr_t)owner ^ link ^ arena__secret() ^ ARENA__PAGE_MIX;
 }
 
-/* The blocks of class `c`: 8 bytes, then 16-byte steps. */
-static inline size_t arena__page_block(unsigned c) { return c ? (size_t)c * 16 : 8; }
+/* The blocks of class `c`: 8 c bytes. */
+static inline size_t arena__page_block(unsigned c) { return (size_t)c * 8; }
 
-/* The class of a block of `size` (<= ARENA__PAGE_BLOCK_MAX) bytes: class 0
- * (8 bytes, 8-aligned) for at most 8. */
+/* The class of the blocks of `block` bytes. */
+static inline unsigned arena__page_class_at(size_t block) { return (unsigned)(block >> 3); }
+
+/* The class of a value of `size` (1 to ARENA__PAGE_BLOCK_MAX) bytes at
+ * ARENA_ALIGN where a value of at most 8 bytes needs only 8: class 1 (8
+ * bytes, 8-aligned) for at most 8, then the 16-byte steps. */
 static inline unsigned arena__page_class_of(size_t size)
 {
-    return size <= 8 ? 0 : (unsigned)((size + 15) >> 4);
+    return size <= 8 ? 1 : (unsigned)((size + 15) >> 4) << 1;
 }
+
+/* The class of a value at 8-byte alignment of `size` (1 to
+ * ARENA__PAGE_BLOCK_MAX) bytes: the next multiple of 8. */
+static inline unsigned arena__page_class_align8(size_t size) { return (unsigned)((size + 7) >> 3); }
 
 /* Where a page's first block of `block` bytes starts. */
 static inline size_t arena__page_first(size_t block)
@@ -229,21 +239,27 @@ static inline bool arena__page_on_boundary(const char *p, uintptr_t page, size_t
 {
 /* With no division: for x below 2^32, d divides x exactly when x * m <= m - 1
  * (modulo 2^64), m being 2^64 / d rounded up; one m for each block size a
- * page has (8, and 16 c for the classes c of 1 to 16), at index block / 16. */
-#define ARENA__DIVIDES(d) (UINT64_MAX / (d) + 1)
-    static const uint64_t m[] = {ARENA__DIVIDES(8),   ARENA__DIVIDES(16),  ARENA__DIVIDES(32),
-                                 ARENA__DIVIDES(48),  ARENA__DIVIDES(64),  ARENA__DIVIDES(80),
-                                 ARENA__DIVIDES(96),  ARENA__DIVIDES(112), ARENA__DIVIDES(128),
-                                 ARENA__DIVIDES(144), ARENA__DIVIDES(160), ARENA__DIVIDES(176),
-                                 ARENA__DIVIDES(192), ARENA__DIVIDES(208), ARENA__DIVIDES(224),
-                                 ARENA__DIVIDES(240), ARENA__DIVIDES(256)};
+ * page has (8 c for the classes c of 1 to 32), at index c. */
+#define ARENA__DIVIDES(c) (UINT64_MAX / (8 * (c)) + 1)
+#define ARENA__DIVIDES4(c)                                                                         \
+  ARENA__DIVIDES(c), ARENA__DIVIDES(c + 1), ARENA__DIVIDES(c + 2), ARENA__DIVIDES(c + 3)
+    static const uint64_t m[] = {0,
+                                 ARENA__DIVIDES4(1),
+                                 ARENA__DIVIDES4(5),
+                                 ARENA__DIVIDES4(9),
+                                 ARENA__DIVIDES4(13),
+                                 ARENA__DIVIDES4(17),
+                                 ARENA__DIVIDES4(21),
+                                 ARENA__DIVIDES4(25),
+                                 ARENA__DIVIDES4(29)};
+#undef ARENA__DIVIDES4
 #undef ARENA__DIVIDES
-    size_t off = (size_t)((uintptr_t)p - page), i = block / 16;
+    size_t off = (size_t)((uintptr_t)p - page), i = arena__page_class_at(block);
     uint64_t x;
     if (off < arena__page_first(block))
         return false;
     x = (uint64_t)(off - arena__page_first(block)); /* below ARENA__PAGE */
-    return i < sizeof m / sizeof m[0] ? x * m[i] <= m[i] - 1 : x % block == 0;
+    return i < sizeof m / sizeof m[0] ? i && x * m[i] <= m[i] - 1 : x % block == 0;
 }
 
 /* `n` bytes (whole pages) at ARENA__PAGE alignment, in the arena (arena.c),

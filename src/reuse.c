@@ -680,7 +680,7 @@ static size_t page_blocks_listed(const struct arena__pages *pg)
 {
     size_t n = 0;
     unsigned c;
-    for (c = 1; c < ARENA__PAGE_CLASSES; c++) {
+    for (c = 2; c < ARENA__PAGE_CLASSES; c++) { /* class 1 holds the 8-byte blocks */
         const char *b;
         bool ok = true;
         for (b = pg->cls[c].free; b && ok; b = page_next(b, arena__page_block(c), &ok))
@@ -720,7 +720,7 @@ static bool recycle(arena *a, struct arena__reuse *t)
         put(t, t->pages.rnext, (size_t)(t->pages.rend - t->pages.rnext));
         t->pages.rnext = t->pages.rend = NULL;
     }
-    for (c = 1; c < ARENA__PAGE_CLASSES; c++)
+    for (c = 2; c < ARENA__PAGE_CLASSES; c++) /* not class 1, the 8-byte blocks' */
         n += sort_class(&t->pages, c, tab, order, full + n, RECYCLE_SLOTS - n);
     t->page_frees = 0;
     t->page_kept = page_blocks_listed(&t->pages);

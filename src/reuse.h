@@ -373,18 +373,18 @@ static ARENA__ALWAYS_INLINE bool arena__headed_give(arena *a, char *p, size_t n)
  * ARENA_ALIGN: 16 bytes at least. */
 static inline unsigned arena__small_class(size_t n)
 {
-    return n <= 16 ? 1 : (unsigned)((n + 15) >> 4);
+    return n <= 16 ? 2 : (unsigned)((n + 15) >> 4) << 1;
 }
 
-/* A value of `n` (1 to ARENA__PAGE_BLOCK_MAX) bytes from the pages of `a`
- * while they are live and the arena is under its limit (plain build): the
- * head of its class's list, or the next block of the class's page, counted
- * in arena_size(); NULL otherwise (arena__reuse_alloc() then finds one).
- * Inline, so that the adapters hand out a block with no call. */
-static ARENA__ALWAYS_INLINE void *arena__small_take(arena *a, size_t n)
+/* A value of `n` (1 to ARENA__PAGE_BLOCK_MAX) bytes of page class `c` from
+ * the pages of `a` while they are live and the arena is under its limit
+ * (plain build): the head of its class's list, or the next block of the
+ * class's page, counted in arena_size(); NULL otherwise
+ * (arena__reuse_alloc() then finds one).  Inline, so that the adapters hand
+ * out a block with no call. */
+static ARENA__ALWAYS_INLINE void *arena__small_take_in(arena *a, size_t n, unsigned c)
 {
     struct arena__pages *pg;
-    unsigned c = arena__small_class(n);
     bool reused;
     char *b;
     if (!arena__paging() || (a->pending & ARENA__PENDING_OVER) ||
@@ -397,6 +397,12 @@ static ARENA__ALWAYS_INLINE void *arena__small_take(arena *a, size_t n)
             arena__cold(a)->counts.reused += n;
     }
     return b;
+}
+
+/* arena__small_take_in() of the class of a value at ARENA_ALIGN. */
+static ARENA__ALWAYS_INLINE void *arena__small_take(arena *a, size_t n)
+{
+    return arena__small_take_in(a, n, arena__small_class(n));
 }
 
 /* The block of the value `p` of `n` (1 to ARENA__PAGE_BLOCK_MAX) bytes when
@@ -420,7 +426,7 @@ static ARENA__ALWAYS_INLINE size_t arena__small_held(const arena *a, const char 
 static ARENA__ALWAYS_INLINE void arena__small_put(arena *a, char *p, size_t n, size_t block)
 {
     a->size -= n;
-    arena__page_give(&arena__pages_live(a)->cls[arena__page_class_of(block)], p, block);
+    arena__page_give(&arena__pages_live(a)->cls[arena__page_class_at(block)], p, block);
     arena__cold(a)->reuse->page_frees++; /* its page may be free whole: see reuse.c */
 }
 
@@ -437,16 +443,30 @@ static ARENA__ALWAYS_INLINE bool arena__small_give(arena *a, char *p, size_t n)
     return true;
 }
 
+/* How a value is placed (arena__reuse_alloc_as(), and the adapters'
+ * resizes): in no page (a block of the arena_cur_* family with a header
+ * must never lie in a page: a page's pointers are that family's own
+ * blocks), or at 8-byte alignment (arena_hook_lua_align8(): a value of at most
+ * ARENA__PAGE_BLOCK_MAX bytes takes a page block of the next multiple of 8
+ * bytes, 8-aligned; a larger one is placed at ARENA_ALIGN as any). */
+#define ARENA__PLACE_NO_PAGES 2u
+#define ARENA__PLACE_ALIGN8   4u
+
+/* The page class of a value of `n` bytes placed as `how` says. */
+static inline unsigned arena__small_class_as(size_t n, unsigned how)
+{
+    return how & ARENA__PLACE_ALIGN8 ? arena__page_class_align8(n) : arena__small_class(n);
+}
+
 /* A value of `n` bytes at ARENA_ALIGN for a reusing call (arena_free.inc.c): in a
  * plain build a block of a page (at most ARENA__PAGE_BLOCK_MAX bytes) or one
  * after a head, which the lists' free blocks serve first; in an
  * instrumented one a free block, else a new place.  The lists are made
  * valid.  Size 0 and failure as arena_alloc(). */
 ARENA__HIDDEN void *arena__reuse_alloc(arena *a, size_t n);
-/* arena__reuse_alloc(), in no page unless `pages` (a block of the
- * arena_cur_* family with a header must never lie in a page: a page's
- * pointers are that family's own blocks). */
-ARENA__HIDDEN void *arena__reuse_alloc_as(arena *a, size_t n, bool pages);
+/* arena__reuse_alloc(), placed as `how` says (ARENA__PLACE_ flags; 0: as
+ * arena__reuse_alloc()). */
+ARENA__HIDDEN void *arena__reuse_alloc_as(arena *a, size_t n, unsigned how);
 /* A value of `n` bytes after a head in a free block of the lists (plain
  * build, lists open, arena under its limit); NULL when none holds it. */
 ARENA__HIDDEN void *arena__reuse_alloc_listed(arena *a, size_t n);
@@ -458,10 +478,10 @@ ARENA__HIDDEN void *arena__reuse_alloc_listed(arena *a, size_t n);
  * back, only when that fails (size 0: in place).  NULL after a reported
  * misuse. */
 #define ARENA__RESIZE_SHRINK_MOVES 1u /* (set by arena__shrink_moving() itself) */
-#define ARENA__RESIZE_NO_PAGES     2u /* a move never goes to a page */
+/* (and a move is placed as the ARENA__PLACE_ flags in `how` say) */
 ARENA__HIDDEN void *arena__shrink_moving(arena *a, void *ptr, size_t old_size, size_t new_size,
                                          unsigned how);
-/* arena_realloc(), a move going to no page with ARENA__RESIZE_NO_PAGES. */
+/* arena_realloc(), a move placed as the ARENA__PLACE_ flags in `how` say. */
 ARENA__HIDDEN void *arena__realloc_as(arena *a, void *ptr, size_t old_size, size_t new_size,
                                       unsigned how);
 

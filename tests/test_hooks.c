@@ -265,6 +265,129 @@ static void hook_lua_out_of_memory(void **state)
     assert_int_equal(tb.live, 0);
 }
 
+/* arena_hook_lua_align8(): Lua's shapes at 8-byte alignment.  A block of at
+ * most 256 bytes takes the next multiple of 8 (in a plain build, once its
+ * class has its page: blocks of 24 and 56 bytes lie 24 and 56 apart), a
+ * larger one ARENA_ALIGN; each call told a size may give back or resize
+ * them (arena_free, arena_realloc, arena_hook_lua), and the global family
+ * finds a 24-byte block's class from its page. */
+static void hook_lua_align8_shapes(void **state)
+{
+    enum { N = 48 };
+    static const size_t sizes[] = {1,  7,   8,   9,   17,  24,  25,  40,  56,
+                                   57, 100, 200, 248, 249, 256, 257, 1000};
+    arena a;
+    char *v[N], *p, *q, *r;
+    size_t i, k, live = 0;
+    int count;
+    (void)state;
+
+    record_errors();
+    arena_init(&a, 65536);
+    for (k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        for (i = 0; i < N; i++) {
+            v[i] = (char *)arena_hook_lua_align8(&a, NULL, 4, n);
+            assert_non_null(v[i]);
+            assert_true(is_aligned(v[i], n <= 256 && ARENA_ALIGN > 8 ? 8 : ARENA_ALIGN));
+            fill_pattern(v[i], n, k * N + i);
+            live += n;
+            assert_int_equal(arena_size(&a), live);
+        }
+        /* The last values of a class past its first ones share its page,
+         * one after the other. */
+        if (test_packed() && n <= 256) {
+            size_t together = 0;
+            for (i = N - 8; i < N - 1; i++)
+                if (((uintptr_t)v[i] & ~(uintptr_t)4095) ==
+                    ((uintptr_t)v[i + 1] & ~(uintptr_t)4095)) {
+                    assert_int_equal(v[i + 1] - v[i], (ptrdiff_t)((n + 7) / 8 * 8));
+                    together++;
+                }
+            assert_true(together >= 6);
+        }
+        for (i = 0; i < N; i++)
+            assert_true(has_pattern(v[i], n, k * N + i));
+        /* Given back, the next value of the class takes the block. */
+        assert_null(arena_hook_lua_align8(&a, v[N - 2], n, 0));
+        live -= n;
+        if (test_packed() && n <= 256)
+            assert_ptr_equal(arena_hook_lua_align8(&a, NULL, 0, n), v[N - 2]);
+        else
+            assert_non_null(arena_hook_lua_align8(&a, NULL, 0, n));
+        live += n;
+        assert_int_equal(arena_size(&a), live);
+    }
+
+    /* Resizes keep the bytes; a block moved stays at 8 bytes. */
+    p = (char *)arena_hook_lua_align8(&a, NULL, 0, 20);
+    r = (char *)arena_hook_lua_align8(&a, NULL, 0, 20); /* p is no longer the most recent */
+    assert_non_null(p);
+    assert_non_null(r);
+    fill_pattern(p, 20, 1);
+    q = (char *)arena_hook_lua_align8(&a, p, 20, 44);
+    assert_non_null(q);
+    assert_true(is_aligned(q, 8));
+    assert_true(has_pattern(q, 20, 1));
+    fill_pattern(q, 44, 2);
+    p = (char *)arena_hook_lua_align8(&a, q, 44, 300); /* past the pages: ARENA_ALIGN */
+    assert_non_null(p);
+    assert_true(is_aligned(p, ARENA_ALIGN));
+    assert_true(has_pattern(p, 44, 2));
+    fill_pattern(p, 300, 3);
+    assert_non_null(arena_hook_lua_align8(&a, NULL, 0, 300)); /* p is not the most recent */
+    q = (char *)arena_hook_lua_align8(&a, p, 300, 24);        /* a shrink never fails */
+    assert_non_null(q);
+    assert_true(has_pattern(q, 24, 3));
+    if (test_packed())
+        assert_true(is_aligned(q, 8) && q != p); /* moved to a block of 24 bytes */
+    live += 20 + 300 + 24;
+    assert_int_equal(arena_size(&a), live);
+
+    /* The one rule: arena_hook_lua and arena_realloc resize it, arena_free
+     * gives it back; a size past its block is reported, nothing given. */
+    fill_pattern(q, 24, 4);
+    p = (char *)arena_hook_lua(&a, q, 24, 40);
+    assert_non_null(p);
+    assert_true(has_pattern(p, 24, 4));
+    q = (char *)arena_realloc(&a, p, 40, 24);
+    assert_non_null(q);
+    assert_true(has_pattern(q, 24, 4));
+    count = recorded_errors.count;
+    if (test_packed()) {
+        arena_free(&a, r, 30); /* r: a block of 24 bytes */
+        assert_true(test_misuse_reported(count, ARENA_ERR_BAD_SIZE));
+        assert_int_equal(arena_size(&a), live);
+    }
+    arena_free(&a, r, 20);
+    live -= 20;
+    assert_int_equal(arena_size(&a), live);
+
+    /* The global family: a block of 24 bytes freed goes back to its own
+     * class (the next value of 17 to 24 bytes takes it), and grown past it
+     * moves, its bytes kept. */
+    if (test_packed()) {
+        arena *prev = arena_set_current(&a);
+        r = (char *)arena_hook_lua_align8(&a, NULL, 0, 24);
+        fill_pattern(r, 24, 5);
+        assert_int_equal(arena_cur_size(r), 24);
+        p = (char *)arena_cur_realloc(r, 30);
+        assert_non_null(p);
+        assert_ptr_not_equal(p, r);
+        assert_true(has_pattern(p, 24, 5));
+        arena_cur_free(p);
+        q = (char *)arena_hook_lua_align8(&a, NULL, 0, 24);
+        assert_ptr_equal(q, r);
+        arena_cur_free(q);
+        arena_set_current(prev);
+        assert_ptr_equal(arena_hook_lua_align8(&a, NULL, 0, 17), r);
+    }
+    assert_int_equal(recorded_errors.count, recorded_errors.expected);
+    assert_true(arena_check(&a));
+    arena_release(&a);
+    restore_errors();
+}
+
 static void hook_realloc_shape(void **state)
 {
     arena a;
@@ -1546,6 +1669,7 @@ int main(void)
         cmocka_unit_test(hook_zalloc_overflow),
         cmocka_unit_test(hook_lua_shapes),
         cmocka_unit_test(hook_lua_out_of_memory),
+        cmocka_unit_test(hook_lua_align8_shapes),
         cmocka_unit_test(hook_realloc_shape),
         cmocka_unit_test(hook_realloc_to_nothing_not_last),
         cmocka_unit_test_teardown(hooks_give_back_the_most_recent, teardown_current),

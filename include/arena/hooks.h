@@ -96,6 +96,25 @@ ARENA__NODISCARD ARENA__MALLOC ARENA_API void *arena_hook_zalloc(void *arena_ctx
 ARENA_API void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_size);
 
 /**
+ * arena_hook_lua() for a client whose values need 8-byte alignment only:
+ * `lua_newstate(arena_hook_lua_align8, &arena)` where Lua's LUAI_MAXALIGN
+ * asks for at most 8 bytes, as luaconf.h's default does (lua_Number,
+ * double, void *, lua_Integer, long) on every ABI that libarena's CI
+ * builds: x86-64, i386, AArch64, armhf, s390x, Windows.  A block of at most
+ * 256 bytes takes the next multiple of 8 bytes (a table of 56 bytes takes
+ * 56, not 64) and is 8-aligned, not ARENA_ALIGN-aligned; a larger one is
+ * ARENA_ALIGN-aligned as with arena_hook_lua().  Everything else is
+ * arena_hook_lua()'s, and the blocks follow the one rule: arena_free(),
+ * arena_realloc() and every hook told a size may give back or resize them.
+ * Any library whose hook has this shape (realloc with the old size, a new
+ * size of 0 frees) and whose objects need at most 8-byte alignment may use
+ * it; not one that stores long double, __int128 or vector types in them.
+ * The instrumented builds (checked, ASan, Valgrind) place every block at
+ * ARENA_ALIGN, with its bounds checked, as arena_hook_lua() does.
+ */
+ARENA_API void *arena_hook_lua_align8(void *arena_ctx, void *ptr, size_t old_size, size_t new_size);
+
+/**
  * Realloc with the old size (yyjson_alc.realloc): arena_realloc(), except
  * for a shrink.  ptr NULL allocates new_size bytes.  A shrink (new_size <=
  * old_size) never fails and keeps the first new_size bytes: the most recent

@@ -240,7 +240,7 @@ static inline bool arena__page_on_boundary(const char *p, uintptr_t page, size_t
 /* With no division: for x below 2^32, d divides x exactly when x * m <= m - 1
  * (modulo 2^64), m being 2^64 / d rounded up; one m for each block size a
  * page has (8 c for the classes c of 1 to 32), at index c. */
-#define ARENA__DIVIDES(c) (UINT64_MAX / (8 * (c)) + 1)
+#define ARENA__DIVIDES(c) (UINT64_MAX / ((uint64_t)8 * (c)) + 1)
 #define ARENA__DIVIDES4(c)                                                                         \
   ARENA__DIVIDES(c), ARENA__DIVIDES(c + 1), ARENA__DIVIDES(c + 2), ARENA__DIVIDES(c + 3)
     static const uint64_t m[] = {0,

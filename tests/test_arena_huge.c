@@ -157,10 +157,19 @@ static void test_a_big_batch_takes_huge_chunks(void **state)
         return;
     }
     if (arena__huge_pages()) {
+        /* The current chunk, which holds the last value: 2 MiB-aligned. */
+        assert_true(last >= a.chunks[a.cur].base);
+        assert_int_equal((uintptr_t)a.chunks[a.cur].base % ARENA__HUGE, 0);
         assert_true(mapping_of(last, &start, &end, &advised));
-        assert_true(advised || !advice_shows());
-        assert_int_equal(start % ARENA__HUGE, 0);
-        assert_int_equal((end - start) % ARENA__HUGE, 0);
+        /* Advised, a mapping of its own (the kernel merges it only with
+         * other advised ones, of whole huge pages) where smaps shows
+         * advice; under qemu-user, which ignores it, the kernel sees a
+         * plain mapping that may merge with its neighbours. */
+        if (advice_shows()) {
+            assert_true(advised);
+            assert_int_equal(start % ARENA__HUGE, 0);
+            assert_int_equal((end - start) % ARENA__HUGE, 0);
+        }
         /* 32 chunks of 64 KiB, then about 11 of 2 MiB, not 370 more. */
         assert_true(st.backing_calls < 32 + 24 + 4);
         assert_true(st.held < 24 * MIB + 2 * ARENA__HUGE);

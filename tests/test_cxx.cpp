@@ -893,15 +893,23 @@ static void test_late_free_after_the_resource_took_a_value(void **)
     libarena::arena a(0);
     libarena::resource res(a);
     unsigned char *fresh;
+    void *old;
     {
         std::pmr::vector<long> w(&res);
-        w.assign(6, 3); // 48 bytes: a small value, of a listed class
+        w.assign(6, 3); // 48 bytes (24 where long has 4): a small value, of a listed class
+        old = w.data();
         a.reset();
         fresh = static_cast<unsigned char *>(res.allocate(16));
         std::memset(fresh, 0x5A, 16);
     } // w gives its block back after the reset, over `fresh`
     assert_int_equal(errors, 1);
-    assert_int_equal(last_error, ARENA_ERR_LATE_FREE);
+    // Where `fresh` starts where w's block did (the checked build on a
+    // 32-bit target), the header there is fresh's: the free is reported as
+    // a size fresh does not have.
+    if (old == fresh && ARENA_CHECKED)
+        assert_int_equal(last_error, ARENA_ERR_BAD_SIZE);
+    else
+        assert_int_equal(last_error, ARENA_ERR_LATE_FREE);
     for (int i = 0; i < 8; i++) {
         auto *y = static_cast<unsigned char *>(res.allocate(48));
         assert_true(y + 48 <= fresh || y >= fresh + 16);

@@ -227,6 +227,7 @@ static void test_threads_share_the_interval(void **state)
     assert_bounded(guarded_batches() - g0, all, THREADS, ns, stalled, 50 * MS, "4 threads");
 }
 
+#if TEST_FORK
 /* Whether `n` guarded batches, `seen` of them seen, fit a loop of `ns`
  * nanoseconds, `stalled` of them stalled, at 20 ms (assert_bounded(), but
  * one fewer at least: the loop begins where an interval may be under way). */
@@ -238,7 +239,6 @@ static bool fits(unsigned long long n, unsigned long long seen, uint64_t ns, uin
 
 /* A forked child samples on at the parent's interval, and so does the
  * parent after it. */
-#if TEST_FORK
 static void test_fork_child_samples(void **state)
 {
     arena a;

@@ -37,29 +37,36 @@ void *arena_hook_zalloc(void *arena_ctx, unsigned items, unsigned size)
     return arena_alloc_reuse((arena *)arena_ctx, n);
 }
 
-/* arena__reuse_alloc(), out of line: the inline half saves no register for
- * it. */
-static ARENA__NOINLINE void *hook_alloc_general(arena *a, size_t n)
+/* arena__reuse_alloc_as(), out of line: the inline half saves no register
+ * for it. */
+static ARENA__NOINLINE void *hook_alloc_general(arena *a, size_t n, unsigned how)
 {
-    return arena__reuse_alloc(a, n);
+    return arena__reuse_alloc_as(a, n, how);
 }
 
-/* A value of `n` bytes for an adapter: taken inline where a block of its
- * class is at hand (reuse.h), else through the general path. */
-static ARENA__ALWAYS_INLINE void *hook_alloc(arena *a, size_t n)
+/* A value of `n` bytes for an adapter, placed as `how` says (0, or
+ * ARENA__PLACE_ALIGN8): taken inline where a block of its class is at hand
+ * (reuse.h), else through the general path. */
+static ARENA__ALWAYS_INLINE void *hook_alloc(arena *a, size_t n, unsigned how)
 {
     void *p;
-    if (n && n <= ARENA__PAGE_BLOCK_MAX ? (p = arena__small_take(a, n)) != NULL
-                                        : n && (p = arena__headed_take(a, n)) != NULL)
+    if (n && n <= ARENA__PAGE_BLOCK_MAX
+            ? (p = arena__small_take_in(a, n, arena__small_class_as(n, how))) != NULL
+            : n && (p = arena__headed_take(a, n)) != NULL)
         return p;
-    return hook_alloc_general(a, n);
+    return hook_alloc_general(a, n, how);
 }
 
 /* The hooks that take every kind of call pass each kind on to a function of
  * its own, as a tail call (a jump): each then saves only the registers its
  * own path needs, where one body holding all three paths saved five on
  * every call. */
-static ARENA__NOINLINE void *alloc_call(arena *a, size_t n) { return hook_alloc(a, n); }
+static ARENA__NOINLINE void *alloc_call(arena *a, size_t n) { return hook_alloc(a, n, 0); }
+
+static ARENA__NOINLINE void *alloc_align8_call(arena *a, size_t n)
+{
+    return hook_alloc(a, n, ARENA__PLACE_ALIGN8);
+}
 
 static ARENA__NOINLINE void *free_call(arena *a, void *p, size_t n)
 {
@@ -67,42 +74,25 @@ static ARENA__NOINLINE void *free_call(arena *a, void *p, size_t n)
     return NULL;
 }
 
-void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
+/* Lua's protocol, placed as `how` says: a free, a new block, a resize. */
+static ARENA__ALWAYS_INLINE void *lua_call(arena *a, void *ptr, size_t old_size, size_t new_size,
+                                           unsigned how)
 {
-    arena *a = (arena *)arena_ctx;
     if (new_size == 0)
         return free_call(a, ptr, old_size);
     if (!ptr)
-        return alloc_call(a, new_size);
-    return arena__hook_resize(a, ptr, old_size, new_size, 0);
+        return how ? alloc_align8_call(a, new_size) : alloc_call(a, new_size);
+    return arena__hook_resize(a, ptr, old_size, new_size, how);
 }
 
-/* arena__reuse_alloc_as() at 8-byte alignment, out of line as hook_alloc_general(). */
-static ARENA__NOINLINE void *hook_alloc_align8_general(arena *a, size_t n)
+void *arena_hook_lua(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
 {
-    return arena__reuse_alloc_as(a, n, ARENA__PLACE_ALIGN8);
-}
-
-/* hook_alloc() at 8-byte alignment: a page block of the next multiple of 8
- * bytes. */
-static ARENA__NOINLINE void *alloc_align8_call(arena *a, size_t n)
-{
-    void *p;
-    if (n && n <= ARENA__PAGE_BLOCK_MAX
-            ? (p = arena__small_take_in(a, n, arena__page_class_align8(n))) != NULL
-            : n && (p = arena__headed_take(a, n)) != NULL)
-        return p;
-    return hook_alloc_align8_general(a, n);
+    return lua_call((arena *)arena_ctx, ptr, old_size, new_size, 0);
 }
 
 void *arena_hook_lua_align8(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
 {
-    arena *a = (arena *)arena_ctx;
-    if (new_size == 0)
-        return free_call(a, ptr, old_size);
-    if (!ptr)
-        return alloc_align8_call(a, new_size);
-    return arena__hook_resize(a, ptr, old_size, new_size, ARENA__PLACE_ALIGN8);
+    return lua_call((arena *)arena_ctx, ptr, old_size, new_size, ARENA__PLACE_ALIGN8);
 }
 
 void *arena_hook_realloc(void *arena_ctx, void *ptr, size_t old_size, size_t new_size)
@@ -122,7 +112,7 @@ void *arena__nested_alloc(arena *a, size_t size)
     char *p;
     if (size > SIZE_MAX - ARENA_ALIGN)
         return NULL;
-    p = (char *)hook_alloc(a, size + ARENA_ALIGN);
+    p = (char *)hook_alloc(a, size + ARENA_ALIGN, 0);
     return p ? p + ARENA_ALIGN : NULL;
 }
 

@@ -528,6 +528,53 @@ static void large_block_serves_small_values(void **state)
     release_tb(&a);
 }
 
+/* A small class whose pages are full, while the lists hold a free block of
+ * whole pages (a large value given back), carves a page from that block:
+ * its next values lie a block apart with no head between them, in the
+ * memory given back, and the arena takes no new memory.  (Placed after
+ * heads instead, such a class never took another page while the lists held
+ * a block, and a Lua state's values went through the heads' slow paths for
+ * good.) */
+static void full_class_carves_memory_given_back(void **state)
+{
+    enum { N = 300, NEXT = 400, BIG = 8 * 4096 };
+    static char *v[N + NEXT];
+    arena a;
+    char *big;
+    size_t i, retained, inside = 0, apart = 0;
+    (void)state;
+
+    init_tb(&a, 65536);
+    open_lists(&a);
+    /* Past the values a class takes before its pages; N fill them. */
+    for (i = 0; i < N; i++) {
+        v[i] = (char *)arena_alloc_reuse(&a, 64);
+        assert_non_null(v[i]);
+        memset(v[i], 1, 64);
+    }
+    big = (char *)arena_alloc_reuse(&a, BIG);
+    assert_non_null(big);
+    assert_non_null(arena_alloc(&a, 16)); /* keeps the block from the position */
+    arena_free(&a, big, BIG);
+    retained = arena_retained(&a);
+    for (i = N; i < N + NEXT; i++) {
+        v[i] = (char *)arena_alloc_reuse(&a, 64);
+        assert_non_null(v[i]);
+        memset(v[i], 2, 64);
+        inside += v[i] >= big && v[i] + 64 <= big + BIG;
+        apart += v[i] == v[i - 1] + 64;
+    }
+    assert_int_equal(arena_retained(&a), retained); /* no new memory */
+    assert_true(inside >= NEXT / 2);
+    if (test_packed() && ARENA_ALIGN <= 16) /* pages: headerless blocks */
+        assert_true(apart >= NEXT - 10);
+    for (i = 0; i < N + NEXT; i++)
+        arena_free(&a, v[i], 64);
+    assert_int_equal(arena_size(&a), 16 + 16);
+    assert_true(arena_check(&a));
+    release_tb(&a);
+}
+
 /* An oversized value (a chunk of its own) freed serves the next one of its
  * size: a buffer that grows past the chunk size every round soon takes no new
  * chunk.  (A small value carves the smallest large block once the current
@@ -1191,6 +1238,7 @@ int main(void)
         cmocka_unit_test(merge_keeps_a_mark_between_blocks),
         cmocka_unit_test(merge_reports_a_looping_list),
         cmocka_unit_test(large_block_serves_small_values),
+        cmocka_unit_test(full_class_carves_memory_given_back),
         cmocka_unit_test(oversized_blocks_are_reused),
         cmocka_unit_test(reset_forgets_free_blocks),
         cmocka_unit_test(rewind_forgets_and_expires),

@@ -186,13 +186,13 @@ static void slot_exit(void *value)
     tls_slot = &no_slot;
 }
 
-static struct arena__thread_key slot_key = {.exit = slot_exit};
+struct arena__thread_key arena__slot_key = {.exit = slot_exit};
 
 /* This thread's own slot, empty and registered to be emptied at thread exit;
  * NULL when that cannot be arranged (then the thread parks nothing). */
 static struct slot *start_slot(void)
 {
-    struct slot *sl = (struct slot *)arena__thread_state_new(&slot_key, sizeof *sl);
+    struct slot *sl = (struct slot *)arena__thread_state_new(&arena__slot_key, sizeof *sl);
     if (sl)
         tls_slot = sl;
     return sl;

@@ -48,14 +48,14 @@ static void scratch_exit(void *value)
     tls_scratch = NULL;
 }
 
-static struct arena__thread_key scratch_key = {.exit = scratch_exit};
+struct arena__thread_key arena__scratch_key = {.exit = scratch_exit};
 
 /* This thread's set, new and registered; NULL on failure. */
 static struct scratch_set *start_thread(void)
 {
     /* Zeroed: arenas of ARENA_DEFAULT_CHUNK chunks from malloc. */
     struct scratch_set *set =
-        (struct scratch_set *)arena__thread_state_new(&scratch_key, sizeof *set);
+        (struct scratch_set *)arena__thread_state_new(&arena__scratch_key, sizeof *set);
     if (set)
         tls_scratch = set;
     return set;

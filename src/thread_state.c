@@ -14,6 +14,15 @@
  * so never on a hot path. */
 static pthread_mutex_t making = PTHREAD_MUTEX_INITIALIZER;
 
+/* Makes `k`'s key where it was not tried yet; `making` held. */
+static void make_key(struct arena__thread_key *k)
+{
+    if (!k->made) {
+        k->ok = pthread_key_create(&k->key, k->exit) == 0;
+        k->made = true;
+    }
+}
+
 void *arena__thread_state_new(struct arena__thread_key *k, size_t size)
 {
     void *state;
@@ -21,10 +30,7 @@ void *arena__thread_state_new(struct arena__thread_key *k, size_t size)
 
     arena__fork_ready();
     pthread_mutex_lock(&making);
-    if (!k->made) {
-        k->ok = pthread_key_create(&k->key, k->exit) == 0;
-        k->made = true;
-    }
+    make_key(k);
     ok = k->ok;
     pthread_mutex_unlock(&making);
     if (!ok)
@@ -40,12 +46,22 @@ void *arena__thread_state_new(struct arena__thread_key *k, size_t size)
     return state;
 }
 
+/* Before a fork, every kind's key is made, so that the child never makes
+ * one: where the C library guards its keys with a lock that a thread's
+ * exit holds while it runs the keys' destructors (musl: a read lock), a
+ * fork at that moment leaves the lock held in the child for ever, and a
+ * pthread_key_create() there waits for it (the child's first scratch
+ * arena hung, one fork in about thirty of test_thread_fork's
+ * hammer_every_lock). */
 void arena__thread_state_fork(bool hold)
 {
-    if (hold)
+    if (hold) {
         pthread_mutex_lock(&making);
-    else
+        make_key(&arena__scratch_key);
+        make_key(&arena__slot_key);
+    } else {
         pthread_mutex_unlock(&making);
+    }
 }
 
 void arena__thread_state_free(void *state, size_t size)

@@ -30,6 +30,10 @@ struct arena__thread_key {
  * key, no memory). */
 ARENA__HIDDEN void *arena__thread_state_new(struct arena__thread_key *k, size_t size);
 
+/* Every kind of per-thread state, whose keys a fork makes beforehand. */
+ARENA__HIDDEN extern struct arena__thread_key arena__scratch_key; /* scratch.c */
+ARENA__HIDDEN extern struct arena__thread_key arena__slot_key;    /* cache.c */
+
 /* Frees a block of `size` bytes from arena__thread_state_new(). */
 ARENA__HIDDEN void arena__thread_state_free(void *state, size_t size);
 

@@ -266,6 +266,24 @@ static int teardown(void **state)
     return 0;
 }
 
+/* ---- The keys of per-thread state -------------------------------------------------------- */
+
+/* A fork makes every key of per-thread state beforehand, so that the child
+ * makes none: musl guards its keys with a lock that an exiting thread holds
+ * (read) while it looks for destructors to run, and a fork at that moment
+ * left it held in the child, whose first scratch arena then waited in
+ * pthread_key_create() for ever (hammer_every_lock below, about one fork in
+ * thirty there).  Runs first, before any key is made. */
+static void test_fork_makes_every_key_beforehand(void **state)
+{
+    (void)state;
+    assert_false(arena__scratch_key.made); /* else the test could not fail */
+    assert_false(arena__slot_key.made);
+    check_child("no key is made", fork_child());
+    assert_true(arena__scratch_key.made && arena__scratch_key.ok);
+    assert_true(arena__slot_key.made && arena__slot_key.ok);
+}
+
 /* ---- A lock held for certain ------------------------------------------------------------ */
 
 /* Runs `hold` on a thread, which sleeps in the backing under a lock, and
@@ -516,6 +534,7 @@ static void test_fork_while_threads_hammer_every_lock(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_fork_makes_every_key_beforehand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork_while_a_caches_backing_is_called, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fork_while_the_cache_registry_is_held, setup,

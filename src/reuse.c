@@ -232,6 +232,7 @@ static void revive(arena *a, struct arena__reuse *t)
     memset(&t->pages, 0, sizeof t->pages);
     t->pages.newest = newest;
     t->filed = t->merged = t->page_frees = t->page_kept = 0;
+    t->page_miss = 0;
     t->epoch = atomic_fetch_add_explicit(&epochs, 1, memory_order_relaxed) + 1;
     a->pending |= ARENA__PENDING_REUSE;
 }
@@ -270,6 +271,8 @@ static void set_head(struct arena__reuse *t, unsigned c, char *s)
 static void put(struct arena__reuse *t, char *s, size_t len)
 {
     unsigned c = arena__class_of(len);
+    if (len >= ARENA__PAGE)
+        t->page_puts++;
     node_store(s, len, listed(t, c) ? t->head[c] : NULL);
     set_head(t, c, s);
 }

@@ -116,6 +116,9 @@ struct arena__reuse {
     size_t filed;                   /* blocks filed since the last merge, or since revive() */
     size_t merged;                  /* blocks the last merge left filed */
     size_t page_frees;              /* page blocks given back since pages were last recycled */
+    uint64_t page_puts;             /* blocks of a page or more filed, ever */
+    uint64_t page_miss;             /* page_puts + 1 when the lists last held no whole page
+                                       (pages.c), else 0 */
     /* The reusing calls' values of each page class placed after a head, in
      * every batch since the table was made (arena_free.inc.c: PAGE_AFTER). */
     uint32_t placed[ARENA__PAGE_CLASSES];

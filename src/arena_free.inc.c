@@ -337,7 +337,7 @@ static void *place_headed(arena *a, size_t n, bool listed_only)
  * arena_cur_malloc()'s.  A class whose pages were full took no page while
  * the lists held a block for its value after a head, so a Lua state whose
  * classes outgrew their pages placed half its values after heads, through
- * the general paths, for good (client/lua/tables 1.35x the time).  The
+ * the general paths, for good (client/lua/tables 1.3x the time).  The
  * lists are tidied only when they hold no block for the value: tidied each
  * time a class's page ran out, a Lua state's lists of thousands of blocks
  * were sorted and merged over and over (2.2x the time). */

@@ -564,10 +564,15 @@ static void full_class_carves_memory_given_back(void **state)
         inside += v[i] >= big && v[i] + 64 <= big + BIG;
         apart += v[i] == v[i - 1] + 64;
     }
-    assert_int_equal(arena_retained(&a), retained); /* no new memory */
     assert_true(inside >= NEXT / 2);
-    if (test_packed() && ARENA_ALIGN <= 16) /* pages: headerless blocks */
+    /* Pages: headerless blocks, carved from the block given back, and no
+     * new memory.  (An instrumented build's values carry a header and a
+     * guard each, and the block holds fewer of them: s390x's checked build
+     * took a chunk for the rest.) */
+    if (test_packed() && ARENA_ALIGN <= 16) {
+        assert_int_equal(arena_retained(&a), retained);
         assert_true(apart >= NEXT - 10);
+    }
     for (i = 0; i < N + NEXT; i++)
         arena_free(&a, v[i], 64);
     assert_int_equal(arena_size(&a), 16 + 16);

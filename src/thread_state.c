@@ -52,7 +52,7 @@ void *arena__thread_state_new(struct arena__thread_key *k, size_t size)
  * fork at that moment leaves the lock held in the child for ever, and a
  * pthread_key_create() there waits for it (the child's first scratch
  * arena hung in a run of test_thread_fork's hammer_every_lock now and
- * then: 4 of some 140 runs of its 100 forks, on a loaded machine). */
+ * then: 6 of some 200 runs of its 100 forks, on a busy machine). */
 void arena__thread_state_fork(bool hold)
 {
     if (hold) {

@@ -272,8 +272,8 @@ static int teardown(void **state)
  * makes none: musl guards its keys with a lock that an exiting thread holds
  * (read) while it looks for destructors to run, and a fork at that moment
  * left it held in the child, whose first scratch arena then waited in
- * pthread_key_create() for ever (hammer_every_lock below: 4 of some 140
- * runs of its 100 forks, on a loaded machine).  Runs first, before any key
+ * pthread_key_create() for ever (hammer_every_lock below: 6 of some 200
+ * runs of its 100 forks, on a busy machine).  Runs first, before any key
  * is made. */
 static void test_fork_makes_every_key_beforehand(void **state)
 {
